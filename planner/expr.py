@@ -1,0 +1,282 @@
+"""The formula layer: one definition per metric, evaluated in Python and rendered to Excel.
+
+A metric is an ordinary pure Python function of named quantities, e.g.::
+
+    def kv_bytes_per_token(layers, kv_heads, head_dim, kv_bytes_per_value):
+        return 2 * layers * kv_heads * head_dim * kv_bytes_per_value
+
+Called with numbers (or numpy arrays, or pandas Series) it computes values. Called with
+:class:`Ref` symbols it *traces* itself into an expression tree, which :func:`to_excel` renders as
+a spreadsheet formula (``2*G2*H2*I2*K2``). Python values and workbook formulas therefore come from
+the same code and cannot drift apart.
+
+Functions that Python's operators cannot express (floor, min, max, a conditional) are spelled with
+the helpers here (:func:`floor`, :func:`minimum`, :func:`maximum`, :func:`where`, ...), which
+dispatch on their arguments: numpy for values, an expression node for symbols.
+
+Rendering keeps the evaluation order of Python exactly (left-associative, parentheses wherever
+Python grouped differently), so that the spreadsheet engine performs the same floating-point
+operations in the same order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Precedence of Excel operators, higher binds tighter.
+_PRECEDENCE = {"cmp": 1, "&": 2, "+": 3, "-": 3, "*": 4, "/": 4}
+_ATOM = 10
+
+
+class Expr:
+    """A node of a formula. Operators build new nodes; nothing is evaluated."""
+
+    precedence = _ATOM
+
+    # arithmetic ---------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Expr:
+        return BinOp("+", self, lift(other))
+
+    def __radd__(self, other: Any) -> Expr:
+        return BinOp("+", lift(other), self)
+
+    def __sub__(self, other: Any) -> Expr:
+        return BinOp("-", self, lift(other))
+
+    def __rsub__(self, other: Any) -> Expr:
+        return BinOp("-", lift(other), self)
+
+    def __mul__(self, other: Any) -> Expr:
+        return BinOp("*", self, lift(other))
+
+    def __rmul__(self, other: Any) -> Expr:
+        return BinOp("*", lift(other), self)
+
+    def __truediv__(self, other: Any) -> Expr:
+        return BinOp("/", self, lift(other))
+
+    def __rtruediv__(self, other: Any) -> Expr:
+        return BinOp("/", lift(other), self)
+
+    def __neg__(self) -> Expr:
+        return BinOp("-", Const(0), self)
+
+    # comparisons and logic ----------------------------------------------------------------
+    def __le__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare("<=", self, lift(other))
+
+    def __lt__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare("<", self, lift(other))
+
+    def __ge__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare(">=", self, lift(other))
+
+    def __gt__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare(">", self, lift(other))
+
+    def __and__(self, other: Any) -> Expr:
+        return Call("AND", (self, lift(other)))
+
+    def __rand__(self, other: Any) -> Expr:
+        return Call("AND", (lift(other), self))
+
+    def __or__(self, other: Any) -> Expr:
+        return Call("OR", (self, lift(other)))
+
+    def __ror__(self, other: Any) -> Expr:
+        return Call("OR", (lift(other), self))
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a formula has no truth value while it is being traced: use expr.where(), "
+            "not `if`, inside a metric"
+        )
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        raise NotImplementedError  # pragma: no cover - every node class overrides it
+
+
+@dataclass(frozen=True, eq=False)
+class Ref(Expr):
+    """A named quantity: a column of the plan, or a named cell of the workbook."""
+
+    name: str
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        return ref(self.name)
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    """A literal number, boolean or text."""
+
+    value: float | int | bool | str
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        v = self.value
+        if isinstance(v, bool):
+            return "TRUE()" if v else "FALSE()"
+        if isinstance(v, str):
+            return '"' + v.replace('"', '""') + '"'
+        if isinstance(v, int):
+            return str(v) if v >= 0 else f"({v})"
+        if not math.isfinite(v):
+            raise ValueError(f"cannot write {v!r} into a formula")
+        text = repr(float(v)).upper()
+        if text.endswith(".0"):
+            text = text[:-2]
+        return text if v >= 0 else f"({text})"
+
+
+@dataclass(frozen=True, eq=False)
+class BinOp(Expr):
+    """An arithmetic operation, left-associative as in Python and Excel."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+    @property
+    def precedence(self) -> int:  # type: ignore[override]
+        return _PRECEDENCE[self.op]
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        p = self.precedence
+        left = self.left.render(ref)
+        if self.left.precedence < p:
+            left = f"({left})"
+        right = self.right.render(ref)
+        # Same precedence on the right: Python grouped it first, so must the spreadsheet.
+        if self.right.precedence <= p:
+            right = f"({right})"
+        return f"{left}{self.op}{right}"
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Expr):
+    """A comparison giving TRUE or FALSE."""
+
+    op: str
+    left: Expr
+    right: Expr
+    precedence = _PRECEDENCE["cmp"]
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        left = self.left.render(ref)
+        right = self.right.render(ref)
+        if self.left.precedence <= self.precedence:
+            left = f"({left})"
+        if self.right.precedence <= self.precedence:
+            right = f"({right})"
+        return f"{left}{self.op}{right}"
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    """A spreadsheet function call, e.g. ``MAX(a,b)``."""
+
+    func: str
+    args: tuple[Expr, ...]
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        return f"{self.func}({','.join(a.render(ref) for a in self.args)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Raw(Expr):
+    """A formula fragment written by a renderer (a lookup), with named holes for references."""
+
+    template: str
+    names: tuple[str, ...] = ()
+
+    def render(self, ref: Callable[[str], str]) -> str:
+        return self.template.format(**{n: ref(n) for n in self.names})
+
+
+def lift(value: Any) -> Expr:
+    """Wrap a Python literal as a :class:`Const`; leave expressions alone."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (bool, int, float, str, np.integer, np.floating, np.bool_)):
+        return Const(value.item() if hasattr(value, "item") else value)
+    raise TypeError(f"cannot use {type(value).__name__} in a formula")
+
+
+def _symbolic(*args: Any) -> bool:
+    return any(isinstance(a, Expr) for a in args)
+
+
+# Functions usable inside metrics ------------------------------------------------------------
+
+
+def floor(x: Any) -> Any:
+    """Largest integer not above ``x`` (Excel ``INT``, which also rounds negatives down)."""
+    if _symbolic(x):
+        return Call("INT", (lift(x),))
+    return np.floor(x)
+
+
+def ceil(x: Any) -> Any:
+    """Smallest integer not below ``x``, written ``-INT(-x)`` so negatives agree with numpy."""
+    if _symbolic(x):
+        return BinOp("-", Const(0), Call("INT", (BinOp("-", Const(0), lift(x)),)))
+    return np.ceil(x)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """Element-wise minimum (Excel ``MIN``)."""
+    if _symbolic(a, b):
+        return Call("MIN", (lift(a), lift(b)))
+    return np.minimum(a, b)
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """Element-wise maximum (Excel ``MAX``)."""
+    if _symbolic(a, b):
+        return Call("MAX", (lift(a), lift(b)))
+    return np.maximum(a, b)
+
+
+def where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """``if_true`` where ``condition`` holds, else ``if_false`` (Excel ``IF``)."""
+    if _symbolic(condition, if_true, if_false):
+        return Call("IF", (lift(condition), lift(if_true), lift(if_false)))
+    result = np.where(condition, if_true, if_false)
+    return result.item() if result.ndim == 0 else result
+
+
+def power(base: Any, exponent: Any) -> Any:
+    """``base`` raised to ``exponent`` (Excel ``POWER``; ``^`` binds differently there)."""
+    if _symbolic(base, exponent):
+        return Call("POWER", (lift(base), lift(exponent)))
+    return np.power(base, exponent)
+
+
+def logical_not(x: Any) -> Any:
+    """Logical negation (Excel ``NOT``)."""
+    if _symbolic(x):
+        return Call("NOT", (lift(x),))
+    return np.logical_not(x)
+
+
+# Tracing and evaluation --------------------------------------------------------------------
+
+
+def trace(func: Callable[..., Any], names: tuple[str, ...]) -> Expr:
+    """The expression that ``func`` builds when every argument is a symbol of the same name."""
+    return lift(func(*(Ref(n) for n in names)))
+
+
+def to_excel(expr: Expr, ref: Callable[[str], str]) -> str:
+    """Render ``expr`` as an Excel formula (with the leading ``=``); ``ref`` maps names to cells."""
+    return "=" + expr.render(ref)
+
+
+def evaluate(func: Callable[..., Any], names: tuple[str, ...], values: Mapping[str, Any]) -> Any:
+    """Call ``func`` on the values named by its arguments (columns, arrays or numbers)."""
+    return func(*(values[n] for n in names))

@@ -1,0 +1,71 @@
+"""Recalculate a workbook in LibreOffice Calc, headless, and read back the computed values.
+
+LibreOffice does not recalculate an xlsx on load when cached values are present, unless its
+profile says so: each call uses its own profile whose ``OOXMLRecalcMode`` is 0 (always
+recalculate), so the values read back are computed by LibreOffice, never stale ones.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import openpyxl
+
+RECALC_ALWAYS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+ xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load">
+ <prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load">
+ <prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+</oor:items>
+"""
+
+
+def soffice() -> str | None:
+    """Path of LibreOffice's ``soffice``, or None when it is not installed."""
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def recalculate(path: Path, out_dir: Path, convert_to: str = "xlsx") -> Path:
+    """Convert ``path`` with LibreOffice (recalculating every formula) into ``out_dir``."""
+    exe = soffice()
+    if exe is None:
+        raise RuntimeError("LibreOffice (soffice) is not installed")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lo-profile-") as profile:
+        user = Path(profile) / "user"
+        user.mkdir(parents=True)
+        (user / "registrymodifications.xcu").write_text(RECALC_ALWAYS)
+        subprocess.run(
+            [
+                exe,
+                f"-env:UserInstallation=file://{profile}",
+                "--headless",
+                "--norestore",
+                "--convert-to",
+                convert_to,
+                "--outdir",
+                str(out_dir),
+                str(path),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    result = out_dir / (path.stem + "." + convert_to.split(":")[0])
+    if not result.exists():  # soffice exits 0 even when it could not convert
+        raise RuntimeError(f"LibreOffice did not write {result}")
+    return result
+
+
+def computed_values(path: Path, sheet: str) -> list[list[object]]:
+    """All cell values of ``sheet`` as computed (cached) by LibreOffice."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        return [list(row) for row in wb[sheet].iter_rows(values_only=True)]
+    finally:
+        wb.close()
