@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -160,7 +160,7 @@ def derived_parameters(m: Model) -> int:
     return embeddings + m.layers * per_layer + h + head
 
 
-# Precisions, workloads, assumptions, scenarios ------------------------------------------------------
+# Precisions, workloads, assumptions, scenarios -------------------------------------------
 
 
 class Precision(Entry):
@@ -339,7 +339,9 @@ def _problems_from_validation(
 ) -> list[Problem]:
     problems = []
     for error in exc.errors():
-        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function")))
+        loc = tuple(
+            p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function"))
+        )
         entry = None
         field_path: list[str] = []
         if len(loc) >= 2 and isinstance(loc[1], int):

@@ -26,7 +26,9 @@ def weight_read_s(
     return weight_bytes / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
 
 
-@metric("FLOP", source="Kaplan et al. 2020, §2.1 (forward pass ≈ 2N FLOP per token)", group="latency")
+@metric(
+    "FLOP", source="Kaplan et al. 2020, §2.1 (forward pass ≈ 2N FLOP per token)", group="latency"
+)
 def decode_flops_per_token(parameters: Any) -> Any:
     """Arithmetic for one generated token: about 2 × parameters [FLOP] (one multiply-add each)."""
     return 2 * parameters
@@ -44,5 +46,14 @@ def compute_bound_s(
     return decode_flops_per_token / (compute_flops_per_s * compute_efficiency)
 
 
-derived("weight_read_ms", "weight_read_s", lambda s: s * 1000, "ms", "weight_read_s in ms", "latency")
-derived("compute_bound_ms", "compute_bound_s", lambda s: s * 1000, "ms", "compute_bound_s in ms", "latency")
+derived(
+    "weight_read_ms", "weight_read_s", lambda s: s * 1000, "ms", "weight_read_s in ms", "latency"
+)
+derived(
+    "compute_bound_ms",
+    "compute_bound_s",
+    lambda s: s * 1000,
+    "ms",
+    "compute_bound_s in ms",
+    "latency",
+)

@@ -30,10 +30,15 @@ class Metric:
     source: str = ""
     kind: Kind = "number"
     group: str = ""
+    restates: str | None = None  # the metric this one restates in another unit
 
     def expression(self) -> Expr:
         """The metric traced into a formula tree over its input names."""
         return trace(self.func, self.inputs)
+
+    def formula_text(self) -> str:
+        """The formula over the names of its inputs, e.g. ``2*layers*kv_heads*...``."""
+        return self.expression().render(lambda name: name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -82,7 +87,7 @@ def derived(
     """Register a metric that restates another in a unit people read (GiB, ms)."""
     if name in REGISTRY:
         raise ValueError(f"metric {name!r} is defined twice")
-    REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group)
+    REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group, restates=of)
 
 
 GROUP_ORDER = ("memory", "latency", "serving", "cost")

@@ -96,8 +96,22 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
 
 def evaluate(catalog: Catalog, metric_names: list[str] | None = None) -> Results:
     """Evaluate every metric for every candidate of ``catalog``."""
+    return evaluate_plan(catalog, candidates(catalog), metric_names)
+
+
+def evaluate_subset(
+    catalog: Catalog, hardware: str, model: str, precision: str, workload: str
+) -> Results:
+    """Evaluate the single candidate named by its four ids."""
+    plan = pd.DataFrame([(hardware, model, precision, workload)], columns=list(KEYS))
+    return evaluate_plan(catalog, plan)
+
+
+def evaluate_plan(
+    catalog: Catalog, plan: pd.DataFrame, metric_names: list[str] | None = None
+) -> Results:
+    """Evaluate every metric for the candidates listed in ``plan`` (a table of ids)."""
     inputs = input_tables(catalog)
-    plan = candidates(catalog)
     columns: dict[str, object] = {k: plan[k].to_numpy() for k in KEYS}
     for lookup in LOOKUPS:
         columns[lookup.name] = lookup_values(lookup, pd.DataFrame(columns), inputs)

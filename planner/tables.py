@@ -75,7 +75,10 @@ def _hardware_columns(formats: list[str]) -> list[Column]:
         ),
         Column("power_w", "W", "board power", lambda h: _optional(h.power, 1.0)),
         Column(
-            "purchase_usd", "USD", "purchase price per device", lambda h: _optional(h.price.purchase_usd, 1.0)
+            "purchase_usd",
+            "USD",
+            "purchase price per device",
+            lambda h: _optional(h.price.purchase_usd, 1.0),
         ),
         Column(
             "cloud_usd_per_hour",
@@ -102,8 +105,12 @@ MODEL_COLUMNS = [
 PRECISION_COLUMNS = [
     Column("id", "", "catalog id", lambda p: p.id, "text"),
     Column("name", "", "name", lambda p: p.label, "text"),
-    Column("weight_bytes_per_param", "B", "stored bytes per weight", lambda p: p.weight_bytes_per_param),
-    Column("kv_bytes_per_value", "B", "stored bytes per cached value", lambda p: p.kv_bytes_per_value),
+    Column(
+        "weight_bytes_per_param", "B", "stored bytes per weight", lambda p: p.weight_bytes_per_param
+    ),
+    Column(
+        "kv_bytes_per_value", "B", "stored bytes per cached value", lambda p: p.kv_bytes_per_value
+    ),
     Column("compute", "", "compute format whose rate applies", lambda p: p.compute, "text"),
     Column("source", "", "where the numbers come from", lambda p: p.source or "", "text"),
 ]
@@ -202,8 +209,12 @@ LOOKUPS = [
     Lookup("layers", "model", "layers", 1, "", "decoder layers"),
     Lookup("kv_heads", "model", "kv_heads", 1, "", "key/value heads"),
     Lookup("head_dim", "model", "head_dim", 1, "", "head dimension"),
-    Lookup("weight_bytes_per_param", "precision", "weight_bytes_per_param", 1, "B", "bytes per weight"),
-    Lookup("kv_bytes_per_value", "precision", "kv_bytes_per_value", 1, "B", "bytes per cached value"),
+    Lookup(
+        "weight_bytes_per_param", "precision", "weight_bytes_per_param", 1, "B", "bytes per weight"
+    ),
+    Lookup(
+        "kv_bytes_per_value", "precision", "kv_bytes_per_value", 1, "B", "bytes per cached value"
+    ),
     Lookup("compute_format", "precision", "compute", 1, "", "compute format", kind="text"),
     Lookup(
         "compute_flops_per_s",
@@ -215,7 +226,9 @@ LOOKUPS = [
         column_from="compute_format",
     ),
     Lookup("prompt_tokens", "workload", "prompt_tokens", 1, "tokens", "prompt tokens"),
-    Lookup("max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "maximum output tokens"),
+    Lookup(
+        "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "maximum output tokens"
+    ),
     Lookup("concurrency", "workload", "concurrency", 1, "requests", "concurrent requests"),
 ]
 
@@ -253,7 +266,9 @@ def input_tables(catalog: Catalog) -> InputTables:
         "Precisions": PRECISION_COLUMNS,
         "Workloads": WORKLOAD_COLUMNS,
     }
-    records: dict[str, tuple[Hardware, ...] | tuple[Model, ...] | tuple[Precision, ...] | tuple[Workload, ...]] = {
+    records: dict[
+        str, tuple[Hardware, ...] | tuple[Model, ...] | tuple[Precision, ...] | tuple[Workload, ...]
+    ] = {
         "Hardware": catalog.hardware,
         "Models": catalog.models,
         "Precisions": catalog.precisions,

@@ -123,7 +123,9 @@ def parse(text: object, kind: str) -> float:
         )
     unit = unit.replace(" ", "")
     if unit not in units:
-        raise UnitError(f"unknown unit {unit!r} in {text!r}: expected one of {accepted_units(kind)}")
+        raise UnitError(
+            f"unknown unit {unit!r} in {text!r}: expected one of {accepted_units(kind)}"
+        )
     value = float(number)
     if not math.isfinite(value):
         raise UnitError(f"{text!r} is not a finite number")
@@ -163,6 +165,8 @@ def format_bytes(n_bytes: float, digits: int = 2) -> str:
     """
     if n_bytes is None or (isinstance(n_bytes, float) and math.isnan(n_bytes)):
         return "n/a"
+    if abs(n_bytes) < MIB:
+        return f"{n_bytes / KB:,.{digits}f} kB ({n_bytes / KIB:,.{digits}f} KiB)"
     if abs(n_bytes) < GIB:
         return f"{n_bytes / MB:,.{digits}f} MB ({n_bytes / MIB:,.{digits}f} MiB)"
     return f"{n_bytes / GB:,.{digits}f} GB ({n_bytes / GIB:,.{digits}f} GiB)"

@@ -1,0 +1,110 @@
+"""The ``planner`` command: a thin layer over the library.
+
+Each command parses its arguments, calls one library function, and turns the library's own
+exceptions into a clear message and an exit code: 0 success, 1 invalid input, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .catalog import Catalog, CatalogError, load_catalog
+from .resources import default_catalogs
+
+EXIT_INVALID = 1
+
+CATALOGS_OPTION = click.option(
+    "--catalogs",
+    "catalogs",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Catalog folder (default: ./catalogs if present, else the shipped catalogs).",
+)
+
+
+def _load(folder: Path | None) -> Catalog:
+    try:
+        return load_catalog(folder or default_catalogs())
+    except CatalogError as exc:
+        click.echo(f"{len(exc.problems)} problem(s) in the catalogs:", err=True)
+        for problem in exc.problems:
+            click.echo(f"  {problem}", err=True)
+        sys.exit(EXIT_INVALID)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="planner")
+def main() -> None:
+    """Plan LLM inference capacity: memory, latency bounds and fit for every candidate."""
+
+
+@main.command()
+@CATALOGS_OPTION
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Run folder to create (default: reports/YYYY-MM-DD-NAME).",
+)
+@click.option("--name", default=None, help="Short name of the run (default: run).")
+@click.option("--force", is_flag=True, help="Replace --out if it already exists.")
+def run(catalogs: Path | None, out: Path | None, name: str | None, force: bool) -> None:
+    """Evaluate every candidate and write a run folder.
+
+    The folder holds results.csv, results.json, plan.xlsx (live formulas), report.pdf and
+    manifest.json. It is written atomically and never replaces an earlier run unless --force.
+    """
+    from .runs import RunExists, default_run_dir, write_run
+    from .sweep import evaluate
+
+    catalog = _load(catalogs)
+    results = evaluate(catalog)
+    destination = out or default_run_dir(Path("reports"), name)
+    try:
+        folder = write_run(catalog, results, destination, name=name, force=force)
+    except RunExists as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
+    table = results.table
+    click.echo(f"{len(table)} candidates evaluated, {int(table['fits'].sum())} fit their workload.")
+    click.echo(f"Run written to {folder}/")
+
+
+@main.command()
+@CATALOGS_OPTION
+def check(catalogs: Path | None) -> None:
+    """Validate the catalogs; list every problem and exit 1 if there are any."""
+    catalog = _load(catalogs)
+    click.echo(
+        f"ok: {catalog.folder}: {len(catalog.hardware)} hardware, {len(catalog.models)} models, "
+        f"{len(catalog.precisions)} precisions, {len(catalog.workloads)} workloads"
+    )
+
+
+@main.command()
+@CATALOGS_OPTION
+@click.option("--hardware", required=True, help="Hardware id.")
+@click.option("--model", required=True, help="Model id.")
+@click.option("--precision", required=True, help="Precision id.")
+@click.option("--workload", required=True, help="Workload id.")
+def explain(
+    catalogs: Path | None, hardware: str, model: str, precision: str, workload: str
+) -> None:
+    """Print the arithmetic of one candidate step by step, with GB and GiB side by side."""
+    from .explain import explain as explain_candidate
+
+    catalog = _load(catalogs)
+    try:
+        text = explain_candidate(catalog, hardware, model, precision, workload)
+    except KeyError as exc:
+        click.echo(f"error: {exc.args[0]}", err=True)
+        sys.exit(EXIT_INVALID)
+    click.echo(text)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,52 @@
+"""Documentation generated from the definitions, so the README cannot drift from the code.
+
+``python -m planner.docs`` rewrites the results-column table in README.md between its markers.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from .resources import shipped_catalogs
+from .sweep import Results
+
+START, END = "<!-- columns:start -->", "<!-- columns:end -->"
+
+
+def columns_markdown(results: Results) -> str:
+    """A Markdown table: every results column with its unit, meaning and formula."""
+    lines = ["| column | unit | meaning | formula or origin |", "| --- | --- | --- | --- |"]
+    for key in results.key_columns:
+        lines.append(f"| `{key}` | id | the candidate's {key} | catalog id |")
+    for lk in results.lookups:
+        lines.append(f"| `{lk.name}` | {lk.unit} | {lk.description} | `{lk.sheet}` sheet, by id |")
+    for m in results.metrics:
+        meaning = m.description.replace("|", "\\|")
+        lines.append(f"| `{m.name}` | {m.unit} | {meaning} | `{m.formula_text()}` |")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, results: Results) -> bool:
+    """Replace the table between the markers; return whether the file changed."""
+    text = readme.read_text()
+    block = f"{START}\n{columns_markdown(results)}\n{END}"
+    new = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    if new != text:
+        readme.write_text(new)
+    return new != text
+
+
+def _main() -> int:  # pragma: no cover - a maintenance script
+    from .catalog import load_catalog
+    from .sweep import evaluate
+
+    results = evaluate(load_catalog(shipped_catalogs() / "examples" / "seed"))
+    changed = update_readme(Path("README.md"), results)
+    print("README.md updated" if changed else "README.md already up to date")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main())

@@ -1,0 +1,96 @@
+"""The arithmetic of one candidate, step by step, in the seed's style.
+
+Each step is a metric: its formula over names, the same formula over this candidate's numbers
+(rendered from the one definition, so the text cannot disagree with the result), and the result
+with GB and GiB side by side for memory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .catalog import Catalog
+from .metric import Metric
+from .sweep import Results, evaluate_subset
+from .tables import GLOBALS
+from .units import format_binary, format_bytes, format_seconds
+
+_OPERATORS = {"*": " × ", "/": " ÷ ", "+": " + ", "-": " − ", "<=": " ≤ ", ">": " > ", "<": " < "}
+_SPLIT = re.compile(r"(<=|[*/+<>-])")
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, (bool, str)) or value is None:
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return "n/a"
+    text = f"{value:,.0f}" if value.is_integer() and abs(value) < 1e18 else f"{value:,.6g}"
+    return f"({text})" if value < 0 else text
+
+
+def _pretty(formula: str) -> str:
+    parts = _SPLIT.split(formula)
+    return "".join(_OPERATORS.get(p, p) for p in parts)
+
+
+def _with_unit(m: Metric, value: Any) -> str:
+    if m.kind in ("bool", "text"):
+        return str(value)
+    if m.unit == "B":
+        exact = format_binary(value) if value > 0 else ""
+        text = f"{_number(value)} B = {format_bytes(value)}"
+        return text + (f" = {exact}" if exact.endswith(("KiB", "MiB")) else "")
+    if m.unit == "s":
+        return f"{_number(value)} s = {format_seconds(value)}"
+    return f"{_number(value)} {m.unit}".rstrip()
+
+
+def explain_row(results: Results, row: int = 0) -> str:
+    """The step-by-step arithmetic of row ``row`` of ``results``."""
+    record = results.table.iloc[row]
+    values: dict[str, Any] = record.to_dict()
+    for g in GLOBALS:
+        values[g.name] = results.inputs.globals[g.cell] * g.scale
+    lines = [
+        f"Candidate: hardware {record['hardware']} · model {record['model']} · "
+        f"precision {record['precision']} · workload {record['workload']}",
+        "",
+        "Assumptions: "
+        + ", ".join(f"{g.cell} = {_number(results.inputs.globals[g.cell])}" for g in GLOBALS),
+        "",
+    ]
+    for m in results.metrics:
+        if m.restates:
+            continue  # unit restatements: already shown beside their base figure
+        names = _pretty(m.formula_text())
+        numbers = _pretty(m.expression().render(lambda n: _number(values[n])))
+        lines.append(f"{m.name}: {m.description}")
+        if m.kind == "text":
+            lines.append(f"  = {values[m.name]}")
+        else:
+            lines.append(f"  {names}")
+            lines.append(f"  = {numbers}")
+            lines.append(f"  = {_with_unit(m, values[m.name])}")
+        lines.append("")
+    lines.append(
+        "Bounds are idealised: weight_read_s and compute_bound_s are lower bounds from datasheet "
+        "rates, not measured latency. A load that fits proves only that the initial allocation "
+        "fits; validate with measured peak memory under representative load."
+    )
+    return "\n".join(lines)
+
+
+def explain(catalog: Catalog, hardware: str, model: str, precision: str, workload: str) -> str:
+    """Explain one candidate named by its four ids (each must exist in ``catalog``)."""
+    for kind, entry_id in (
+        ("hardware", hardware),
+        ("models", model),
+        ("precisions", precision),
+        ("workloads", workload),
+    ):
+        catalog.get(kind, entry_id)
+    results = evaluate_subset(catalog, hardware, model, precision, workload)
+    return explain_row(results, 0)

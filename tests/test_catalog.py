@@ -1,0 +1,228 @@
+"""Malformed catalogs: each gives exit 1, a message naming file, entry and field, no traceback,
+and no run folder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.catalog import CatalogError, load_catalog
+from planner.cli import main
+
+GOOD_HARDWARE = """hardware:
+  - id: seed-16gib
+    name: Seed device
+    memory: 16 GiB
+    memory_bandwidth: 700 GB/s
+    compute: {bf16: 100 TFLOPS}
+"""
+
+BILLION_LAUGHS = """a: &a ["x","x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]
+hardware: [*g]
+"""
+
+# (file to replace, its new text, fragments the message must contain)
+CASES = {
+    "missing unit": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("16 GiB", "16"),
+        ["hardware.yaml:4", "hardware 'seed-16gib'", "field 'memory'", "has no unit", "GiB"],
+    ),
+    "bare number for memory": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("16 GiB", "80"),
+        ["hardware.yaml:4", "field 'memory'", "80 has no unit"],
+    ),
+    "unknown unit": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("700 GB/s", "700 GBps"),
+        ["hardware.yaml:5", "field 'memory_bandwidth'", "unknown unit 'GBps'", "GB/s"],
+    ),
+    "unknown field": (
+        "hardware.yaml",
+        GOOD_HARDWARE + "    colour: green\n",
+        ["hardware.yaml:7", "hardware 'seed-16gib'", "field 'colour'", "unknown field", "memory"],
+    ),
+    "missing field": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("    memory_bandwidth: 700 GB/s\n", ""),
+        ["hardware.yaml", "hardware 'seed-16gib'", "field 'memory_bandwidth'", "required"],
+    ),
+    "duplicate id": (
+        "hardware.yaml",
+        GOOD_HARDWARE + GOOD_HARDWARE.split("\n", 1)[1],
+        ["hardware.yaml:7", "duplicate id 'seed-16gib'", "field 'id'"],
+    ),
+    "negative bandwidth": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("700 GB/s", "-700 GB/s"),
+        ["hardware.yaml:5", "field 'memory_bandwidth'", "greater than zero"],
+    ),
+    "zero memory": (
+        "hardware.yaml",
+        GOOD_HARDWARE.replace("16 GiB", "0 GiB"),
+        ["hardware.yaml:4", "field 'memory'", "greater than zero"],
+    ),
+    "wrong type": (
+        "models.yaml",
+        "models:\n  - id: m\n    parameters: 1000\n    layers: thirty-two\n"
+        "    kv_heads: 8\n    head_dim: 128\n",
+        ["models.yaml:4", "models 'm'", "field 'layers'", "integer", "thirty-two"],
+    ),
+    "float where an integer count is needed": (
+        "workloads.yaml",
+        "workloads:\n  - id: w\n    prompt_tokens: 10.5\n    max_output_tokens: 10\n"
+        "    concurrency: 1\n",
+        ["workloads.yaml:3", "workloads 'w'", "field 'prompt_tokens'"],
+    ),
+    "invalid YAML": (
+        "precisions.yaml",
+        "precisions:\n  - id: bf16\n    weight_bytes_per_param: [2\n",
+        ["precisions.yaml:", "invalid YAML"],
+    ),
+    "empty file": ("workloads.yaml", "", ["workloads.yaml", "the file is empty"]),
+    "alias-heavy YAML": ("hardware.yaml", BILLION_LAUGHS, ["hardware.yaml", "aliases"]),
+    "repeated key": (
+        "hardware.yaml",
+        GOOD_HARDWARE + "    memory: 32 GiB\n",
+        ["hardware.yaml:7", "key 'memory' appears twice (first on line 4)"],
+    ),
+    "dangling scenario reference": (
+        "scenarios.yaml",
+        "scenarios:\n  - id: s\n    hardware: [seed-16gib, nonexistent-gpu]\n",
+        [
+            "scenarios.yaml:3",
+            "scenarios 's'",
+            "field 'hardware'",
+            "'nonexistent-gpu'",
+            "seed-16gib",
+        ],
+    ),
+    "bad id": (
+        "workloads.yaml",
+        "workloads:\n  - id: Chat Workload\n    prompt_tokens: 10\n    max_output_tokens: 10\n"
+        "    concurrency: 1\n",
+        ["workloads.yaml:2", "field 'id'", "pattern"],
+    ),
+    "efficiency above one": (
+        "assumptions.yaml",
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  bandwidth_efficiency: 1.5\n",
+        [
+            "assumptions.yaml:4",
+            "field 'assumptions.bandwidth_efficiency'",
+            "less than or equal to 1",
+        ],
+    ),
+    "not a mapping": ("models.yaml", "- just\n- a list\n", ["models.yaml:1", "expected a mapping"]),
+    "unknown compute format": (
+        "precisions.yaml",
+        "precisions:\n  - id: p\n    weight_bytes_per_param: 1\n    kv_bytes_per_value: 1\n"
+        "    compute: fp4\n",
+        ["precisions.yaml:5", "precisions 'p'", "field 'compute'", "'fp4'", "bf16"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_malformed_catalog_is_rejected_clearly(case, seed_copy: Path, tmp_path: Path):
+    file_name, text, fragments = CASES[case]
+    (seed_copy / file_name).write_text(text)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--catalogs", str(seed_copy), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.output, (fragment, result.output)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["catalogs"]  # no staging leftovers either
+    check = CliRunner().invoke(main, ["check", "--catalogs", str(seed_copy)])
+    assert check.exit_code == 1
+    assert all(fragment in check.output for fragment in fragments)
+
+
+def test_every_problem_is_reported_at_once(seed_copy: Path):
+    (seed_copy / "hardware.yaml").write_text(
+        GOOD_HARDWARE.replace("16 GiB", "16").replace("700 GB/s", "-1 GB/s")
+    )
+    (seed_copy / "workloads.yaml").write_text("")
+    with pytest.raises(CatalogError) as info:
+        load_catalog(seed_copy)
+    messages = [str(p) for p in info.value.problems]
+    assert len(messages) == 3, messages
+    assert any("field 'memory'" in m for m in messages)
+    assert any("field 'memory_bandwidth'" in m for m in messages)
+    assert any("workloads.yaml" in m and "empty" in m for m in messages)
+
+
+def test_missing_file(seed_copy: Path):
+    (seed_copy / "precisions.yaml").unlink()
+    with pytest.raises(CatalogError, match="precisions.yaml: the file is missing"):
+        load_catalog(seed_copy)
+
+
+def test_real_process_prints_no_traceback(seed_copy: Path, tmp_path: Path):
+    (seed_copy / "hardware.yaml").write_text(GOOD_HARDWARE.replace("16 GiB", "80"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planner.cli",
+            "run",
+            "--catalogs",
+            str(seed_copy),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "field 'memory'" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_earlier_report_is_untouched_by_a_failed_run(seed_dir: Path, seed_copy: Path, tmp_path):
+    out = tmp_path / "run"
+    runner = CliRunner()
+    assert (
+        runner.invoke(main, ["run", "--catalogs", str(seed_dir), "--out", str(out)]).exit_code == 0
+    )
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (seed_copy / "hardware.yaml").write_text(GOOD_HARDWARE.replace("16 GiB", "16"))
+    result = runner.invoke(
+        main, ["run", "--catalogs", str(seed_copy), "--out", str(out), "--force"]
+    )
+    assert result.exit_code == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_scenarios_restrict_the_cross(seed_copy: Path):
+    from planner.sweep import evaluate
+
+    (seed_copy / "scenarios.yaml").write_text(
+        "scenarios:\n  - id: small\n    models: [invented-4gib]\n    workloads: [seed-4k]\n"
+    )
+    table = evaluate(load_catalog(seed_copy)).table
+    assert table[["model", "workload"]].drop_duplicates().values.tolist() == [
+        ["invented-4gib", "seed-4k"]
+    ]
+
+
+def test_model_without_parameters_or_architecture(seed_copy: Path):
+    (seed_copy / "models.yaml").write_text(
+        "models:\n  - id: m\n    layers: 2\n    kv_heads: 1\n    head_dim: 8\n"
+    )
+    with pytest.raises(CatalogError, match="give `parameters`, or the architecture"):
+        load_catalog(seed_copy)

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from planner import runs
+from planner.cli import main
+from planner.runs import default_run_dir, slug
+
+RUN_FILES = {"results.csv", "results.json", "plan.xlsx", "report.pdf", "manifest.json"}
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_run_writes_the_run_folder(seed_dir: Path, tmp_path: Path):
+    out = tmp_path / "seed-run"
+    result = invoke("run", "--catalogs", str(seed_dir), "--out", str(out), "--name", "seed")
+    assert result.exit_code == 0, result.output
+    assert "4 candidates evaluated, 1 fit their workload." in result.output
+    assert {p.name for p in out.iterdir()} == RUN_FILES
+    table = pd.read_csv(out / "results.csv")
+    assert list(table.columns[:4]) == ["hardware", "model", "precision", "workload"]
+    assert len(table) == 4  # 1 hardware × 2 models × 1 precision × 2 workloads
+    row = table[(table.model == "invented-4gib") & (table.workload == "seed-4k")].iloc[0]
+    assert row.kv_bytes_per_token == 131072
+    assert row.max_sequences == 16
+    assert bool(row.fits) is True
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["candidates"] == 4
+    assert manifest["counts"]["fitting"] == 1
+    assert set(manifest["catalog_files"]) == {
+        "hardware.yaml",
+        "models.yaml",
+        "precisions.yaml",
+        "workloads.yaml",
+        "assumptions.yaml",
+    }
+    assert all(len(h) == 64 for h in manifest["catalog_files"].values())
+    data = json.loads((out / "results.json").read_text())
+    assert [c["name"] for c in data["columns"]] == list(table.columns)
+    kv = next(c for c in data["columns"] if c["name"] == "kv_bytes_per_token")
+    assert kv["unit"] == "B" and kv["formula"] == "2*layers*kv_heads*head_dim*kv_bytes_per_value"
+    assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_run_refuses_to_overwrite_and_force_replaces(seed_dir: Path, tmp_path: Path):
+    out = tmp_path / "run"
+    assert invoke("run", "--catalogs", str(seed_dir), "--out", str(out)).exit_code == 0
+    (out / "marker").write_text("earlier run")
+    again = invoke("run", "--catalogs", str(seed_dir), "--out", str(out))
+    assert again.exit_code == 1
+    assert "already exists" in again.output
+    assert (out / "marker").exists()
+    forced = invoke("run", "--catalogs", str(seed_dir), "--out", str(out), "--force")
+    assert forced.exit_code == 0
+    assert {p.name for p in out.iterdir()} == RUN_FILES
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_default_run_folder_is_dated_and_never_reused(tmp_path: Path):
+    import datetime as dt
+
+    day = dt.date(2026, 12, 2)
+    first = default_run_dir(tmp_path, "H200 refresh!", day)
+    assert first.name == "2026-12-02-h200-refresh"
+    first.mkdir()
+    assert default_run_dir(tmp_path, "H200 refresh!", day).name == "2026-12-02-h200-refresh-2"
+    assert slug("../../etc") == "etc"
+
+
+def test_failed_run_leaves_nothing(seed_dir: Path, tmp_path: Path, monkeypatch):
+    from planner.catalog import load_catalog
+    from planner.sweep import evaluate
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("planner.report.write_report", broken)
+    catalog = load_catalog(seed_dir)
+    with pytest.raises(RuntimeError):
+        runs.write_run(catalog, evaluate(catalog), tmp_path / "run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_ok(seed_dir: Path):
+    result = invoke("check", "--catalogs", str(seed_dir))
+    assert result.exit_code == 0
+    assert "1 hardware, 2 models, 1 precisions, 2 workloads" in result.output
+
+
+def test_check_shipped_catalogs():
+    result = invoke("check")
+    assert result.exit_code == 0, result.output
+
+
+def test_explain_shows_the_seed_arithmetic(seed_dir: Path):
+    result = invoke(
+        "explain",
+        "--catalogs",
+        str(seed_dir),
+        "--hardware",
+        "seed-16gib",
+        "--model",
+        "invented-4gib",
+        "--precision",
+        "bf16",
+        "--workload",
+        "seed-4k-prompt-1k-out",
+    )
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "2 × layers × kv_heads × head_dim × kv_bytes_per_value" in text
+    assert "= 2 × 32 × 8 × 128 × 2" in text
+    assert "131,072 B = 131.07 kB (128.00 KiB) = 128 KiB" in text
+    assert "= 4,096 + 1,024" in text
+    assert "671,088,640 B = 671.09 MB (640.00 MiB) = 640 MiB" in text
+    assert "8,589,934,592 B = 8.59 GB (8.00 GiB)" in text
+    assert "= 12 sequences" in text
+    assert "= 16 ≤ 12" in text
+    assert "not measured latency" in text
+
+
+def test_explain_unknown_id(seed_dir: Path):
+    result = invoke(
+        "explain",
+        "--catalogs",
+        str(seed_dir),
+        "--hardware",
+        "seed-16gib",
+        "--model",
+        "nope",
+        "--precision",
+        "bf16",
+        "--workload",
+        "seed-4k",
+    )
+    assert result.exit_code == 1
+    assert "no models entry 'nope'; valid: invented-7b, invented-4gib" in result.output
+
+
+def test_usage_error_exits_2():
+    assert invoke("explain", "--model", "x").exit_code == 2
+    assert invoke("no-such-command").exit_code == 2
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_has_help_and_is_in_the_readme(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert main.commands[command].help
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"planner {command}" in readme
