@@ -125,6 +125,8 @@ class Const(Expr):
             return '"' + v.replace('"', '""') + '"'
         if isinstance(v, int):
             return str(v) if v >= 0 else f"({v})"
+        if math.isnan(v):
+            return "NA()"  # a missing value, as blank lookups give
         if not math.isfinite(v):
             raise ValueError(f"cannot write {v!r} into a formula")
         text = repr(float(v)).upper()
@@ -255,6 +257,13 @@ def power(base: Any, exponent: Any) -> Any:
     if _symbolic(base, exponent):
         return Call("POWER", (lift(base), lift(exponent)))
     return np.power(base, exponent)
+
+
+def is_missing(x: Any) -> Any:
+    """Whether ``x`` is missing: NaN in Python, ``#N/A`` in the workbook (Excel ``ISNA``)."""
+    if _symbolic(x):
+        return Call("ISNA", (lift(x),))
+    return np.isnan(x)
 
 
 def logical_not(x: Any) -> Any:

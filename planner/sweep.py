@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import latency, memory  # noqa: F401  (importing registers their metrics)
-from .catalog import Catalog
+from . import capacity, cost, latency, memory  # noqa: F401  (importing registers their metrics)
+from .catalog import Catalog, Hardware, Precision
 from .metric import REGISTRY, Metric, ordered
-from .tables import GLOBALS, KEYS, LOOKUPS, InputTables, Lookup, input_tables
+from .tables import ALL_KEYS, GLOBALS, KEYS, LOOKUPS, TP_KEY, InputTables, Lookup, input_tables
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,34 @@ class Results:
     inputs: InputTables
     metrics: list[Metric]
     lookups: list[Lookup]
+    skipped: list[str]
 
     @property
     def key_columns(self) -> list[str]:
-        return list(KEYS)
+        return list(ALL_KEYS)
+
+
+def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
+    """The compute format a precision runs at on a device: its own, else its fallback, else None."""
+    for fmt in (precision.compute, precision.compute_fallback):
+        if fmt is not None and fmt in hardware.compute:
+            return fmt
+    return None
+
+
+def skipped_pairs(catalog: Catalog) -> list[str]:
+    """Why some combinations are not evaluated at all (no compute rate, no interconnect)."""
+    notes = []
+    for h in catalog.hardware:
+        for p in catalog.precisions:
+            if compute_format_for(h, p) is None:
+                formats = p.compute + (f" or {p.compute_fallback}" if p.compute_fallback else "")
+                notes.append(f"{h.id} × {p.id}: the device has no {formats} compute rate")
+        if h.interconnect_bandwidth is None and any(
+            t > 1 for t in catalog.assumptions.tensor_parallel_sizes
+        ):
+            notes.append(f"{h.id}: no interconnect_bandwidth, so no tensor parallelism was tried")
+    return notes
 
 
 def candidates(catalog: Catalog) -> pd.DataFrame:
@@ -55,12 +79,20 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
         }
         for s in catalog.scenarios
     ] or [all_ids]
-    rows: dict[tuple[str, str, str, str], None] = {}
+    hardware = {h.id: h for h in catalog.hardware}
+    precisions = {p.id: p for p in catalog.precisions}
+    sizes = sorted(set(catalog.assumptions.tensor_parallel_sizes))
+    rows: dict[tuple[str, str, str, str, int], None] = {}
     for lists in scenario_lists:
         for w, m, p, h in itertools.product(
             lists["workload"], lists["model"], lists["precision"], lists["hardware"]
         ):
-            rows.setdefault((h, m, p, w))
+            if compute_format_for(hardware[h], precisions[p]) is None:
+                continue
+            for tp in sizes:
+                if tp > 1 and hardware[h].interconnect_bandwidth is None:
+                    continue
+                rows.setdefault((h, m, p, w, tp))
     order = {k: {v: i for i, v in enumerate(all_ids[k])} for k in all_ids}
     keys = sorted(
         rows,
@@ -69,9 +101,25 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
             order["model"][r[1]],
             order["precision"][r[2]],
             order["hardware"][r[0]],
+            r[4],
         ),
     )
-    return pd.DataFrame(keys, columns=list(KEYS))
+    return pd.DataFrame(keys, columns=ALL_KEYS)
+
+
+def useful_parallelism(table: pd.DataFrame) -> pd.Series:
+    """Rows to keep: for each combination, tensor-parallel sizes up to the first that meets the
+    targets (or, when none does, the first whose replica holds a sequence; else all)."""
+    keep = pd.Series(True, index=table.index)
+    for _, group in table.groupby(list(KEYS), sort=False):
+        group = group.sort_values(TP_KEY)
+        for column in ("meets_targets", "replica_fits"):
+            hits = group.index[group[column].astype(bool)]
+            if len(hits):
+                limit = group.loc[hits[0], TP_KEY]
+                keep[group.index[group[TP_KEY] > limit]] = False
+                break
+    return keep
 
 
 def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np.ndarray:
@@ -82,10 +130,20 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
         values = sheet[lookup.column].reindex(ids).to_numpy()
     else:
         wanted = plan[lookup.column_from].to_numpy()
+        fallback = (
+            plan[lookup.fallback_from].to_numpy()
+            if lookup.fallback_from
+            else np.full(len(ids), "", dtype=object)
+        )
+
+        def cell(entry: str, fmt: str) -> float:
+            column = f"{fmt}{lookup.column}"
+            return float(sheet.at[entry, column]) if fmt and column in sheet else np.nan
+
         values = np.array(
             [
-                sheet.at[i, f"{w}{lookup.column}"] if f"{w}{lookup.column}" in sheet else np.nan
-                for i, w in zip(ids, wanted, strict=True)
+                cell(i, w) if not np.isnan(cell(i, w)) else cell(i, f)
+                for i, w, f in zip(ids, wanted, fallback, strict=True)
             ],
             dtype=float,
         )
@@ -95,15 +153,33 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
 
 
 def evaluate(catalog: Catalog, metric_names: list[str] | None = None) -> Results:
-    """Evaluate every metric for every candidate of ``catalog``."""
-    return evaluate_plan(catalog, candidates(catalog), metric_names)
+    """Evaluate every metric for every candidate of ``catalog``.
+
+    Tensor-parallel sizes beyond the first that serves the workload are dropped (see
+    :func:`useful_parallelism`), then the rows are renumbered.
+    """
+    results = evaluate_plan(catalog, candidates(catalog), metric_names)
+    table = results.table
+    if metric_names is None and len(table):
+        table = table[useful_parallelism(table)].reset_index(drop=True)
+    return Results(table, results.inputs, results.metrics, results.lookups, results.skipped)
 
 
 def evaluate_subset(
     catalog: Catalog, hardware: str, model: str, precision: str, workload: str
 ) -> Results:
     """Evaluate the single candidate named by its four ids."""
-    plan = pd.DataFrame([(hardware, model, precision, workload)], columns=list(KEYS))
+    tp = min(catalog.assumptions.tensor_parallel_sizes)
+    fits_at = evaluate_plan(catalog, candidates(catalog)).table
+    rows = fits_at[
+        (fits_at.hardware == hardware)
+        & (fits_at.model == model)
+        & (fits_at.precision == precision)
+        & (fits_at.workload == workload)
+    ]
+    if len(rows):
+        tp = int(rows.loc[useful_parallelism(rows)][TP_KEY].max())
+    plan = pd.DataFrame([(hardware, model, precision, workload, tp)], columns=ALL_KEYS)
     return evaluate_plan(catalog, plan)
 
 
@@ -112,7 +188,7 @@ def evaluate_plan(
 ) -> Results:
     """Evaluate every metric for the candidates listed in ``plan`` (a table of ids)."""
     inputs = input_tables(catalog)
-    columns: dict[str, object] = {k: plan[k].to_numpy() for k in KEYS}
+    columns: dict[str, object] = {k: plan[k].to_numpy() for k in ALL_KEYS}
     for lookup in LOOKUPS:
         columns[lookup.name] = lookup_values(lookup, pd.DataFrame(columns), inputs)
     scope: dict[str, object] = dict(columns)
@@ -130,7 +206,13 @@ def evaluate_plan(
     for m in metrics:
         if m.kind == "bool":
             table[m.name] = table[m.name].astype(bool)
-    return Results(table=table, inputs=inputs, metrics=metrics, lookups=list(LOOKUPS))
+    return Results(
+        table=table,
+        inputs=inputs,
+        metrics=metrics,
+        lookups=list(LOOKUPS),
+        skipped=skipped_pairs(catalog),
+    )
 
 
 def metric(name: str) -> Metric:

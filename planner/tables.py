@@ -17,15 +17,20 @@ from typing import Any
 import pandas as pd
 
 from .catalog import Catalog, Hardware, Model, Precision, Workload
-from .units import GB, GIB
+from .units import GB, GIB, MIB
+from .workloads import length_summary
 
-#: Plan columns that identify a candidate; each names the input sheet its id is looked up in.
+#: Plan columns that identify a candidate; each id names the input sheet it is looked up in.
 KEYS: dict[str, str] = {
     "hardware": "Hardware",
     "model": "Models",
     "precision": "Precisions",
     "workload": "Workloads",
 }
+
+#: A key that is a number, not an id: the devices one replica spans (tensor parallel size).
+TP_KEY = "tensor_parallel"
+ALL_KEYS = [*KEYS, TP_KEY]
 
 TFLOPS = 1e12
 
@@ -45,11 +50,19 @@ def _optional(value: float | None, scale: float) -> float:
     return math.nan if value is None else value / scale
 
 
-def _hardware_columns(formats: list[str]) -> list[Column]:
+def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list[Column]:
     cols = [
         Column("id", "", "catalog id", lambda h: h.id, "text"),
         Column("name", "", "name", lambda h: h.label, "text"),
-        Column("memory_gib", "GiB", "device memory", lambda h: h.memory / GIB),
+        Column(
+            "memory_gib", "GiB", "device memory as the vendor states it", lambda h: h.memory / GIB
+        ),
+        Column(
+            "usable_memory_gib",
+            "GiB",
+            "memory usable for planning (vendor figure unless known to differ)",
+            lambda h: h.memory_for_planning / GIB,
+        ),
         Column(
             "memory_bandwidth_gb_s",
             "GB/s",
@@ -86,6 +99,12 @@ def _hardware_columns(formats: list[str]) -> list[Column]:
             "rental price per device-hour",
             lambda h: _optional(h.price.cloud_usd_per_hour, 1.0),
         ),
+        Column(
+            "devices_per_node",
+            "devices",
+            "devices per server node",
+            lambda h: h.devices_per_node or default_devices_per_node,
+        ),
         Column("source", "", "where the numbers come from", lambda h: h.source or "", "text"),
     ]
     return cols
@@ -96,33 +115,188 @@ MODEL_COLUMNS = [
     Column("name", "", "name", lambda m: m.label, "text"),
     Column("revision", "", "model revision", lambda m: m.revision or "", "text"),
     Column("parameters", "", "total parameters (given, or derived)", lambda m: m.parameter_count),
+    Column(
+        "active_parameters",
+        "",
+        "parameters used per token (MoE: routed in part)",
+        lambda m: m.active_parameter_count,
+    ),
+    Column(
+        "embedding_parameters",
+        "",
+        "embeddings + untied LM head",
+        lambda m: m.embedding_parameter_count,
+    ),
+    Column(
+        "routed_expert_parameters",
+        "",
+        "all routed experts (MoE)",
+        lambda m: m.routed_expert_parameter_count,
+    ),
+    Column(
+        "experts",
+        "",
+        "routed experts per MoE layer (0: dense)",
+        lambda m: m.moe.experts if m.moe else 0,
+    ),
+    Column(
+        "experts_per_token",
+        "",
+        "experts each token is routed to",
+        lambda m: m.moe.experts_per_token if m.moe else 0,
+    ),
     Column("layers", "", "decoder layers", lambda m: m.layers),
+    Column("attention_heads", "", "query heads", lambda m: m.attention_heads or m.kv_heads),
     Column("kv_heads", "", "key/value heads per layer", lambda m: m.kv_heads),
     Column("head_dim", "", "dimension per head", lambda m: m.head_dim),
+    Column(
+        "hidden_size",
+        "",
+        "model width",
+        lambda m: m.hidden_size or (m.attention_heads or m.kv_heads) * m.head_dim,
+    ),
+    Column("windowed_layers", "", "sliding-window layers", lambda m: m.windowed_layers),
+    Column(
+        "window_tokens",
+        "tokens",
+        "sliding window",
+        lambda m: m.sliding_window.window if m.sliding_window else 0,
+    ),
+    Column(
+        "mla_kv_dim",
+        "",
+        "MLA: kv_lora_rank + rope dim cached per layer (0: none)",
+        lambda m: m.mla_kv_dim,
+    ),
+    Column(
+        "cacheless_layers",
+        "",
+        "layers with no KV cache (state-space, linear)",
+        lambda m: m.cacheless_layers,
+    ),
+    Column(
+        "state_mib_per_sequence",
+        "MiB",
+        "fixed state per sequence of cacheless layers",
+        lambda m: m.state_per_sequence / MIB,
+    ),
     Column("source", "", "where the numbers come from", lambda m: m.source or "", "text"),
 ]
 
 PRECISION_COLUMNS = [
     Column("id", "", "catalog id", lambda p: p.id, "text"),
     Column("name", "", "name", lambda p: p.label, "text"),
+    Column("weight_bits", "bit", "stored bits per quantised weight", lambda p: p.bits),
     Column(
-        "weight_bytes_per_param", "B", "stored bytes per weight", lambda p: p.weight_bytes_per_param
+        "group_size",
+        "",
+        "weights per quantisation group (0: no groups)",
+        lambda p: p.group_size or 0,
+    ),
+    Column("scale_bits", "bit", "bits of scale/zero per group", lambda p: p.scale_bits),
+    Column(
+        "embedding_bits",
+        "bit",
+        "bits per weight of embeddings and LM head",
+        lambda p: p.embedding_bits_or_default,
     ),
     Column(
         "kv_bytes_per_value", "B", "stored bytes per cached value", lambda p: p.kv_bytes_per_value
     ),
     Column("compute", "", "compute format whose rate applies", lambda p: p.compute, "text"),
+    Column(
+        "compute_fallback",
+        "",
+        "format used where the device lacks the first",
+        lambda p: p.compute_fallback or "",
+        "text",
+    ),
     Column("source", "", "where the numbers come from", lambda p: p.source or "", "text"),
 ]
 
-WORKLOAD_COLUMNS = [
-    Column("id", "", "catalog id", lambda w: w.id, "text"),
-    Column("name", "", "name", lambda w: w.label, "text"),
-    Column("prompt_tokens", "tokens", "prompt length", lambda w: w.prompt_tokens),
-    Column("max_output_tokens", "tokens", "promised maximum output", lambda w: w.max_output_tokens),
-    Column("concurrency", "requests", "concurrent requests to serve", lambda w: w.concurrency),
-    Column("source", "", "where the numbers come from", lambda w: w.source or "", "text"),
-]
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def workload_columns(summaries: Callable[[Any, str], tuple[float, float, float]]) -> list[Column]:
+    """Workload sheet columns; ``summaries(workload, 'prompt'|'output')`` gives mean, p95, max."""
+    return [
+        Column("id", "", "catalog id", lambda w: w.id, "text"),
+        Column("name", "", "name", lambda w: w.label, "text"),
+        Column(
+            "prompt_tokens",
+            "tokens",
+            "longest prompt (reserved)",
+            lambda w: summaries(w, "prompt")[2],
+        ),
+        Column("prompt_tokens_mean", "tokens", "mean prompt", lambda w: summaries(w, "prompt")[0]),
+        Column(
+            "prompt_tokens_p95",
+            "tokens",
+            "95th-percentile prompt",
+            lambda w: summaries(w, "prompt")[1],
+        ),
+        Column(
+            "max_output_tokens", "tokens", "promised maximum output", lambda w: w.max_output_tokens
+        ),
+        Column(
+            "output_tokens_mean",
+            "tokens",
+            "mean generated output",
+            lambda w: summaries(w, "output")[0],
+        ),
+        Column(
+            "output_tokens_p95",
+            "tokens",
+            "95th-percentile output",
+            lambda w: summaries(w, "output")[1],
+        ),
+        Column(
+            "concurrency",
+            "requests",
+            "closed loop: concurrent users (0: open loop)",
+            lambda w: w.concurrency or 0,
+        ),
+        Column(
+            "arrival_rate_per_s",
+            "1/s",
+            "open loop: forecast task arrivals (0: closed loop)",
+            lambda w: w.arrival.rate or 0.0 if w.arrival else 0.0,
+        ),
+        Column(
+            "requests_per_task",
+            "",
+            "model calls per task (agent loops)",
+            lambda w: w.requests_per_task,
+        ),
+        Column("tool_time_s", "s", "tool time between calls of a task", lambda w: w.tool_time),
+        Column("preprocess_s", "s", "preprocessing before prefill", lambda w: w.preprocess_time),
+        Column("network_s", "s", "serialisation and network delivery", lambda w: w.network_time),
+        Column(
+            "ttft_p95_target_s",
+            "s",
+            "target: p95 time to first token",
+            lambda w: _nan(w.targets.ttft_p95),
+        ),
+        Column(
+            "itl_p95_target_s",
+            "s",
+            "target: p95 inter-token latency",
+            lambda w: _nan(w.targets.itl_p95),
+        ),
+        Column(
+            "e2e_p95_target_s",
+            "s",
+            "target: p95 end-to-end latency",
+            lambda w: _nan(w.targets.e2e_p95),
+        ),
+        Column(
+            "task_p95_target_s", "s", "target: p95 task latency", lambda w: _nan(w.targets.task_p95)
+        ),
+        Column("admission", "", "admission policy", lambda w: w.admission, "text"),
+        Column("source", "", "where the numbers come from", lambda w: w.source or "", "text"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -137,8 +311,14 @@ class Global:
     get: Callable[[Any], float]
 
 
+def _g(
+    name: str, cell: str, scale: float, unit: str, description: str, get: Callable[[Any], float]
+) -> Global:
+    return Global(name, cell, scale, unit, description, get)
+
+
 GLOBALS = [
-    Global(
+    _g(
         "runtime_overhead_bytes",
         "runtime_overhead_gib",
         GIB,
@@ -146,7 +326,7 @@ GLOBALS = [
         "per device: runtime buffers, graphs, allocator",
         lambda a: a.runtime_overhead / GIB,
     ),
-    Global(
+    _g(
         "reserve_bytes",
         "reserve_gib",
         GIB,
@@ -154,7 +334,7 @@ GLOBALS = [
         "per device: held back for uncertainty and transient peaks",
         lambda a: a.reserve / GIB,
     ),
-    Global(
+    _g(
         "bandwidth_efficiency",
         "bandwidth_efficiency",
         1,
@@ -162,13 +342,102 @@ GLOBALS = [
         "share of datasheet memory bandwidth achieved",
         lambda a: a.bandwidth_efficiency,
     ),
-    Global(
+    _g(
         "compute_efficiency",
         "compute_efficiency",
         1,
         "fraction",
         "share of datasheet compute achieved",
         lambda a: a.compute_efficiency,
+    ),
+    _g(
+        "kv_block_tokens",
+        "kv_block_tokens",
+        1,
+        "tokens",
+        "KV cache allocation block (paged attention); 1 = no paging waste",
+        lambda a: a.kv_block_tokens,
+    ),
+    _g(
+        "step_overhead_s",
+        "step_overhead_ms",
+        1e-3,
+        "ms",
+        "fixed time per decode or prefill step (launches, scheduling)",
+        lambda a: a.step_overhead * 1e3,
+    ),
+    _g(
+        "max_batch_sequences",
+        "max_batch_sequences",
+        1,
+        "sequences",
+        "most sequences a replica decodes at once (engine limit)",
+        lambda a: a.max_batch_sequences,
+    ),
+    _g(
+        "activation_bytes",
+        "activation_bytes",
+        1,
+        "B",
+        "bytes per activation value exchanged by tensor-parallel all-reduce",
+        lambda a: a.activation_bytes,
+    ),
+    _g(
+        "max_rejected_fraction",
+        "max_rejected_fraction",
+        1,
+        "fraction",
+        "ceiling on rejected requests when sizing",
+        lambda a: a.max_rejected_fraction,
+    ),
+    _g(
+        "electricity_usd_per_kwh",
+        "electricity_usd_per_kwh",
+        1,
+        "USD/kWh",
+        "electricity price",
+        lambda a: _nan(a.electricity_usd_per_kwh),
+    ),
+    _g("pue", "pue", 1, "ratio", "power usage effectiveness of the data centre", lambda a: a.pue),
+    _g(
+        "utilisation",
+        "utilisation",
+        1,
+        "fraction",
+        "average share of board power drawn",
+        lambda a: a.utilisation,
+    ),
+    _g(
+        "amortisation_months",
+        "amortisation_months",
+        1,
+        "months",
+        "period over which purchases are written off",
+        lambda a: a.amortisation_months,
+    ),
+    _g(
+        "node_overhead_usd",
+        "node_overhead_usd",
+        1,
+        "USD",
+        "capital cost per server node beyond its devices",
+        lambda a: a.node_overhead_usd,
+    ),
+    _g(
+        "hosting_usd_per_node_month",
+        "hosting_usd_per_node_month",
+        1,
+        "USD/month",
+        "hosting (space, network, support) per node",
+        lambda a: a.hosting_usd_per_node_month,
+    ),
+    _g(
+        "hours_per_month",
+        "hours_per_month",
+        1,
+        "h",
+        "hours in a month",
+        lambda a: a.hours_per_month,
     ),
 ]
 
@@ -189,15 +458,35 @@ class Lookup:
     description: str = ""
     kind: str = "number"
     column_from: str | None = None
+    fallback_from: str | None = None
 
     @property
     def sheet(self) -> str:
         return KEYS[self.key]
 
 
+def _lk(
+    name: str,
+    key: str,
+    column: str,
+    scale: float = 1,
+    unit: str = "",
+    description: str = "",
+    **kw: Any,
+) -> Lookup:
+    return Lookup(name, key, column, scale, unit, description, **kw)
+
+
 LOOKUPS = [
-    Lookup("memory_bytes", "hardware", "memory_gib", GIB, "B", "device memory"),
-    Lookup(
+    _lk(
+        "memory_bytes",
+        "hardware",
+        "usable_memory_gib",
+        GIB,
+        "B",
+        "device memory usable for planning",
+    ),
+    _lk(
         "memory_bandwidth_bytes_per_s",
         "hardware",
         "memory_bandwidth_gb_s",
@@ -205,31 +494,112 @@ LOOKUPS = [
         "B/s",
         "datasheet memory bandwidth",
     ),
-    Lookup("parameters", "model", "parameters", 1, "", "total parameters"),
-    Lookup("layers", "model", "layers", 1, "", "decoder layers"),
-    Lookup("kv_heads", "model", "kv_heads", 1, "", "key/value heads"),
-    Lookup("head_dim", "model", "head_dim", 1, "", "head dimension"),
-    Lookup(
-        "weight_bytes_per_param", "precision", "weight_bytes_per_param", 1, "B", "bytes per weight"
+    _lk(
+        "interconnect_bytes_per_s",
+        "hardware",
+        "interconnect_gb_s",
+        GB,
+        "B/s",
+        "interconnect bandwidth per direction",
     ),
-    Lookup(
-        "kv_bytes_per_value", "precision", "kv_bytes_per_value", 1, "B", "bytes per cached value"
+    _lk("power_w", "hardware", "power_w", 1, "W", "board power"),
+    _lk("purchase_usd", "hardware", "purchase_usd", 1, "USD", "purchase price per device"),
+    _lk(
+        "cloud_usd_per_hour",
+        "hardware",
+        "cloud_usd_per_hour",
+        1,
+        "USD/h",
+        "rental price per device-hour",
     ),
-    Lookup("compute_format", "precision", "compute", 1, "", "compute format", kind="text"),
-    Lookup(
+    _lk("devices_per_node", "hardware", "devices_per_node", 1, "devices", "devices per node"),
+    _lk("parameters", "model", "parameters", 1, "", "total parameters"),
+    _lk("active_parameters", "model", "active_parameters", 1, "", "parameters used per token"),
+    _lk(
+        "embedding_parameters",
+        "model",
+        "embedding_parameters",
+        1,
+        "",
+        "embeddings + untied LM head",
+    ),
+    _lk(
+        "routed_expert_parameters", "model", "routed_expert_parameters", 1, "", "all routed experts"
+    ),
+    _lk("experts", "model", "experts", 1, "", "routed experts per MoE layer"),
+    _lk("experts_per_token", "model", "experts_per_token", 1, "", "experts per token"),
+    _lk("layers", "model", "layers", 1, "", "decoder layers"),
+    _lk("attention_heads", "model", "attention_heads", 1, "", "query heads"),
+    _lk("kv_heads", "model", "kv_heads", 1, "", "key/value heads"),
+    _lk("head_dim", "model", "head_dim", 1, "", "head dimension"),
+    _lk("hidden_size", "model", "hidden_size", 1, "", "model width"),
+    _lk("windowed_layers", "model", "windowed_layers", 1, "", "sliding-window layers"),
+    _lk("window_tokens", "model", "window_tokens", 1, "tokens", "sliding window"),
+    _lk("mla_kv_dim", "model", "mla_kv_dim", 1, "", "MLA values per token per layer"),
+    _lk("cacheless_layers", "model", "cacheless_layers", 1, "", "layers without KV cache"),
+    _lk(
+        "state_bytes_per_sequence",
+        "model",
+        "state_mib_per_sequence",
+        MIB,
+        "B",
+        "fixed state per sequence",
+    ),
+    _lk("weight_bits", "precision", "weight_bits", 1, "bit", "bits per quantised weight"),
+    _lk("group_size", "precision", "group_size", 1, "", "weights per quantisation group"),
+    _lk("scale_bits", "precision", "scale_bits", 1, "bit", "scale bits per group"),
+    _lk(
+        "embedding_bits",
+        "precision",
+        "embedding_bits",
+        1,
+        "bit",
+        "bits per embedding/LM-head weight",
+    ),
+    _lk("kv_bytes_per_value", "precision", "kv_bytes_per_value", 1, "B", "bytes per cached value"),
+    _lk("compute_format", "precision", "compute", 1, "", "compute format", kind="text"),
+    _lk(
+        "compute_fallback",
+        "precision",
+        "compute_fallback",
+        1,
+        "",
+        "fallback compute format",
+        kind="text",
+    ),
+    _lk(
         "compute_flops_per_s",
         "hardware",
         "_tflops",
         TFLOPS,
         "FLOP/s",
-        "datasheet dense compute for the precision's format",
+        "datasheet dense compute for the precision's format (or its fallback)",
         column_from="compute_format",
+        fallback_from="compute_fallback",
     ),
-    Lookup("prompt_tokens", "workload", "prompt_tokens", 1, "tokens", "prompt tokens"),
-    Lookup(
-        "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "maximum output tokens"
+    _lk("prompt_tokens", "workload", "prompt_tokens", 1, "tokens", "longest prompt (reserved)"),
+    _lk("prompt_tokens_mean", "workload", "prompt_tokens_mean", 1, "tokens", "mean prompt"),
+    _lk(
+        "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "promised maximum output"
     ),
-    Lookup("concurrency", "workload", "concurrency", 1, "requests", "concurrent requests"),
+    _lk("output_tokens_mean", "workload", "output_tokens_mean", 1, "tokens", "mean output"),
+    _lk("concurrency", "workload", "concurrency", 1, "requests", "concurrent users (0: open loop)"),
+    _lk(
+        "arrival_rate_per_s",
+        "workload",
+        "arrival_rate_per_s",
+        1,
+        "1/s",
+        "forecast task arrival rate",
+    ),
+    _lk("requests_per_task", "workload", "requests_per_task", 1, "", "model calls per task"),
+    _lk("tool_time_s", "workload", "tool_time_s", 1, "s", "tool time between calls"),
+    _lk("preprocess_s", "workload", "preprocess_s", 1, "s", "preprocessing time"),
+    _lk("network_s", "workload", "network_s", 1, "s", "network and serialisation time"),
+    _lk("ttft_p95_target_s", "workload", "ttft_p95_target_s", 1, "s", "TTFT p95 target"),
+    _lk("itl_p95_target_s", "workload", "itl_p95_target_s", 1, "s", "ITL p95 target"),
+    _lk("e2e_p95_target_s", "workload", "e2e_p95_target_s", 1, "s", "end-to-end p95 target"),
+    _lk("task_p95_target_s", "workload", "task_p95_target_s", 1, "s", "task p95 target"),
 ]
 
 
@@ -261,10 +631,12 @@ def compute_formats(catalog: Catalog) -> list[str]:
 def input_tables(catalog: Catalog) -> InputTables:
     """Build the input sheets from a validated catalog."""
     columns = {
-        "Hardware": _hardware_columns(compute_formats(catalog)),
+        "Hardware": _hardware_columns(
+            compute_formats(catalog), catalog.assumptions.devices_per_node
+        ),
         "Models": MODEL_COLUMNS,
         "Precisions": PRECISION_COLUMNS,
-        "Workloads": WORKLOAD_COLUMNS,
+        "Workloads": workload_columns(lambda w, which: length_summary(catalog, w, which)),
     }
     records: dict[
         str, tuple[Hardware, ...] | tuple[Model, ...] | tuple[Precision, ...] | tuple[Workload, ...]

@@ -1,0 +1,161 @@
+"""Closed-form latency and capacity, each checked against arithmetic done by hand."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planner.capacity import (
+    forecast_requests_per_s,
+    in_flight_requests,
+    replicas_needed,
+    requests_per_s_per_replica,
+)
+from planner.latency import (
+    allreduce_s_per_token,
+    compute_bound_s,
+    decode_compute_s,
+    decode_flops_per_token,
+    decode_memory_s,
+    decode_weight_bytes_per_step,
+    e2e_s,
+    experts_touched_fraction,
+    itl_s,
+    prefill_flops,
+    prefill_s,
+    task_s,
+    weight_read_s,
+)
+from planner.memory import kv_budget_bytes, max_sequences
+
+
+def test_weight_read_bound_seed_paragraph_7():
+    # 14 GB at 700 GB/s = 0.02 s = 20 ms; at 80 % achieved bandwidth 25 ms
+    assert weight_read_s(14e9, 700e9, 1.0) == pytest.approx(0.020, rel=1e-12)
+    assert weight_read_s(14e9, 700e9, 0.8) == pytest.approx(0.025, rel=1e-12)
+
+
+def test_batch_of_sixteen_shares_one_weight_read():
+    # Without cache reads, a step of 16 sequences reads the 14 GB once: still 20 ms, so each
+    # sequence's share of the weight read is 1.25 ms.
+    one = decode_memory_s(14e9, 1, 0, 700e9, 1.0)
+    sixteen = decode_memory_s(14e9, 16, 0, 700e9, 1.0)
+    assert one == sixteen == pytest.approx(0.02, rel=1e-12)
+    assert sixteen / 16 == pytest.approx(0.00125, rel=1e-12)
+
+
+def test_decode_step_grows_with_cache_reads():
+    # 16 sequences each reading 4,096 tokens × 131,072 B = 512 MiB of cache:
+    # (14e9 + 16 × 536,870,912) / 700e9 = 22,589,934,592 / 700e9 = 0.0322713… s
+    step = decode_memory_s(14e9, 16, 4096 * 131_072, 700e9, 1.0)
+    assert step == pytest.approx(22_589_934_592 / 700e9, rel=1e-12)
+    longer = decode_memory_s(14e9, 16, 8192 * 131_072, 700e9, 1.0)
+    assert longer > step
+
+
+def test_compute_bound():
+    # 2 × 7e9 FLOP per token at 100 TFLOPS × 50 % = 0.28 ms
+    flops = decode_flops_per_token(7e9)
+    assert flops == 14e9
+    assert compute_bound_s(flops, 100e12 * 0.5) == pytest.approx(0.28e-3, rel=1e-12)
+    # a batch of 256 multiplies the arithmetic: 256 × 14e9 / 50e12 = 71.68 ms
+    assert decode_compute_s(flops, 256, 50e12) == pytest.approx(0.07168, rel=1e-12)
+
+
+def test_itl_takes_the_slower_of_memory_and_compute_plus_overheads():
+    # memory 20 ms, compute 5 ms, all-reduce 0.1 ms per token × 8, overhead 2 ms → 22.8 ms
+    assert itl_s(0.020, 0.005, 1e-4, 8, 0.002) == pytest.approx(0.0228, rel=1e-12)
+    assert itl_s(0.004, 0.030, 0.0, 8, 0.0) == pytest.approx(0.030, rel=1e-12)
+
+
+def test_prefill_compute_bound_for_long_prompts_memory_bound_for_tiny_ones():
+    # 7e9 parameters, 32 layers, 32 heads × 128; 100 TFLOPS achieved; weight read 20 ms
+    long = prefill_flops(7e9, 8192, 32, 32, 128)
+    # 2 × 7e9 × 8192 + 2 × 32 × 8192² × 32 × 128 = 1.14688e14 + 1.7592186044416e13
+    assert long == pytest.approx(1.14688e14 + 17_592_186_044_416, rel=1e-12)
+    assert prefill_s(long, 100e12, 0.020, 8192, 0.0, 0.0) == pytest.approx(long / 100e12)
+    tiny = prefill_flops(7e9, 4, 32, 32, 128)
+    assert tiny / 100e12 < 0.020
+    assert prefill_s(tiny, 100e12, 0.020, 4, 0.0, 0.0) == pytest.approx(0.020, rel=1e-12)
+
+
+def test_request_and_task_latency_by_hand():
+    # TTFT 0.5 s, 100 output tokens at 20 ms, batch of 1, 30 ms network: 0.5 + 99 × 0.02 + 0.03
+    assert e2e_s(0.5, 100, 0.02, 1, 0.4, 0.03) == pytest.approx(2.51, rel=1e-12)
+    # in a batch of 4 the three other sequences' prefills (0.4 s each) stall this one
+    assert e2e_s(0.5, 100, 0.02, 4, 0.4, 0.03) == pytest.approx(2.51 + 1.2, rel=1e-12)
+    # an agent task of 3 calls with 2 s of tools between them: 3 × 2.51 + 2 × 2
+    assert task_s(3, 2.51, 2.0) == pytest.approx(11.53, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("experts", "k", "batch", "fraction"),
+    [
+        (8, 2, 1, 0.25),  # Mixtral: one token reads 2 of 8 experts
+        (8, 2, 4, 1 - 0.75**4),  # 0.68359375
+        (256, 8, 1, 8 / 256),
+        (256, 8, 64, 1 - (248 / 256) ** 64),
+        (0, 0, 64, 1.0),  # dense: everything is read
+    ],
+)
+def test_experts_touched_grow_with_batch(experts, k, batch, fraction):
+    assert experts_touched_fraction(experts, k, batch) == pytest.approx(fraction, rel=1e-12)
+
+
+def test_moe_weight_reads_at_batch_one():
+    # Mixtral in BF16: 46,702,792,704 parameters; routed experts 32 × 8 × 3 × 4096 × 14336 =
+    # 45,097,156,608; at batch 1 six of eight experts are not read:
+    weights = 46_702_792_704 * 2
+    routed = 32 * 8 * 3 * 4096 * 14336
+    assert routed == 45_097_156_608
+    read = decode_weight_bytes_per_step(weights, routed, 2, 0.25, 1)
+    assert read == weights - routed * 2 * 0.75
+
+
+def test_allreduce_by_hand():
+    # TP 4, 80 layers, hidden 8192, 2-byte activations, 450 GB/s:
+    # 80 × 2 × (2 × 3/4) × 8192 × 2 B = 3,932,160 B per token → 8.738… µs
+    assert allreduce_s_per_token(4, 80, 8192, 2, 450e9) == pytest.approx(3_932_160 / 450e9)
+    assert allreduce_s_per_token(1, 80, 8192, 2, np.nan) == 0
+
+
+def test_capacity_closed_and_open_loop():
+    # 16 sequences per replica, prefill 0.2 s, 101 output tokens at 30 ms:
+    # 16 / (16 × 0.2 + 100 × 0.03) = 16 / 6.2 requests per second
+    rate = requests_per_s_per_replica(16, 0.2, 101, 0.03)
+    assert rate == pytest.approx(16 / 6.2, rel=1e-12)
+    # closed loop, 40 users: ⌈40 / 16⌉ = 3 replicas
+    assert replicas_needed(40, 16, 0, 0, rate) == 3
+    # open loop, 10 requests/s, 5 s end to end: 50 in flight → ⌈50 / 16⌉ = 4 by memory,
+    # ⌈10 / 2.5806⌉ = 4 by rate
+    in_flight = in_flight_requests(forecast_requests_per_s(10, 0, 1, 1, 0), 5.0)
+    assert in_flight == 50
+    assert replicas_needed(0, 16, in_flight, 10, rate) == 4
+    # twice the rate: by rate ⌈20 / 2.5806⌉ = 8 exceeds by memory ⌈50 / 16⌉ = 4
+    assert replicas_needed(0, 16, 50, 20, rate) == 8
+    assert np.isnan(replicas_needed(0, 0, 50, 20, rate))
+
+
+@given(
+    output=st.integers(1, 4000),
+    extra=st.integers(1, 4000),
+    itl=st.floats(1e-4, 1.0),
+    ttft=st.floats(0, 10),
+    batch=st.integers(1, 256),
+)
+def test_more_output_tokens_never_lower_latency(output, extra, itl, ttft, batch):
+    assert e2e_s(ttft, output + extra, itl, batch, 0.1, 0.0) >= e2e_s(
+        ttft, output, itl, batch, 0.1, 0.0
+    )
+
+
+@given(
+    memory=st.integers(1, 2**40),
+    more=st.integers(0, 2**40),
+    weights=st.integers(0, 2**39),
+    per_seq=st.integers(1, 2**33),
+)
+def test_more_memory_never_lowers_concurrency(memory, more, weights, per_seq):
+    low = max_sequences(kv_budget_bytes(memory, weights, 0, 0), per_seq)
+    high = max_sequences(kv_budget_bytes(memory + more, weights, 0, 0), per_seq)
+    assert high >= low
