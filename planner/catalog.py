@@ -534,6 +534,8 @@ class Catalog:
     assumptions: Assumptions
     scenarios: tuple[Scenario, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # file name -> SHA-256
+    data_files: tuple[str, ...] = ()  # CSVs the workloads name, relative to the folder
+    warnings: tuple[Problem, ...] = ()
 
     def get(self, kind: str, entry_id: str) -> Any:
         for entry in getattr(self, kind):
@@ -702,6 +704,9 @@ def load_catalog(folder: str | Path) -> Catalog:
             problems.extend(_problems_from_validation(display, doc, schema, exc))
     if not problems:
         problems.extend(_dangling(folder, parsed, docs))
+    data_files: list[str] = []
+    if not problems:
+        problems.extend(_workload_files(folder, parsed, docs, data_files))
     if problems:
         raise CatalogError(problems)
     scenarios = getattr(parsed.get("scenarios"), "scenarios", [])
@@ -714,7 +719,101 @@ def load_catalog(folder: str | Path) -> Catalog:
         assumptions=parsed["assumptions"].assumptions,  # type: ignore[attr-defined]
         scenarios=tuple(scenarios),
         files=files,
+        data_files=tuple(dict.fromkeys(data_files)),
+        warnings=tuple(_parameter_warnings(folder, parsed, docs)),
     )
+
+
+#: Largest relative difference tolerated between a published and a derived parameter count.
+PARAMETER_TOLERANCE = 0.01
+
+
+def _parameter_warnings(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """A published ``parameters`` that differs from the architecture's count by more than 1 %."""
+    warnings = []
+    for i, model in enumerate(parsed["models"].models):  # type: ignore[attr-defined]
+        derived = model.derived_parameters()
+        if model.parameters is None or derived is None:
+            continue
+        gap = (derived.total - model.parameters) / model.parameters
+        if abs(gap) > PARAMETER_TOLERANCE:
+            warnings.append(
+                Problem(
+                    _display(folder, "models"),
+                    f"the architecture gives {derived.total:,} parameters, {gap:+.1%} from the "
+                    f"published {model.parameters:,}; the published total is used",
+                    line=docs["models"].line_of(("models", i, "parameters")),
+                    entry=f"models '{model.id}'",
+                    field="parameters",
+                )
+            )
+    return warnings
+
+
+def _workload_files(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document], used: list[str]
+) -> list[Problem]:
+    """CSV files named by workloads must exist inside the folder and hold what is asked."""
+    from .workloads import DataFileError, read_column, read_trace
+
+    problems = []
+    for i, w in enumerate(parsed["workloads"].workloads):  # type: ignore[attr-defined]
+        checks: list[tuple[str, Any]] = []
+        for key in ("prompt_tokens", "output_tokens"):
+            dist = getattr(w, key)
+            if isinstance(dist, LengthDistribution) and dist.file is not None:
+                checks.append((f"{key}.file", lambda d=dist: read_column(folder, d.file, d.column)))
+                used.append(dist.file)
+        if w.arrival is not None and w.arrival.file is not None:
+            checks.append(("arrival.file", lambda a=w.arrival: read_trace(folder, a.file)))
+            used.append(w.arrival.file)
+        for field_name, check in checks:
+            try:
+                values = check()
+            except DataFileError as exc:
+                problems.append(
+                    Problem(
+                        _display(folder, "workloads"),
+                        str(exc),
+                        line=docs["workloads"].line_of(("workloads", i, *field_name.split("."))),
+                        entry=f"workloads '{w.id}'",
+                        field=field_name,
+                    )
+                )
+                continue
+            if field_name == "output_tokens.file" and values.max() > w.max_output_tokens:
+                problems.append(
+                    Problem(
+                        _display(folder, "workloads"),
+                        f"output lengths reach {values.max()}, above max_output_tokens "
+                        f"({w.max_output_tokens})",
+                        line=docs["workloads"].line_of(("workloads", i, "output_tokens")),
+                        entry=f"workloads '{w.id}'",
+                        field="output_tokens",
+                    )
+                )
+        out = w.output_tokens
+        if (
+            isinstance(out, int)
+            and out > w.max_output_tokens
+            or (
+                isinstance(out, LengthDistribution)
+                and out.max is not None
+                and out.max > w.max_output_tokens
+            )
+        ):
+            problems.append(
+                Problem(
+                    _display(folder, "workloads"),
+                    f"output_tokens exceed max_output_tokens ({w.max_output_tokens})",
+                    line=docs["workloads"].line_of(("workloads", i, "output_tokens")),
+                    entry=f"workloads '{w.id}'",
+                    field="output_tokens",
+                )
+            )
+    return problems
 
 
 SCENARIO_KEYS: dict[str, str] = {

@@ -28,12 +28,15 @@ CATALOGS_OPTION = click.option(
 
 def _load(folder: Path | None) -> Catalog:
     try:
-        return load_catalog(folder or default_catalogs())
+        catalog = load_catalog(folder or default_catalogs())
     except CatalogError as exc:
         click.echo(f"{len(exc.problems)} problem(s) in the catalogs:", err=True)
         for problem in exc.problems:
             click.echo(f"  {problem}", err=True)
         sys.exit(EXIT_INVALID)
+    for warning in catalog.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return catalog
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -104,6 +107,78 @@ def explain(
         click.echo(f"error: {exc.args[0]}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(text)
+
+
+@main.command("import-hf")
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--id", "entry_id", default=None, help="Catalog id (default: from the config's name)."
+)
+@click.option("--name", default=None, help="Display name.")
+@click.option("--revision", default=None, help="Model revision (config.json has no commit hash).")
+@click.option(
+    "--append",
+    "append_to",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Append the entry to this models.yaml (it must stay a valid catalog) instead of printing.",
+)
+def import_hf(
+    config: Path,
+    entry_id: str | None,
+    name: str | None,
+    revision: str | None,
+    append_to: Path | None,
+) -> None:
+    """Turn a local Hugging Face config.json into a models.yaml entry (no network)."""
+    from .hf import UnsupportedConfig, entry_to_yaml, load_hf_config, model_entry_from_hf_config
+
+    try:
+        cfg = load_hf_config(config)
+        entry_id = entry_id or _id_from_config(cfg, config)
+        entry = model_entry_from_hf_config(cfg, entry_id, name, revision=revision)
+    except (UnsupportedConfig, OSError, ValueError) as exc:
+        click.echo(f"error: {config}: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
+    text = entry_to_yaml(entry, list_item=True)
+    if append_to is None:
+        click.echo(text, nl=False)
+        return
+    _append_entry(append_to, text)
+    click.echo(f"appended {entry_id!r} to {append_to}")
+
+
+def _id_from_config(cfg: dict, path: Path) -> str:
+    from .runs import slug
+
+    fallback = path.parent.resolve().name if path.stem == "config" else path.stem
+    source = str(cfg.get("_name_or_path") or fallback)
+    return slug(source.split("/")[-1])
+
+
+def _append_entry(path: Path, text: str) -> None:
+    """Append a ``- id: ...`` entry under ``models:`` and validate the result before keeping it."""
+    from .catalog import ModelsFile
+    from .yamlsafe import YamlProblem, load
+
+    current = path.read_text() if path.exists() else "models:\n"
+    if not current.endswith("\n"):
+        current += "\n"
+    indented = "".join(f"  {line}" if line.strip() else line for line in text.splitlines(True))
+    updated = current + indented
+    try:
+        doc = load(updated)
+        models = ModelsFile.model_validate(doc.data)
+    except (YamlProblem, ValueError) as exc:
+        click.echo(f"error: {path} would not stay a valid models.yaml: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
+    ids = [m.id for m in models.models]
+    if len(ids) != len(set(ids)):
+        click.echo(f"error: {path} already has a model with that id", err=True)
+        sys.exit(EXIT_INVALID)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(updated)
+    tmp.replace(path)
 
 
 if __name__ == "__main__":  # pragma: no cover

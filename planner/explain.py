@@ -17,8 +17,19 @@ from .sweep import Results, evaluate_subset
 from .tables import GLOBALS
 from .units import format_binary, format_bytes, format_seconds
 
-_OPERATORS = {"*": " × ", "/": " ÷ ", "+": " + ", "-": " − ", "<=": " ≤ ", ">": " > ", "<": " < "}
-_SPLIT = re.compile(r"(<=|[*/+<>-])")
+_OPERATORS = {
+    "*": " × ",
+    "/": " ÷ ",
+    "+": " + ",
+    "-": " − ",
+    "<=": " ≤ ",
+    ">=": " ≥ ",
+    "<>": " ≠ ",
+    ">": " > ",
+    "<": " < ",
+    "=": " = ",
+}
+_SPLIT = re.compile(r"(<=|>=|<>|[*/+<>=-])")
 
 
 def _number(value: Any) -> str:
@@ -28,11 +39,13 @@ def _number(value: Any) -> str:
     if math.isnan(value):
         return "n/a"
     text = f"{value:,.0f}" if value.is_integer() and abs(value) < 1e18 else f"{value:,.6g}"
+    # thousands separated by thin spaces: commas separate function arguments in formulas
+    text = text.replace(",", "\u2009")
     return f"({text})" if value < 0 else text
 
 
 def _pretty(formula: str) -> str:
-    parts = _SPLIT.split(formula)
+    parts = _SPLIT.split(formula.replace(",", ", "))
     return "".join(_OPERATORS.get(p, p) for p in parts)
 
 

@@ -224,10 +224,13 @@ def floor(x: Any) -> Any:
 
 
 def ceil(x: Any) -> Any:
-    """Smallest integer not below ``x``, written ``-INT(-x)`` so negatives agree with numpy."""
+    """Round up to a whole number, away from zero (Excel ``ROUNDUP(x,0)``); ⌈x⌉ for x ≥ 0.
+
+    Python computes exactly what the spreadsheet does for negative ``x`` as well.
+    """
     if _symbolic(x):
-        return BinOp("-", Const(0), Call("INT", (BinOp("-", Const(0), lift(x)),)))
-    return np.ceil(x)
+        return Call("ROUNDUP", (lift(x), Const(0)))
+    return np.sign(x) * np.ceil(np.abs(x))
 
 
 def minimum(a: Any, b: Any) -> Any:

@@ -31,6 +31,7 @@ RESULTS_JSON = "results.json"
 WORKBOOK = "plan.xlsx"
 REPORT = "report.pdf"
 MANIFEST = "manifest.json"
+CATALOG_COPY = "catalogs"
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -120,11 +121,22 @@ def manifest(catalog: Catalog, results: Results, name: str | None) -> dict[str, 
             "candidates": len(results.table),
             "fitting": int(results.table["fits"].sum()) if "fits" in results.table else None,
         },
-        "files": [RESULTS_CSV, RESULTS_JSON, WORKBOOK, REPORT, MANIFEST],
+        "files": [RESULTS_CSV, RESULTS_JSON, WORKBOOK, REPORT, MANIFEST, CATALOG_COPY + "/"],
     }
 
 
 Writer = Callable[[Path], Any]
+
+
+def copy_catalogs(catalog: Catalog, destination: Path) -> None:
+    """Copy the catalog files a run was made from (verbatim), so later runs can be diffed."""
+    destination.mkdir()
+    for name in catalog.files:
+        shutil.copy2(catalog.folder / name, destination / name)
+    for relative in catalog.data_files:
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(catalog.folder / relative, target)
 
 
 def write_run(
@@ -152,6 +164,7 @@ def write_run(
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
         export_table(results.table).to_csv(staging / RESULTS_CSV, index=False)
+        copy_catalogs(catalog, staging / CATALOG_COPY)
         (staging / RESULTS_JSON).write_text(json.dumps(results_json(results), indent=1) + "\n")
         write_workbook(results, staging / WORKBOOK)
         write_report(catalog, results, staging / REPORT)

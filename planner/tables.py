@@ -18,7 +18,7 @@ import pandas as pd
 
 from .catalog import Catalog, Hardware, Model, Precision, Workload
 from .units import GB, GIB, MIB
-from .workloads import length_summary
+from .workloads import arrival_rate, length_summary
 
 #: Plan columns that identify a candidate; each id names the input sheet it is looked up in.
 KEYS: dict[str, str] = {
@@ -219,8 +219,11 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def workload_columns(summaries: Callable[[Any, str], tuple[float, float, float]]) -> list[Column]:
-    """Workload sheet columns; ``summaries(workload, 'prompt'|'output')`` gives mean, p95, max."""
+def workload_columns(
+    summaries: Callable[[Any, str], tuple[float, float, float]], rate: Callable[[Any], float]
+) -> list[Column]:
+    """Workload sheet columns; ``summaries(workload, 'prompt'|'output')`` gives mean, p95, max
+    and ``rate(workload)`` the forecast arrivals per second."""
     return [
         Column("id", "", "catalog id", lambda w: w.id, "text"),
         Column("name", "", "name", lambda w: w.label, "text"),
@@ -262,7 +265,7 @@ def workload_columns(summaries: Callable[[Any, str], tuple[float, float, float]]
             "arrival_rate_per_s",
             "1/s",
             "open loop: forecast task arrivals (0: closed loop)",
-            lambda w: w.arrival.rate or 0.0 if w.arrival else 0.0,
+            rate,
         ),
         Column(
             "requests_per_task",
@@ -636,7 +639,9 @@ def input_tables(catalog: Catalog) -> InputTables:
         ),
         "Models": MODEL_COLUMNS,
         "Precisions": PRECISION_COLUMNS,
-        "Workloads": workload_columns(lambda w, which: length_summary(catalog, w, which)),
+        "Workloads": workload_columns(
+            lambda w, which: length_summary(catalog, w, which), lambda w: arrival_rate(catalog, w)
+        ),
     }
     records: dict[
         str, tuple[Hardware, ...] | tuple[Model, ...] | tuple[Precision, ...] | tuple[Workload, ...]

@@ -37,6 +37,33 @@ def read_column(folder: Path, file: str, column: str) -> np.ndarray:
     return np.round(values).astype(int)
 
 
+def read_trace(folder: Path, file: str) -> pd.DataFrame:
+    """An arrival trace: column ``arrival_s`` (seconds, non-decreasing), optional lengths."""
+    path = (folder / file).resolve()
+    if not path.is_relative_to(folder.resolve()):
+        raise DataFileError(f"{file} is outside the catalog folder")
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"cannot read {file}: {exc}") from None
+    if "arrival_s" not in frame.columns:
+        raise DataFileError(
+            f"{file} needs a column 'arrival_s'; columns: {', '.join(frame.columns)}"
+        )
+    times = pd.to_numeric(frame["arrival_s"], errors="coerce").to_numpy()
+    if (
+        len(times) == 0
+        or not np.all(np.isfinite(times))
+        or np.any(np.diff(times) < 0)
+        or times[0] < 0
+    ):
+        raise DataFileError(f"{file} column 'arrival_s' must be non-negative and non-decreasing")
+    for column in ("prompt_tokens", "output_tokens"):
+        if column in frame.columns:
+            read_column(folder, file, column)
+    return frame
+
+
 def samples_of(catalog: Catalog, dist: LengthDistribution) -> np.ndarray | None:
     """The samples of a distribution given by samples or a file (None for a summary)."""
     if dist.samples is not None:
@@ -70,3 +97,18 @@ def length_summary(catalog: Catalog, workload: Workload, which: str) -> tuple[fl
     if samples is not None:
         return summarise(samples)
     return float(value.mean), float(value.p95), float(value.max)
+
+
+def arrival_rate(catalog: Catalog, workload: Workload) -> float:
+    """Forecast task arrivals per second: the stated rate, or a trace's count over its span [1/s].
+
+    Zero for a closed-loop workload.
+    """
+    arrival = workload.arrival
+    if arrival is None:
+        return 0.0
+    if arrival.rate is not None:
+        return float(arrival.rate)
+    times = read_trace(catalog.folder, arrival.file or "")["arrival_s"].to_numpy(dtype=float)
+    span = times[-1] - times[0]
+    return float((len(times) - 1) / span) if span > 0 else float("nan")

@@ -199,13 +199,13 @@ def test_earlier_report_is_untouched_by_a_failed_run(seed_dir: Path, seed_copy: 
     assert (
         runner.invoke(main, ["run", "--catalogs", str(seed_dir), "--out", str(out)]).exit_code == 0
     )
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     (seed_copy / "hardware.yaml").write_text(GOOD_HARDWARE.replace("16 GiB", "16"))
     result = runner.invoke(
         main, ["run", "--catalogs", str(seed_copy), "--out", str(out), "--force"]
     )
     assert result.exit_code == 1
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_scenarios_restrict_the_cross(seed_copy: Path):

@@ -11,7 +11,7 @@ from planner import runs
 from planner.cli import main
 from planner.runs import default_run_dir, slug
 
-RUN_FILES = {"results.csv", "results.json", "plan.xlsx", "report.pdf", "manifest.json"}
+RUN_FILES = {"results.csv", "results.json", "plan.xlsx", "report.pdf", "manifest.json", "catalogs"}
 
 
 def invoke(*args: str):
@@ -45,8 +45,12 @@ def test_run_writes_the_run_folder(seed_dir: Path, tmp_path: Path):
     data = json.loads((out / "results.json").read_text())
     assert [c["name"] for c in data["columns"]] == list(table.columns)
     kv = next(c for c in data["columns"] if c["name"] == "kv_bytes_per_token")
-    assert kv["unit"] == "B" and kv["formula"] == "2*layers*kv_heads*head_dim*kv_bytes_per_value"
+    assert kv["unit"] == "B"
+    assert kv["formula"] == "full_attention_layers*kv_values_per_token_per_layer*kv_bytes_per_value"
     assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
+    # the catalogs are copied verbatim, so the run can be diffed and audited later
+    for name in manifest["catalog_files"]:
+        assert (out / "catalogs" / name).read_bytes() == (seed_dir / name).read_bytes()
 
 
 def test_run_refuses_to_overwrite_and_force_replaces(seed_dir: Path, tmp_path: Path):
@@ -114,15 +118,17 @@ def test_explain_shows_the_seed_arithmetic(seed_dir: Path):
         "seed-4k-prompt-1k-out",
     )
     assert result.exit_code == 0, result.output
-    text = result.output
-    assert "2 × layers × kv_heads × head_dim × kv_bytes_per_value" in text
-    assert "= 2 × 32 × 8 × 128 × 2" in text
-    assert "131,072 B = 131.07 kB (128.00 KiB) = 128 KiB" in text
-    assert "= 4,096 + 1,024" in text
-    assert "671,088,640 B = 671.09 MB (640.00 MiB) = 640 MiB" in text
-    assert "8,589,934,592 B = 8.59 GB (8.00 GiB)" in text
+    text = result.output.replace("\u2009", " ")  # thin spaces separate thousands
+    assert "IF(mla_kv_dim > 0, mla_kv_dim, 2 × kv_heads_per_device × head_dim)" in text
+    assert "= IF(0 > 0, 0, 2 × 8 × 128)\n  = 2 048 values" in text
+    assert "= 32 × 2 048 × 2\n  = 131 072 B = 131.07 kB (128.00 KiB) = 128 KiB" in text
+    assert "= 4 096 + 1 024" in text
+    assert "671 088 640 B = 671.09 MB (640.00 MiB) = 640 MiB" in text
+    assert "8 589 934 592 B = 8.59 GB (8.00 GiB)" in text
     assert "= 12 sequences" in text
-    assert "= 16 ≤ 12" in text
+    assert "= IF(16 > 0, 16 ≤ 12, 12 ≥ 1)\n  = False" in text
+    # the latency arithmetic follows: 4 GiB read at 700 GB/s
+    assert "= 4 294 967 296 ÷ (700 000 000 000 × 1)" in text
     assert "not measured latency" in text
 
 

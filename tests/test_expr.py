@@ -23,7 +23,7 @@ def cells(name):
         (lambda a, b, c: -a + b, "=0-A1+B1"),
         (lambda a, b, c: 2 * a + 0.5, "=2*A1+0.5"),
         (lambda a, b, c: expr.maximum(0, expr.floor(a / b)), "=MAX(0,INT(A1/B1))"),
-        (lambda a, b, c: expr.ceil(a), "=0-INT(0-A1)"),
+        (lambda a, b, c: expr.ceil(a), "=ROUNDUP(A1,0)"),
         (lambda a, b, c: expr.where(a <= b, "yes", 'say "no"'), '=IF(A1<=B1,"yes","say ""no""")'),
         (lambda a, b, c: (a <= b) & (b > c), "=AND(A1<=B1,B1>C1)"),
         (lambda a, b, c: expr.power(a, 2), "=POWER(A1,2)"),
