@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import ceil, is_missing, maximum, where
+from .expr import ceil, concat, is_missing, logical_not, maximum, where
 from .metric import metric
 
 LITTLE = "Little's law: L = λ × W"
+
+
+@metric("", kind="text", source="the five key columns", group="keys")
+def candidate(
+    hardware: Any, model: Any, precision: Any, workload: Any, tensor_parallel: Any
+) -> Any:
+    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``.
+
+    Simulated figures are looked up by it from the ``Simulated`` sheet.
+    """
+    return concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
 
 
 @metric("1/s", source="steady state of continuous batching", group="serving")
@@ -78,10 +89,33 @@ def replicas_needed(
     )
 
 
+@metric("", kind="bool", source="simulation run for this candidate", group="serving")
+def simulated(sim_meets_targets: Any) -> Any:
+    """Whether the serving simulation was run for this candidate (see the Simulated sheet)."""
+    return logical_not(is_missing(sim_meets_targets))
+
+
+@metric("replicas", source=f"{LITTLE}; serving simulation", group="serving")
+def replicas_planned(replicas_needed: Any, sim_replicas_needed: Any, simulated: Any) -> Any:
+    """Replicas to provision: the closed form, raised to what the simulation needed.
+
+    Where the simulation found that no replica count meets the targets, it stays missing.
+    """
+    return where(
+        simulated,
+        where(
+            is_missing(sim_replicas_needed),
+            float("nan"),
+            maximum(replicas_needed, sim_replicas_needed),
+        ),
+        replicas_needed,
+    )
+
+
 @metric("devices", source="a replica spans tensor_parallel devices", group="serving")
-def devices_needed(replicas_needed: Any, tensor_parallel: Any) -> Any:
+def devices_needed(replicas_planned: Any, tensor_parallel: Any) -> Any:
     """Devices to buy or rent for the forecast: replicas × devices per replica [devices]."""
-    return replicas_needed * tensor_parallel
+    return replicas_planned * tensor_parallel
 
 
 def _meets(value: Any, target: Any) -> Any:
@@ -129,6 +163,13 @@ def meets_targets(
     return (
         replica_fits & meets_ttft_target & meets_itl_target & meets_e2e_target & meets_task_target
     )
+
+
+@metric("", kind="bool", source="seed ¶10; serving simulation", group="serving")
+def meets_targets_planned(meets_targets: Any, simulated: Any, sim_meets_targets: Any) -> Any:
+    """Closed-form targets met and, where simulated, the simulated p95 targets and the
+    rejection ceiling met too."""
+    return meets_targets & where(simulated, sim_meets_targets > 0, True)
 
 
 @metric("", kind="text", source="seed ¶10", group="serving")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import ceil, is_missing, logical_not, where
+from .expr import ceil, concat, is_missing, logical_not, where
 from .metric import derived, metric
 
 HOURS = "hours_per_month from assumptions (730 = 8,760 h ÷ 12)"
@@ -100,17 +100,28 @@ def break_even_month(capital_usd: Any, cloud_usd_per_month: Any, opex_usd_per_mo
 
 
 @metric("", kind="bool", source="recommendation rule", group="cost")
-def eligible(meets_targets: Any, tco_usd: Any) -> Any:
+def eligible(meets_targets_planned: Any, tco_usd: Any) -> Any:
     """Whether a candidate may be recommended: it meets every target and has a known cost."""
-    return meets_targets & logical_not(is_missing(tco_usd))
+    return meets_targets_planned & logical_not(is_missing(tco_usd))
 
 
 @metric("", kind="text", source="recommendation rule", group="cost")
-def status(meets_targets: Any, target_miss_reason: Any, tco_usd: Any) -> Any:
-    """Why a candidate can or cannot be recommended: memory, latency, or a missing price."""
+def status(
+    meets_targets: Any,
+    meets_targets_planned: Any,
+    target_miss_reason: Any,
+    sim_reason: Any,
+    tco_usd: Any,
+) -> Any:
+    """Why a candidate can or cannot be recommended: memory, latency (closed form, then
+    simulated), or a missing price."""
     return where(
         meets_targets,
-        where(is_missing(tco_usd), "cost: price or electricity rate missing", "eligible"),
+        where(
+            meets_targets_planned,
+            where(is_missing(tco_usd), "cost: price or electricity rate missing", "eligible"),
+            concat("simulation: ", sim_reason),
+        ),
         target_miss_reason,
     )
 

@@ -12,19 +12,19 @@ from pathlib import Path
 from .resources import shipped_catalogs
 from .sweep import Results
 
+PIPE = "\\|"  # a literal pipe inside a Markdown table cell
 START, END = "<!-- columns:start -->", "<!-- columns:end -->"
 
 
 def columns_markdown(results: Results) -> str:
     """A Markdown table: every results column with its unit, meaning and formula."""
+    from .runs import column_definitions
+
     lines = ["| column | unit | meaning | formula or origin |", "| --- | --- | --- | --- |"]
-    for key in results.key_columns:
-        lines.append(f"| `{key}` | id | the candidate's {key} | catalog id |")
-    for lk in results.lookups:
-        lines.append(f"| `{lk.name}` | {lk.unit} | {lk.description} | `{lk.sheet}` sheet, by id |")
-    for m in results.metrics:
-        meaning = m.description.replace("|", "\\|")
-        lines.append(f"| `{m.name}` | {m.unit} | {meaning} | `{m.formula_text()}` |")
+    for c in column_definitions(results):
+        meaning = c["description"].replace("|", PIPE)
+        origin = f"`{c['formula']}`" if "formula" in c else c.get("lookup", "catalog id or size")
+        lines.append(f"| `{c['name']}` | {c['unit']} | {meaning} | {origin.replace('|', PIPE)} |")
     return "\n".join(lines)
 
 

@@ -262,6 +262,28 @@ def power(base: Any, exponent: Any) -> Any:
     return np.power(base, exponent)
 
 
+def _excel_text(value: Any) -> str:
+    """How a spreadsheet's ``&`` turns a value into text: whole numbers without ``.0``."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def concat(*parts: Any) -> Any:
+    """Text joined end to end (Excel ``&``)."""
+    if _symbolic(*parts):
+        node = lift(parts[0])
+        for part in parts[1:]:
+            node = BinOp("&", node, lift(part))
+        return node
+    arrays = [np.asarray(p, dtype=object) for p in parts]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    joined = np.empty(shape, dtype=object)
+    for index in np.ndindex(shape):
+        joined[index] = "".join(_excel_text(np.broadcast_to(a, shape)[index]) for a in arrays)
+    return joined.item() if joined.ndim == 0 else joined
+
+
 def is_missing(x: Any) -> Any:
     """Whether ``x`` is missing: NaN in Python, ``#N/A`` in the workbook (Excel ``ISNA``)."""
     if _symbolic(x):

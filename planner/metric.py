@@ -90,7 +90,7 @@ def derived(
     REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group, restates=of)
 
 
-GROUP_ORDER = ("memory", "latency", "serving", "cost")
+GROUP_ORDER = ("keys", "memory", "latency", "serving", "cost")
 
 
 def ordered(names: list[str] | None, available: set[str]) -> list[Metric]:

@@ -82,26 +82,40 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def results_json(results: Results) -> dict[str, Any]:
-    """Machine-readable results: column definitions (unit, meaning, formula) and the rows."""
-    table = export_table(results.table)
-    columns = [{"name": k, "unit": "", "description": f"{k} id"} for k in results.key_columns]
-    columns += [
-        {"name": lk.name, "unit": lk.unit, "description": lk.description, "lookup": lk.sheet}
-        for lk in results.lookups
-    ]
-    columns += [
-        {
+def column_definitions(results: Results) -> list[dict[str, Any]]:
+    """Each results column in table order: unit, meaning, and its formula or origin."""
+    defined: dict[str, dict[str, Any]] = {
+        k: {"name": k, "unit": "", "description": f"{k} (key)"} for k in results.key_columns
+    }
+    for lk in results.lookups:
+        defined[lk.name] = {
+            "name": lk.name,
+            "unit": lk.unit,
+            "description": lk.description,
+            "lookup": f"{lk.sheet} sheet, by {lk.key}",
+        }
+    for m in results.metrics:
+        defined[m.name] = {
             "name": m.name,
             "unit": m.unit,
             "description": m.description,
             "formula": m.formula_text(),
             "source": m.source,
         }
-        for m in results.metrics
+    return [defined[c] for c in results.table.columns]
+
+
+def results_json(results: Results) -> dict[str, Any]:
+    """Machine-readable results: column definitions (unit, meaning, formula) and the rows."""
+    table = export_table(results.table)
+    rows = [
+        {k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")
     ]
-    rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")]
-    return {"planner_version": __version__, "columns": columns, "rows": rows}
+    return {
+        "planner_version": __version__,
+        "columns": column_definitions(results),
+        "rows": rows,
+    }
 
 
 def manifest(catalog: Catalog, results: Results, name: str | None) -> dict[str, Any]:

@@ -16,7 +16,18 @@ import pandas as pd
 from . import capacity, cost, latency, memory  # noqa: F401  (importing registers their metrics)
 from .catalog import Catalog, Hardware, Precision
 from .metric import REGISTRY, Metric, ordered
-from .tables import ALL_KEYS, GLOBALS, KEYS, LOOKUPS, TP_KEY, InputTables, Lookup, input_tables
+from .tables import (
+    ALL_KEYS,
+    CANDIDATE,
+    GLOBALS,
+    KEYS,
+    LOOKUPS,
+    SIM_LOOKUPS,
+    TP_KEY,
+    InputTables,
+    Lookup,
+    input_tables,
+)
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,8 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
     """The values of one looked-up column for every plan row (sheet value × scale)."""
     sheet = inputs.sheets[lookup.sheet].set_index("id")
     ids = plan[lookup.key].to_numpy()
+    if lookup.column_from is None and sheet.empty:
+        return np.full(len(ids), np.nan, dtype=object if lookup.kind == "text" else float)
     if lookup.column_from is None:
         values = sheet[lookup.column].reindex(ids).to_numpy()
     else:
@@ -152,13 +165,18 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
     return values.astype(float) * lookup.scale
 
 
-def evaluate(catalog: Catalog, metric_names: list[str] | None = None) -> Results:
+def evaluate(
+    catalog: Catalog,
+    metric_names: list[str] | None = None,
+    simulated: pd.DataFrame | None = None,
+) -> Results:
     """Evaluate every metric for every candidate of ``catalog``.
 
-    Tensor-parallel sizes beyond the first that serves the workload are dropped (see
-    :func:`useful_parallelism`), then the rows are renumbered.
+    ``simulated`` is the table of :func:`planner.sizing.simulate_candidates` (keyed by the five
+    key columns); its figures reach the plan through the ``Simulated`` input sheet. Tensor-parallel
+    sizes beyond the first that serves the workload are dropped (see :func:`useful_parallelism`).
     """
-    results = evaluate_plan(catalog, candidates(catalog), metric_names)
+    results = evaluate_plan(catalog, candidates(catalog), metric_names, simulated)
     table = results.table
     if metric_names is None and len(table):
         table = table[useful_parallelism(table)].reset_index(drop=True)
@@ -168,40 +186,68 @@ def evaluate(catalog: Catalog, metric_names: list[str] | None = None) -> Results
 def evaluate_subset(
     catalog: Catalog, hardware: str, model: str, precision: str, workload: str
 ) -> Results:
-    """Evaluate the single candidate named by its four ids."""
+    """Evaluate the single candidate named by its four ids, at the tensor-parallel size the
+    sweep would keep last for it."""
     tp = min(catalog.assumptions.tensor_parallel_sizes)
-    fits_at = evaluate_plan(catalog, candidates(catalog)).table
-    rows = fits_at[
-        (fits_at.hardware == hardware)
-        & (fits_at.model == model)
-        & (fits_at.precision == precision)
-        & (fits_at.workload == workload)
+    plan = candidates(catalog)
+    plan = plan[
+        (plan.hardware == hardware)
+        & (plan.model == model)
+        & (plan.precision == precision)
+        & (plan.workload == workload)
     ]
-    if len(rows):
+    if len(plan):
+        rows = evaluate_plan(catalog, plan.reset_index(drop=True)).table
         tp = int(rows.loc[useful_parallelism(rows)][TP_KEY].max())
-    plan = pd.DataFrame([(hardware, model, precision, workload, tp)], columns=ALL_KEYS)
-    return evaluate_plan(catalog, plan)
+    single = pd.DataFrame([(hardware, model, precision, workload, tp)], columns=ALL_KEYS)
+    return evaluate_plan(catalog, single)
+
+
+def _with_candidate_ids(simulated: pd.DataFrame | None) -> pd.DataFrame | None:
+    if simulated is None or simulated.empty:
+        return simulated
+    out = simulated.copy()
+    m = REGISTRY[CANDIDATE]
+    out[CANDIDATE] = m.func(*(out[k].to_numpy(dtype=object) for k in m.inputs))
+    return out
 
 
 def evaluate_plan(
-    catalog: Catalog, plan: pd.DataFrame, metric_names: list[str] | None = None
+    catalog: Catalog,
+    plan: pd.DataFrame,
+    metric_names: list[str] | None = None,
+    simulated: pd.DataFrame | None = None,
 ) -> Results:
-    """Evaluate every metric for the candidates listed in ``plan`` (a table of ids)."""
-    inputs = input_tables(catalog)
+    """Evaluate every metric for the candidates listed in ``plan`` (a table of the five keys).
+
+    Order: the keys; metrics of the keys alone (the candidate id); every input looked up by
+    id; then every other metric in dependency order.
+    """
+    inputs = input_tables(catalog, _with_candidate_ids(simulated))
+    lookups = [*LOOKUPS, *SIM_LOOKUPS]
+    n = len(plan)
     columns: dict[str, object] = {k: plan[k].to_numpy() for k in ALL_KEYS}
-    for lookup in LOOKUPS:
-        columns[lookup.name] = lookup_values(lookup, pd.DataFrame(columns), inputs)
     scope: dict[str, object] = dict(columns)
     for g in GLOBALS:
         scope[g.name] = inputs.globals[g.cell] * g.scale
-    metrics = ordered(metric_names, set(scope))
-    n = len(plan)
+    metrics = ordered(metric_names, set(scope) | {lk.name for lk in lookups})
+
+    def compute(m: Metric) -> None:
+        value = m.func(*(scope[i] for i in m.inputs))
+        value = np.broadcast_to(np.asarray(value), (n,)).copy()
+        scope[m.name] = columns[m.name] = value
+
+    keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
     with np.errstate(divide="ignore", invalid="ignore"):
+        for m in keys_only:
+            compute(m)
+        for lookup in lookups:
+            scope[lookup.name] = columns[lookup.name] = lookup_values(
+                lookup, pd.DataFrame(columns), inputs
+            )
         for m in metrics:
-            value = m.func(*(scope[i] for i in m.inputs))
-            value = np.broadcast_to(np.asarray(value), (n,)).copy()
-            scope[m.name] = value
-            columns[m.name] = value
+            if m not in keys_only:
+                compute(m)
     table = pd.DataFrame(columns)
     for m in metrics:
         if m.kind == "bool":
@@ -210,7 +256,7 @@ def evaluate_plan(
         table=table,
         inputs=inputs,
         metrics=metrics,
-        lookups=list(LOOKUPS),
+        lookups=lookups,
         skipped=skipped_pairs(catalog),
     )
 

@@ -32,6 +32,11 @@ KEYS: dict[str, str] = {
 TP_KEY = "tensor_parallel"
 ALL_KEYS = [*KEYS, TP_KEY]
 
+#: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.
+CANDIDATE = "candidate"
+SIMULATED = "Simulated"
+SHEET_OF_KEY = {**KEYS, CANDIDATE: SIMULATED}
+
 TFLOPS = 1e12
 
 
@@ -465,7 +470,7 @@ class Lookup:
 
     @property
     def sheet(self) -> str:
-        return KEYS[self.key]
+        return SHEET_OF_KEY[self.key]
 
 
 def _lk(
@@ -606,6 +611,72 @@ LOOKUPS = [
 ]
 
 
+#: Figures from the serving simulation (:mod:`planner.sizing`), one row per simulated candidate.
+SIMULATED_COLUMNS = [
+    Column(
+        "id",
+        "",
+        "candidate id (hardware|model|precision|workload|tensor_parallel)",
+        lambda r: r["candidate"],
+        "text",
+    ),
+    Column(
+        "sim_replicas_needed",
+        "replicas",
+        "fewest replicas meeting every p95 target and the rejection ceiling (empty: none found)",
+        lambda r: r["sim_replicas_needed"],
+    ),
+    Column(
+        "sim_meets_targets",
+        "",
+        "1 when the simulation met every target, else 0",
+        lambda r: float(bool(r["meets_targets_sim"])),
+    ),
+    Column("ttft_p50_s", "s", "simulated median time to first token", lambda r: r["ttft_p50_s"]),
+    Column("ttft_p95_s", "s", "simulated p95 time to first token", lambda r: r["ttft_p95_s"]),
+    Column("ttft_p99_s", "s", "simulated p99 time to first token", lambda r: r["ttft_p99_s"]),
+    Column("itl_p50_s", "s", "simulated median inter-token latency", lambda r: r["itl_p50_s"]),
+    Column("itl_p95_s", "s", "simulated p95 inter-token latency", lambda r: r["itl_p95_s"]),
+    Column("itl_p99_s", "s", "simulated p99 inter-token latency", lambda r: r["itl_p99_s"]),
+    Column("e2e_p50_s", "s", "simulated median end-to-end latency", lambda r: r["e2e_p50_s"]),
+    Column("e2e_p95_s", "s", "simulated p95 end-to-end latency", lambda r: r["e2e_p95_s"]),
+    Column("e2e_p99_s", "s", "simulated p99 end-to-end latency", lambda r: r["e2e_p99_s"]),
+    Column("task_p95_s", "s", "simulated p95 task latency", lambda r: r["task_p95_s"]),
+    Column(
+        "sim_throughput_tokens_per_s",
+        "tokens/s",
+        "simulated output tokens per second per replica",
+        lambda r: r["sim_throughput_tokens_per_s"],
+    ),
+    Column(
+        "queued_fraction",
+        "fraction",
+        "share of requests that waited for admission",
+        lambda r: r["queued_fraction"],
+    ),
+    Column(
+        "rejected_fraction",
+        "fraction",
+        "share of requests rejected (queue full, timeout, never fits)",
+        lambda r: r["rejected_fraction"],
+    ),
+    Column(
+        "preempted_fraction",
+        "fraction",
+        "share of requests preempted at least once",
+        lambda r: r["preempted_fraction"],
+    ),
+    Column(
+        "sim_reason", "", "the simulation's verdict in words", lambda r: r["sim_reason"], "text"
+    ),
+]
+
+SIM_LOOKUPS = [
+    Lookup(c.name, CANDIDATE, c.name, 1, c.unit, c.description, kind=c.kind)
+    for c in SIMULATED_COLUMNS[1:]
+]
+
+
 @dataclass(frozen=True)
 class InputTables:
     """The input sheets as DataFrames (units as in their headers) and the assumption values."""
@@ -631,8 +702,20 @@ def compute_formats(catalog: Catalog) -> list[str]:
     return list(seen)
 
 
-def input_tables(catalog: Catalog) -> InputTables:
-    """Build the input sheets from a validated catalog."""
+def simulated_sheet(simulated: pd.DataFrame | None) -> pd.DataFrame:
+    """The Simulated sheet from :func:`planner.sizing.simulate_candidates`' table (or empty)."""
+    if simulated is None or simulated.empty:
+        return pd.DataFrame(
+            {
+                c.name: pd.Series(dtype=object if c.kind == "text" else float)
+                for c in SIMULATED_COLUMNS
+            }
+        )
+    return _frame(tuple(row for _, row in simulated.iterrows()), SIMULATED_COLUMNS)
+
+
+def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> InputTables:
+    """Build the input sheets from a validated catalog and, when given, simulated figures."""
     columns = {
         "Hardware": _hardware_columns(
             compute_formats(catalog), catalog.assumptions.devices_per_node
@@ -652,5 +735,7 @@ def input_tables(catalog: Catalog) -> InputTables:
         "Workloads": catalog.workloads,
     }
     sheets = {name: _frame(records[name], cols) for name, cols in columns.items()}
+    sheets[SIMULATED] = simulated_sheet(simulated)
+    columns[SIMULATED] = SIMULATED_COLUMNS
     values = {g.cell: g.get(catalog.assumptions) for g in GLOBALS}
     return InputTables(sheets=sheets, columns=columns, globals=values)
