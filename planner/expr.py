@@ -278,9 +278,11 @@ def concat(*parts: Any) -> Any:
         return node
     arrays = [np.asarray(p, dtype=object) for p in parts]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    joined = np.empty(shape, dtype=object)
-    for index in np.ndindex(shape):
-        joined[index] = "".join(_excel_text(np.broadcast_to(a, shape)[index]) for a in arrays)
+    columns = [np.broadcast_to(a, shape).ravel() for a in arrays]
+    joined = np.array(
+        ["".join(_excel_text(v) for v in row) for row in zip(*columns, strict=True)],
+        dtype=object,
+    ).reshape(shape)
     return joined.item() if joined.ndim == 0 else joined
 
 

@@ -121,16 +121,21 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
 def useful_parallelism(table: pd.DataFrame) -> pd.Series:
     """Rows to keep: for each combination, tensor-parallel sizes up to the first that meets the
     targets (or, when none does, the first whose replica holds a sequence; else all)."""
-    keep = pd.Series(True, index=table.index)
-    for _, group in table.groupby(list(KEYS), sort=False):
-        group = group.sort_values(TP_KEY)
-        for column in ("meets_targets", "replica_fits"):
-            hits = group.index[group[column].astype(bool)]
-            if len(hits):
-                limit = group.loc[hits[0], TP_KEY]
-                keep[group.index[group[TP_KEY] > limit]] = False
-                break
-    return keep
+    keys = [table[k] for k in KEYS]
+    tp = table[TP_KEY].astype(float)
+    first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
+    first_fitting = tp.where(table["replica_fits"].astype(bool)).groupby(keys).transform("min")
+    limit = first_meeting.fillna(first_fitting)
+    return limit.isna() | (tp <= limit)
+
+
+def _per_row_column(
+    sheet: pd.DataFrame, ids: np.ndarray, prefixes: np.ndarray, suffix: str
+) -> np.ndarray:
+    """For each row, the sheet value at (id, prefix + suffix); NaN where there is none."""
+    long = sheet.stack(future_stack=True)
+    wanted = pd.MultiIndex.from_arrays([ids, [f"{p}{suffix}" for p in prefixes]])
+    return pd.to_numeric(long.reindex(wanted), errors="coerce").to_numpy(dtype=float)
 
 
 def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np.ndarray:
@@ -142,24 +147,12 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
     if lookup.column_from is None:
         values = sheet[lookup.column].reindex(ids).to_numpy()
     else:
-        wanted = plan[lookup.column_from].to_numpy()
-        fallback = (
-            plan[lookup.fallback_from].to_numpy()
-            if lookup.fallback_from
-            else np.full(len(ids), "", dtype=object)
-        )
-
-        def cell(entry: str, fmt: str) -> float:
-            column = f"{fmt}{lookup.column}"
-            return float(sheet.at[entry, column]) if fmt and column in sheet else np.nan
-
-        values = np.array(
-            [
-                cell(i, w) if not np.isnan(cell(i, w)) else cell(i, f)
-                for i, w, f in zip(ids, wanted, fallback, strict=True)
-            ],
-            dtype=float,
-        )
+        values = _per_row_column(sheet, ids, plan[lookup.column_from].to_numpy(), lookup.column)
+        if lookup.fallback_from:
+            fallback = _per_row_column(
+                sheet, ids, plan[lookup.fallback_from].to_numpy(), lookup.column
+            )
+            values = np.where(np.isnan(values), fallback, values)
     if lookup.kind == "text":
         return values.astype(object)
     return values.astype(float) * lookup.scale

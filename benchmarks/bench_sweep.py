@@ -1,0 +1,84 @@
+"""Benchmark: evaluating a 20,000-candidate plan (run by hand, not a test).
+
+    python benchmarks/bench_sweep.py [--hardware 20 --models 25 --precisions 4 --workloads 10]
+
+Prints the candidate count, seconds and peak Python memory of load + evaluate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from planner.catalog import load_catalog
+from planner.sweep import evaluate
+
+
+def synthetic_catalog(
+    folder: Path, hardware: int, models: int, precisions: int, workloads: int
+) -> None:
+    """Write a catalog folder with the given numbers of entries (all numbers invented)."""
+    hw = ["hardware:"]
+    for i in range(hardware):
+        hw.append(
+            f"  - id: dev-{i}\n    memory: {40 + 8 * i} GiB\n    memory_bandwidth: {1 + i / 10} TB/s\n"
+            f"    compute: {{bf16: {300 + 50 * i} TFLOPS, fp8: {600 + 100 * i} TFLOPS}}\n"
+            f"    interconnect_bandwidth: 450 GB/s\n    power: {300 + 20 * i} W\n"
+            f"    price: {{purchase_usd: {10000 + 1000 * i}, cloud_usd_per_hour: {1 + i / 10}}}"
+        )
+    ms = ["models:"]
+    for i in range(models):
+        ms.append(
+            f"  - id: model-{i}\n    layers: {16 + 2 * i}\n    hidden_size: {2048 + 256 * i}\n"
+            f"    intermediate_size: {8192 + 1024 * i}\n    attention_heads: 32\n    kv_heads: 8\n"
+            f"    head_dim: 128\n    vocab_size: 128000"
+        )
+    ps = ["precisions:"]
+    for i in range(precisions):
+        bits = (16, 8, 4, 6)[i % 4]
+        ps.append(
+            f"  - id: p-{i}\n    weight_bits: {bits}\n    kv_bytes_per_value: {2 if bits > 8 else 1}\n"
+            f"    compute: {'fp8' if bits == 8 else 'bf16'}"
+        )
+    ws = ["workloads:"]
+    for i in range(workloads):
+        ws.append(
+            f"  - id: w-{i}\n    prompt_tokens: {{mean: {500 * (i + 1)}, p95: {900 * (i + 1)}, "
+            f"max: {1024 * (i + 1)}}}\n    max_output_tokens: 1024\n    concurrency: {8 * (i + 1)}\n"
+            f"    targets: {{itl_p95: 60 ms}}"
+        )
+    (folder / "hardware.yaml").write_text("\n".join(hw) + "\n")
+    (folder / "models.yaml").write_text("\n".join(ms) + "\n")
+    (folder / "precisions.yaml").write_text("\n".join(ps) + "\n")
+    (folder / "workloads.yaml").write_text("\n".join(ws) + "\n")
+    (folder / "assumptions.yaml").write_text(
+        "assumptions:\n  runtime_overhead: 3 GiB\n  reserve: 4 GiB\n  electricity_usd_per_kwh: 0.1\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    for name, default in (("hardware", 20), ("models", 25), ("precisions", 4), ("workloads", 10)):
+        parser.add_argument(f"--{name}", type=int, default=default)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        synthetic_catalog(folder, args.hardware, args.models, args.precisions, args.workloads)
+        tracemalloc.start()
+        start = time.perf_counter()
+        catalog = load_catalog(folder)
+        loaded = time.perf_counter()
+        results = evaluate(catalog)
+        done = time.perf_counter()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(f"candidates: {len(results.table):,} rows × {len(results.table.columns)} columns")
+    print(f"load: {loaded - start:.2f} s, evaluate: {done - loaded:.2f} s")
+    print(f"peak Python memory: {peak / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
