@@ -24,7 +24,8 @@ def synthetic_catalog(
     hw = ["hardware:"]
     for i in range(hardware):
         hw.append(
-            f"  - id: dev-{i}\n    memory: {40 + 8 * i} GiB\n    memory_bandwidth: {1 + i / 10} TB/s\n"
+            f"  - id: dev-{i}\n    memory: {40 + 8 * i} GiB\n"
+            f"    memory_bandwidth: {1 + i / 10} TB/s\n"
             f"    compute: {{bf16: {300 + 50 * i} TFLOPS, fp8: {600 + 100 * i} TFLOPS}}\n"
             f"    interconnect_bandwidth: 450 GB/s\n    power: {300 + 20 * i} W\n"
             f"    price: {{purchase_usd: {10000 + 1000 * i}, cloud_usd_per_hour: {1 + i / 10}}}"
@@ -40,14 +41,16 @@ def synthetic_catalog(
     for i in range(precisions):
         bits = (16, 8, 4, 6)[i % 4]
         ps.append(
-            f"  - id: p-{i}\n    weight_bits: {bits}\n    kv_bytes_per_value: {2 if bits > 8 else 1}\n"
+            f"  - id: p-{i}\n    weight_bits: {bits}\n"
+            f"    kv_bytes_per_value: {2 if bits > 8 else 1}\n"
             f"    compute: {'fp8' if bits == 8 else 'bf16'}"
         )
     ws = ["workloads:"]
     for i in range(workloads):
         ws.append(
             f"  - id: w-{i}\n    prompt_tokens: {{mean: {500 * (i + 1)}, p95: {900 * (i + 1)}, "
-            f"max: {1024 * (i + 1)}}}\n    max_output_tokens: 1024\n    concurrency: {8 * (i + 1)}\n"
+            f"max: {1024 * (i + 1)}}}\n    max_output_tokens: 1024\n"
+            f"    concurrency: {8 * (i + 1)}\n"
             f"    targets: {{itl_p95: 60 ms}}"
         )
     (folder / "hardware.yaml").write_text("\n".join(hw) + "\n")
@@ -55,7 +58,8 @@ def synthetic_catalog(
     (folder / "precisions.yaml").write_text("\n".join(ps) + "\n")
     (folder / "workloads.yaml").write_text("\n".join(ws) + "\n")
     (folder / "assumptions.yaml").write_text(
-        "assumptions:\n  runtime_overhead: 3 GiB\n  reserve: 4 GiB\n  electricity_usd_per_kwh: 0.1\n"
+        "assumptions:\n  runtime_overhead: 3 GiB\n  reserve: 4 GiB\n"
+        "  electricity_usd_per_kwh: 0.1\n"
     )
 
 
