@@ -55,23 +55,59 @@ def main() -> None:
 )
 @click.option("--name", default=None, help="Short name of the run (default: run).")
 @click.option("--force", is_flag=True, help="Replace --out if it already exists.")
-def run(catalogs: Path | None, out: Path | None, name: str | None, force: bool) -> None:
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Earlier run folder to compare with: the report gets a 'Changes since the baseline "
+    "run' section and the run folder a diff.csv.",
+)
+def run(
+    catalogs: Path | None, out: Path | None, name: str | None, force: bool, baseline: Path | None
+) -> None:
     """Evaluate every candidate and write a run folder.
 
-    The folder holds results.csv, results.json, plan.xlsx (live formulas), report.pdf and
-    manifest.json. It is written atomically and never replaces an earlier run unless --force.
+    The folder holds results.csv, results.json, plan.xlsx (live formulas), report.pdf,
+    manifest.json and a copy of the catalogs. It is written atomically and never replaces an
+    earlier run unless --force.
     """
+    from .diff import NotARun, diff_against
     from .runs import RunExists, default_run_dir, write_run
     from .sweep import evaluate
 
     catalog = _load(catalogs)
-    results = evaluate(catalog)
     destination = out or default_run_dir(Path("reports"), name)
+    if destination.exists() and not force:
+        click.echo(
+            f"error: {destination} already exists; choose another --out or pass --force", err=True
+        )
+        sys.exit(EXIT_INVALID)
+    results = evaluate(catalog)
+    results = simulate_and_reevaluate(catalog, results)
+    comparison = None
+    extra = {}
+    if baseline is not None:
+        try:
+            comparison = diff_against(baseline, catalog, results.table, label=str(destination))
+        except NotARun as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_INVALID)
+        extra["diff.csv"] = comparison.write_csv
     try:
-        folder = write_run(catalog, results, destination, name=name, force=force)
+        folder = write_run(
+            catalog,
+            results,
+            destination,
+            name=name,
+            force=force,
+            extra_writers=extra,
+            baseline=comparison,
+        )
     except RunExists as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
+    if comparison is not None:
+        click.echo(comparison.summary())
     table = results.table
     click.echo(f"{len(table)} candidates evaluated, {int(table['fits'].sum())} fit their workload.")
     click.echo(f"Run written to {folder}/")
@@ -107,6 +143,48 @@ def explain(
         click.echo(f"error: {exc.args[0]}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(text)
+
+
+def simulate_and_reevaluate(catalog: Catalog, results):  # noqa: ANN001, ANN201
+    """Size the leading candidates by simulation, then evaluate again with their figures."""
+    from .sizing import simulate_candidates
+    from .sweep import evaluate
+
+    if catalog.assumptions.simulated_requests == 0:
+        return results
+    simulated = simulate_candidates(catalog, results)
+    return evaluate(catalog, simulated=simulated)
+
+
+@main.command()
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write every change to this CSV file (diff.csv), one row per change.",
+)
+@click.option(
+    "--limit",
+    default=20,
+    show_default=True,
+    help="Rows shown per list on the terminal; the CSV holds them all.",
+)
+def diff(old: Path, new: Path, csv_path: Path | None, limit: int) -> None:
+    """Show what changed between two run folders: catalog entries (field by field),
+    recommendations, candidates that newly fit or stop fitting, and cost changes."""
+    from .diff import NotARun, diff_runs
+
+    try:
+        result = diff_runs(old, new)
+    except NotARun as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
+    click.echo(result.to_text(limit=limit), nl=False)
+    if csv_path:
+        click.echo(f"Changes written to {result.write_csv(csv_path)}")
 
 
 @main.command("import-hf")

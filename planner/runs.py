@@ -108,9 +108,7 @@ def column_definitions(results: Results) -> list[dict[str, Any]]:
 def results_json(results: Results) -> dict[str, Any]:
     """Machine-readable results: column definitions (unit, meaning, formula) and the rows."""
     table = export_table(results.table)
-    rows = [
-        {k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")
-    ]
+    rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")]
     return {
         "planner_version": __version__,
         "columns": column_definitions(results),
@@ -161,12 +159,14 @@ def write_run(
     name: str | None = None,
     force: bool = False,
     extra_writers: dict[str, Writer] | None = None,
+    baseline: Any = None,
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically.
 
     Raises :class:`RunExists` when ``destination`` exists and ``force`` is false. The workbook and
     report are rendered by :mod:`planner.workbook` and :mod:`planner.report`; ``extra_writers``
-    maps further file names to functions that write them.
+    maps further file names to functions that write them. ``baseline`` (a
+    :class:`planner.diff.RunDiff`) adds a comparison section to the report.
     """
     from .report import write_report  # imported here: WeasyPrint is slow to import
     from .workbook import write_workbook
@@ -181,7 +181,7 @@ def write_run(
         copy_catalogs(catalog, staging / CATALOG_COPY)
         (staging / RESULTS_JSON).write_text(json.dumps(results_json(results), indent=1) + "\n")
         write_workbook(results, staging / WORKBOOK)
-        write_report(catalog, results, staging / REPORT)
+        write_report(catalog, results, staging / REPORT, baseline=baseline)
         for file_name, writer in (extra_writers or {}).items():
             writer(staging / file_name)
         info = manifest(catalog, results, name)

@@ -162,3 +162,38 @@ def test_every_command_has_help_and_is_in_the_readme(command):
     assert main.commands[command].help
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert f"planner {command}" in readme
+
+
+def test_diff_and_baseline(tmp_path: Path):
+    """Two runs of the seed catalog, the second with a faster device: diff and --baseline."""
+    import shutil
+
+    seed = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
+    changed = tmp_path / "changed"
+    shutil.copytree(seed, changed)
+    text = (changed / "hardware.yaml").read_text().replace("700 GB/s", "1400 GB/s")
+    (changed / "hardware.yaml").write_text(text)
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert invoke("run", "--catalogs", str(seed), "--out", str(old)).exit_code == 0
+    result = invoke("run", "--catalogs", str(changed), "--out", str(new), "--baseline", str(old))
+    assert result.exit_code == 0, result.output
+    assert (new / "diff.csv").exists()
+    shown = invoke("diff", str(old), str(new), "--csv", str(tmp_path / "d.csv"))
+    assert shown.exit_code == 0, shown.output
+    assert "hardware seed-16gib" in shown.output
+    assert "memory_bandwidth: 700 GB/s → 1.4 TB/s" in shown.output
+    assert (tmp_path / "d.csv").exists()
+    missing = invoke("diff", str(old), str(tmp_path / "nothing"))
+    assert missing.exit_code == 1
+    assert "nothing does not exist; a run folder holds results.csv" in missing.output
+    bad = invoke(
+        "run",
+        "--catalogs",
+        str(seed),
+        "--out",
+        str(tmp_path / "x"),
+        "--baseline",
+        str(tmp_path / "nothing"),
+    )
+    assert bad.exit_code == 1
+    assert not (tmp_path / "x").exists()
