@@ -130,15 +130,26 @@ def check(catalogs: Path | None) -> None:
 @click.option("--model", required=True, help="Model id.")
 @click.option("--precision", required=True, help="Precision id.")
 @click.option("--workload", required=True, help="Workload id.")
+@click.option(
+    "--simulate/--no-simulate",
+    default=True,
+    show_default=True,
+    help="Also size the candidate by simulation and say what binds.",
+)
 def explain(
-    catalogs: Path | None, hardware: str, model: str, precision: str, workload: str
+    catalogs: Path | None,
+    hardware: str,
+    model: str,
+    precision: str,
+    workload: str,
+    simulate: bool,
 ) -> None:
     """Print the arithmetic of one candidate step by step, with GB and GiB side by side."""
     from .explain import explain as explain_candidate
 
     catalog = _load(catalogs)
     try:
-        text = explain_candidate(catalog, hardware, model, precision, workload)
+        text = explain_candidate(catalog, hardware, model, precision, workload, simulate)
     except KeyError as exc:
         click.echo(f"error: {exc.args[0]}", err=True)
         sys.exit(EXIT_INVALID)

@@ -29,6 +29,7 @@ _OPERATORS = {
     "<": " < ",
     "=": " = ",
 }
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _SPLIT = re.compile(r"(<=|>=|<>|[*/+<>=-])")
 
 
@@ -38,7 +39,13 @@ def _number(value: Any) -> str:
     value = float(value)
     if math.isnan(value):
         return "n/a"
-    text = f"{value:,.0f}" if value.is_integer() and abs(value) < 1e18 else f"{value:,.6g}"
+    if (value.is_integer() or abs(value) >= 1e6) and abs(value) < 1e15:
+        text = f"{value:,.0f}"
+    elif value != 0 and not 1e-4 <= abs(value) < 1e15:
+        mantissa, exponent = f"{value:.6g}".split("e")
+        text = f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    else:
+        text = f"{value:,.6g}"
     # thousands separated by thin spaces: commas separate function arguments in formulas
     text = text.replace(",", "\u2009")
     return f"({text})" if value < 0 else text
@@ -96,7 +103,38 @@ def explain_row(results: Results, row: int = 0) -> str:
     return "\n".join(lines)
 
 
-def explain(catalog: Catalog, hardware: str, model: str, precision: str, workload: str) -> str:
+def simulation_text(catalog: Catalog, results: Results) -> str:
+    """Size the candidate by simulation and say what it needs, or what binds."""
+    from .sizing import size_candidate
+
+    row = results.table.iloc[0]
+    if not row["replica_fits"]:
+        return "Simulation: not run, no maximum-length sequence fits a replica."
+    sim = size_candidate(catalog, row)
+    lines = [
+        "Simulation (discrete-event, "
+        f"{catalog.assumptions.simulated_requests:,} requests per run):",
+        f"  {sim['sim_reason']}",
+    ]
+    at = sim["sim_replicas_simulated"]
+    where_ = "one request at a time" if at != at else f"{int(at)} replica(s)"
+    lines.append(
+        f"  at {where_}: TTFT p95 {format_seconds(sim['ttft_p95_s'])}, "
+        f"ITL p95 {format_seconds(sim['itl_p95_s'])}, e2e p95 {format_seconds(sim['e2e_p95_s'])}, "
+        f"task p95 {format_seconds(sim['task_p95_s'])}, rejected {sim['rejected_fraction']:.2%}, "
+        f"queued {sim['queued_fraction']:.1%}"
+    )
+    return "\n".join(lines)
+
+
+def explain(
+    catalog: Catalog,
+    hardware: str,
+    model: str,
+    precision: str,
+    workload: str,
+    simulate: bool = True,
+) -> str:
     """Explain one candidate named by its four ids (each must exist in ``catalog``)."""
     for kind, entry_id in (
         ("hardware", hardware),
@@ -106,4 +144,7 @@ def explain(catalog: Catalog, hardware: str, model: str, precision: str, workloa
     ):
         catalog.get(kind, entry_id)
     results = evaluate_subset(catalog, hardware, model, precision, workload)
-    return explain_row(results, 0)
+    text = explain_row(results, 0)
+    if simulate and catalog.assumptions.simulated_requests > 0:
+        text += "\n\n" + simulation_text(catalog, results)
+    return text

@@ -667,6 +667,19 @@ SIMULATED_COLUMNS = [
         lambda r: r["preempted_fraction"],
     ),
     Column(
+        "sim_bound",
+        "",
+        "what binds when the targets are missed: memory, bandwidth, compute, queueing, ...",
+        lambda r: r.get("sim_bound", ""),
+        "text",
+    ),
+    Column(
+        "sim_replicas_simulated",
+        "replicas",
+        "replicas in the run the percentiles come from (empty: one request at a time)",
+        lambda r: r.get("sim_replicas_simulated", float("nan")),
+    ),
+    Column(
         "sim_reason", "", "the simulation's verdict in words", lambda r: r["sim_reason"], "text"
     ),
 ]

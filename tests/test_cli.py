@@ -197,3 +197,30 @@ def test_diff_and_baseline(tmp_path: Path):
     )
     assert bad.exit_code == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_explain_says_why_a_target_is_missed(seed_copy: Path):
+    # 4 GiB of weights at 700 GB/s take 6.1 ms per decode step: a 5 ms ITL target cannot be met
+    text = (seed_copy / "workloads.yaml").read_text()
+    text = text.replace(
+        "    concurrency: 16\n", "    concurrency: 16\n    targets: {itl_p95: 5 ms}\n", 1
+    )
+    (seed_copy / "workloads.yaml").write_text(text)
+    result = invoke(
+        "explain",
+        "--catalogs",
+        str(seed_copy),
+        "--hardware",
+        "seed-16gib",
+        "--model",
+        "invented-4gib",
+        "--precision",
+        "bf16",
+        "--workload",
+        "seed-4k",
+    )
+    assert result.exit_code == 0, result.output
+    assert "target_miss_reason: " in result.output
+    assert "= latency: inter-token p95 target" in result.output
+    assert "Simulation (discrete-event" in result.output
+    assert "target at any replica count: bandwidth" in result.output
