@@ -126,11 +126,6 @@ class Hardware(Entry):
             raise ValueError("usable_memory cannot exceed memory")
         return self
 
-    @property
-    def memory_for_planning(self) -> float:
-        """Usable memory where the vendor's figure is known to overstate it, else memory [B]."""
-        return self.usable_memory if self.usable_memory is not None else self.memory
-
 
 # Models ---------------------------------------------------------------------------------------
 

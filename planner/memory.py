@@ -242,5 +242,6 @@ for _name, _of, _size, _unit in (
     ("kv_mib_per_sequence", "kv_bytes_per_sequence", MIB, "MiB"),
     ("kv_budget_gib", "kv_budget_bytes", GIB, "GiB"),
     ("kv_gib_at_concurrency", "kv_bytes_at_concurrency", GIB, "GiB"),
+    ("memory_headroom_gib", "memory_headroom_bytes", GIB, "GiB"),
 ):
     derived(_name, _of, _per(_size), _unit, f"{_of} in {_unit}", group="memory")

@@ -146,6 +146,9 @@ def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np
         return np.full(len(ids), np.nan, dtype=object if lookup.kind == "text" else float)
     if lookup.column_from is None:
         values = sheet[lookup.column].reindex(ids).to_numpy()
+        if lookup.fallback_column is not None:
+            fallback = sheet[lookup.fallback_column].reindex(ids).to_numpy()
+            values = np.where(pd.isna(values), fallback, values)
     else:
         values = _per_row_column(sheet, ids, plan[lookup.column_from].to_numpy(), lookup.column)
         if lookup.fallback_from:

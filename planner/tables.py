@@ -65,8 +65,8 @@ def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list
         Column(
             "usable_memory_gib",
             "GiB",
-            "memory usable for planning (vendor figure unless known to differ)",
-            lambda h: h.memory_for_planning / GIB,
+            "memory usable for planning, where known to differ (blank: memory_gib)",
+            lambda h: _optional(h.usable_memory, GIB),
         ),
         Column(
             "memory_bandwidth_gb_s",
@@ -238,7 +238,12 @@ def workload_columns(
             "longest prompt (reserved)",
             lambda w: summaries(w, "prompt")[2],
         ),
-        Column("prompt_tokens_mean", "tokens", "mean prompt", lambda w: summaries(w, "prompt")[0]),
+        Column(
+            "prompt_tokens_mean",
+            "tokens",
+            "mean prompt (blank: every prompt is prompt_tokens long)",
+            lambda w: math.nan if isinstance(w.prompt_tokens, int) else summaries(w, "prompt")[0],
+        ),
         Column(
             "prompt_tokens_p95",
             "tokens",
@@ -251,8 +256,8 @@ def workload_columns(
         Column(
             "output_tokens_mean",
             "tokens",
-            "mean generated output",
-            lambda w: summaries(w, "output")[0],
+            "mean generated output (blank: every answer is max_output_tokens long)",
+            lambda w: math.nan if w.output_tokens is None else summaries(w, "output")[0],
         ),
         Column(
             "output_tokens_p95",
@@ -467,6 +472,7 @@ class Lookup:
     kind: str = "number"
     column_from: str | None = None
     fallback_from: str | None = None
+    fallback_column: str | None = None  # read where ``column`` is blank
 
     @property
     def sheet(self) -> str:
@@ -492,7 +498,8 @@ LOOKUPS = [
         "usable_memory_gib",
         GIB,
         "B",
-        "device memory usable for planning",
+        "device memory usable for planning (usable_memory_gib, else memory_gib)",
+        fallback_column="memory_gib",
     ),
     _lk(
         "memory_bandwidth_bytes_per_s",
@@ -586,11 +593,27 @@ LOOKUPS = [
         fallback_from="compute_fallback",
     ),
     _lk("prompt_tokens", "workload", "prompt_tokens", 1, "tokens", "longest prompt (reserved)"),
-    _lk("prompt_tokens_mean", "workload", "prompt_tokens_mean", 1, "tokens", "mean prompt"),
+    _lk(
+        "prompt_tokens_mean",
+        "workload",
+        "prompt_tokens_mean",
+        1,
+        "tokens",
+        "mean prompt (prompt_tokens_mean, else prompt_tokens)",
+        fallback_column="prompt_tokens",
+    ),
     _lk(
         "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "promised maximum output"
     ),
-    _lk("output_tokens_mean", "workload", "output_tokens_mean", 1, "tokens", "mean output"),
+    _lk(
+        "output_tokens_mean",
+        "workload",
+        "output_tokens_mean",
+        1,
+        "tokens",
+        "mean output (output_tokens_mean, else max_output_tokens)",
+        fallback_column="max_output_tokens",
+    ),
     _lk("concurrency", "workload", "concurrency", 1, "requests", "concurrent users (0: open loop)"),
     _lk(
         "arrival_rate_per_s",

@@ -444,6 +444,11 @@ def lookup_expression(lookup: Lookup, results: Results) -> Raw:
         value = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
         if lookup.kind == "text":
             return Raw(f'{value}&""', (lookup.key,))
+        if lookup.fallback_column is not None:
+            letter = get_column_letter(columns.index(lookup.fallback_column) + 1)
+            fallback = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
+            otherwise = f'IF({fallback}="",NA(),{fallback}{scale})'
+            return Raw(f'IF({value}="",{otherwise},{value}{scale})', (lookup.key,))
         if _has_blanks(results, lookup):
             return Raw(f'IF({value}="",NA(),{value}{scale})', (lookup.key,))
         return Raw(f"{value}{scale}", (lookup.key,))

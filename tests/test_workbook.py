@@ -325,7 +325,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         "rich": write_workbook(rich, folder / "rich.xlsx"),
         "stale": write_workbook(stale(rich), folder / "stale.xlsx"),
     }
-    column = list(seed.inputs.sheets["Hardware"].columns).index("usable_memory_gib") + 1
+    column = list(seed.inputs.sheets["Hardware"].columns).index("memory_gib") + 1
     files["planted"] = folder / "planted.xlsx"
     plant(files["seed"], "Hardware", f"{get_column_letter(column)}2", 12, files["planted"])
     files["edited"] = folder / "edited.xlsx"
@@ -534,7 +534,7 @@ def test_edited_workbook_recomputes_like_the_changed_catalog(
         row = list(built.rich.inputs.sheets[sheet]["id"]).index(entry) + 2
         return sheet, f"{get_column_letter(headers[sheet].index(column) + 1)}{row}"
 
-    assert cell("Hardware", "big-80gib", "usable_memory_gib") in changes
+    assert cell("Hardware", "big-80gib", "memory_gib") in changes
     assert cell("Models", "invented-7b", "kv_heads") in changes
     assert cell("Workloads", "chat", "max_output_tokens") in changes
     assert any(sheet == "Assumptions" for sheet, _ in changes)
