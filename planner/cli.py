@@ -73,7 +73,7 @@ def run(
     """
     from .diff import NotARun, diff_against
     from .runs import RunExists, default_run_dir, write_run
-    from .sweep import evaluate
+    from .sizing import plan_with_simulation
 
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
@@ -82,8 +82,7 @@ def run(
             f"error: {destination} already exists; choose another --out or pass --force", err=True
         )
         sys.exit(EXIT_INVALID)
-    results = evaluate(catalog)
-    results = simulate_and_reevaluate(catalog, results)
+    results = plan_with_simulation(catalog)
     comparison = None
     extra = {}
     if baseline is not None:
@@ -154,17 +153,6 @@ def explain(
         click.echo(f"error: {exc.args[0]}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(text)
-
-
-def simulate_and_reevaluate(catalog: Catalog, results):  # noqa: ANN001, ANN201
-    """Size the leading candidates by simulation, then evaluate again with their figures."""
-    from .sizing import simulate_candidates
-    from .sweep import evaluate
-
-    if catalog.assumptions.simulated_requests == 0:
-        return results
-    simulated = simulate_candidates(catalog, results)
-    return evaluate(catalog, simulated=simulated)
 
 
 @main.command()

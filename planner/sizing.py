@@ -658,10 +658,21 @@ def simulate_candidates(
     ``simulated_requests: 0`` in the assumptions turns the simulation off (an empty table).
     """
     table = results.table if hasattr(results, "table") else results
-    columns = [*ALL_KEYS, *SIZING_COLUMNS]
     if n_requests is None and catalog.assumptions.simulated_requests == 0:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=[*ALL_KEYS, *SIZING_COLUMNS])
     chosen = select_candidates(table, per_group).sort_index()
+    return simulate_rows(catalog, chosen, processes, max_replicas, n_requests)
+
+
+def simulate_rows(
+    catalog: Catalog,
+    chosen: pd.DataFrame,
+    processes: int = 2,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    n_requests: int | None = None,
+) -> pd.DataFrame:
+    """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`."""
+    columns = [*ALL_KEYS, *SIZING_COLUMNS]
     rows = [r.to_dict() for _, r in chosen.iterrows()]
     options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}
     jobs = [(r, options) for r in rows]
@@ -678,3 +689,46 @@ def simulate_candidates(
     )
     frame["meets_targets_sim"] = frame["meets_targets_sim"].astype(bool)
     return frame
+
+
+def _unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
+    """Per group whose first-ranked option was never simulated: the unsimulated options ranked
+    above its best simulated one, at most ``per_group``."""
+    picked = []
+    for _, group in ranks[ranks["rank"].notna()].groupby(["workload", "model"], sort=False):
+        group = group.sort_values("rank")
+        if bool(group["simulated"].iloc[0]):
+            continue
+        simulated = group["simulated"].astype(bool).to_numpy()
+        cut = int(simulated.argmax()) if simulated.any() else len(group)
+        picked.append(group.iloc[:cut].head(per_group))
+    return pd.concat(picked) if picked else ranks.iloc[:0]
+
+
+def plan_with_simulation(
+    catalog: Catalog, processes: int = 2, per_group: int = 3, max_rounds: int = 4
+) -> Results:
+    """Evaluate the catalog, size the leading candidates by simulation, and evaluate again.
+
+    Simulation can make its candidates dearer (more replicas) or rule them out, so an option
+    that was never simulated may then rank first; the unsimulated options ranked above a group's
+    best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
+    requests (``simulated_requests: 0``) this is :func:`planner.sweep.evaluate`.
+    """
+    from .recommend import ranked
+    from .sweep import evaluate
+
+    results = evaluate(catalog)
+    if catalog.assumptions.simulated_requests == 0 or results.table.empty:
+        return results
+    simulated = simulate_candidates(catalog, results, per_group=per_group, processes=processes)
+    for _ in range(max_rounds):
+        results = evaluate(catalog, simulated=simulated)
+        chosen = _unsimulated_leaders(ranked(results.table), per_group)
+        if chosen.empty:
+            break
+        extra = simulate_rows(catalog, results.table.loc[chosen.index], processes)
+        simulated = pd.concat([simulated, extra], ignore_index=True)
+    else:
+        results = evaluate(catalog, simulated=simulated)
+    return results

@@ -86,3 +86,42 @@ def test_a_simulated_miss_blocks_the_recommendation(seed_dir):
     assert math.isnan(row["replicas_planned"])
     assert not row["eligible"]
     assert row["status"] == "simulation: itl p95 0.08 s > 0.05 s target at any replica count"
+
+
+def test_unsimulated_leaders_are_simulated_next():
+    from planner.sizing import _unsimulated_leaders
+
+    ranks = pd.DataFrame(
+        {
+            "workload": ["w"] * 5 + ["v"] * 2,
+            "model": ["m"] * 7,
+            "rank": [1, 2, 3, 4, pd.NA, 1, 2],
+            "simulated": [False, False, True, False, False, True, False],
+        }
+    )
+    ranks["rank"] = ranks["rank"].astype("Int64")
+    # group w: ranks 1 and 2 were never simulated and stand above the simulated rank 3;
+    # group v: its leader was simulated already
+    assert list(_unsimulated_leaders(ranks, 3).index) == [0, 1]
+    assert list(_unsimulated_leaders(ranks, 1).index) == [0]
+
+
+def test_plan_with_simulation_simulates_every_leader(seed_copy):
+    from planner.recommend import ranked
+    from planner.sizing import plan_with_simulation
+
+    hardware = (seed_copy / "hardware.yaml").read_text()
+    hardware = hardware.replace(
+        "    compute: {bf16: 100 TFLOPS}",
+        "    compute: {bf16: 100 TFLOPS}\n    power: 300 W\n    price: {purchase_usd: 10000}",
+    )
+    (seed_copy / "hardware.yaml").write_text(hardware)
+    text = (seed_copy / "assumptions.yaml").read_text()
+    (seed_copy / "assumptions.yaml").write_text(
+        text + "  electricity_usd_per_kwh: 0.1\n  simulated_requests: 300\n"
+    )
+    results = plan_with_simulation(load_catalog(seed_copy), processes=1)
+    ranks = ranked(results.table)
+    leaders = ranks[ranks["rank"] == 1]
+    assert len(leaders) >= 1
+    assert leaders["simulated"].all()
