@@ -659,6 +659,27 @@ def _display(folder: Path, stem: str) -> str:
     return str(folder / f"{stem}.yaml")
 
 
+def _at(
+    folder: Path,
+    docs: dict[str, Document],
+    section: str,
+    index: int,
+    entry_id: str,
+    field: str,
+    message: str,
+    *path: str | int,
+) -> Problem:
+    """A problem with entry ``index`` of ``section``, at ``field`` (or the deeper ``path``)."""
+    where = path or tuple(field.split("."))
+    return Problem(
+        _display(folder, section),
+        message,
+        line=docs[section].line_of((section, index, *where)),
+        entry=f"{section} '{entry_id}'",
+        field=field,
+    )
+
+
 def load_catalog(folder: str | Path) -> Catalog:
     """Load and validate every catalog file in ``folder``.
 
@@ -734,16 +755,11 @@ def _parameter_warnings(
             continue
         gap = (derived.total - model.parameters) / model.parameters
         if abs(gap) > PARAMETER_TOLERANCE:
-            warnings.append(
-                Problem(
-                    _display(folder, "models"),
-                    f"the architecture gives {derived.total:,} parameters, {gap:+.1%} from the "
-                    f"published {model.parameters:,}; the published total is used",
-                    line=docs["models"].line_of(("models", i, "parameters")),
-                    entry=f"models '{model.id}'",
-                    field="parameters",
-                )
+            message = (
+                f"the architecture gives {derived.total:,} parameters, {gap:+.1%} from the "
+                f"published {model.parameters:,}; the published total is used"
             )
+            warnings.append(_at(folder, docs, "models", i, model.id, "parameters", message))
     return warnings
 
 
@@ -768,27 +784,14 @@ def _workload_files(
             try:
                 values = check()
             except DataFileError as exc:
-                problems.append(
-                    Problem(
-                        _display(folder, "workloads"),
-                        str(exc),
-                        line=docs["workloads"].line_of(("workloads", i, *field_name.split("."))),
-                        entry=f"workloads '{w.id}'",
-                        field=field_name,
-                    )
-                )
+                problems.append(_at(folder, docs, "workloads", i, w.id, field_name, str(exc)))
                 continue
             if field_name == "output_tokens.file" and values.max() > w.max_output_tokens:
-                problems.append(
-                    Problem(
-                        _display(folder, "workloads"),
-                        f"output lengths reach {values.max()}, above max_output_tokens "
-                        f"({w.max_output_tokens})",
-                        line=docs["workloads"].line_of(("workloads", i, "output_tokens")),
-                        entry=f"workloads '{w.id}'",
-                        field="output_tokens",
-                    )
+                message = (
+                    f"output lengths reach {values.max()}, above max_output_tokens "
+                    f"({w.max_output_tokens})"
                 )
+                problems.append(_at(folder, docs, "workloads", i, w.id, "output_tokens", message))
         out = w.output_tokens
         if (
             isinstance(out, int)
@@ -799,15 +802,8 @@ def _workload_files(
                 and out.max > w.max_output_tokens
             )
         ):
-            problems.append(
-                Problem(
-                    _display(folder, "workloads"),
-                    f"output_tokens exceed max_output_tokens ({w.max_output_tokens})",
-                    line=docs["workloads"].line_of(("workloads", i, "output_tokens")),
-                    entry=f"workloads '{w.id}'",
-                    field="output_tokens",
-                )
-            )
+            message = f"output_tokens exceed max_output_tokens ({w.max_output_tokens})"
+            problems.append(_at(folder, docs, "workloads", i, w.id, "output_tokens", message))
     return problems
 
 
@@ -823,31 +819,17 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
     """References between files that name no entry."""
     problems = []
     hardware = parsed["hardware"].hardware  # type: ignore[attr-defined]
-    for p in parsed["precisions"].precisions:  # type: ignore[attr-defined]
-        if p.compute_fallback and not any(p.compute_fallback in h.compute for h in hardware):
-            i = [q.id for q in parsed["precisions"].precisions].index(p.id)  # type: ignore[attr-defined]
-            problems.append(
-                Problem(
-                    _display(folder, "precisions"),
-                    f"compute_fallback {p.compute_fallback!r} is not given by any hardware",
-                    line=docs["precisions"].line_of(("precisions", i, "compute_fallback")),
-                    entry=f"precisions '{p.id}'",
-                    field="compute_fallback",
-                )
+    formats = sorted({k for h in hardware for k in h.compute})
+    for i, p in enumerate(parsed["precisions"].precisions):  # type: ignore[attr-defined]
+        if p.compute_fallback and p.compute_fallback not in formats:
+            message = f"compute_fallback {p.compute_fallback!r} is not given by any hardware"
+            problems.append(_at(folder, docs, "precisions", i, p.id, "compute_fallback", message))
+        if p.compute not in formats:
+            message = (
+                f"compute format {p.compute!r} is not given by any hardware "
+                f"(hardware gives: {', '.join(formats)})"
             )
-        if not any(p.compute in h.compute for h in hardware):
-            i = [q.id for q in parsed["precisions"].precisions].index(p.id)  # type: ignore[attr-defined]
-            formats = sorted({k for h in hardware for k in h.compute})
-            problems.append(
-                Problem(
-                    _display(folder, "precisions"),
-                    f"compute format {p.compute!r} is not given by any hardware "
-                    f"(hardware gives: {', '.join(formats)})",
-                    line=docs["precisions"].line_of(("precisions", i, "compute")),
-                    entry=f"precisions '{p.id}'",
-                    field="compute",
-                )
-            )
+            problems.append(_at(folder, docs, "precisions", i, p.id, "compute", message))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]
@@ -858,15 +840,11 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
             valid = [e.id for e in getattr(parsed[section], section)]
             for j, ref in enumerate(wanted):
                 if ref not in valid:
+                    message = (
+                        f"no {section} entry {ref!r} in {section}.yaml; valid: {', '.join(valid)}"
+                    )
                     problems.append(
-                        Problem(
-                            _display(folder, "scenarios"),
-                            f"no {section} entry {ref!r} in {section}.yaml; "
-                            f"valid: {', '.join(valid)}",
-                            line=docs["scenarios"].line_of(("scenarios", i, key, j)),
-                            entry=f"scenarios '{scenario.id}'",
-                            field=key,
-                        )
+                        _at(folder, docs, "scenarios", i, scenario.id, key, message, key, j)
                     )
     return problems
 
