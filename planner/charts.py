@@ -91,6 +91,10 @@ def to_svg(fig: Figure, prefix: str) -> str:
     for metadata in root.findall(f"{{{SVG_NS}}}metadata"):
         root.remove(metadata)
     _unwrap_groups(root)
+    # Serialise with SVG as the default namespace, whatever another module registered globally
+    # (without this, ElementTree writes ns0:svg, which HTML does not render).
+    ET.register_namespace("", SVG_NS)
+    ET.register_namespace("xlink", XLINK_NS)
     text = ET.tostring(root, encoding="unicode")
     return _ID.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", text)
 
