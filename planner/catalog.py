@@ -22,6 +22,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from . import units
 from .architecture import (
@@ -45,11 +46,12 @@ ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 # Quantity fields: text with a unit in the catalog, a float in base units in the record. ----------
 
 
-def _quantity(kind: str, *, allow_zero: bool = False, optional: bool = False) -> Any:
-    """A field type that reads ``"80 GiB"``-style text into a float in base units.
+def _quantity(kind: str, *, allow_zero: bool = False, optional: bool = False) -> BeforeValidator:
+    """The validator of a field type that reads ``"80 GiB"``-style text into a float in base units.
 
-    ``optional`` lets an explicit null through (the field's default is then None); it is a
-    separate type so that a required quantity never accepts null.
+    ``optional`` lets an explicit null through (the field's default is then None); it makes a
+    separate type, ``Annotated[float | None, ...]``, so that a required quantity (``Annotated[float,
+    ...]``) never accepts null.
     """
 
     def parse(value: Any) -> float | None:
@@ -61,19 +63,19 @@ def _quantity(kind: str, *, allow_zero: bool = False, optional: bool = False) ->
             raise ValueError(f"must be {limit}, got {value!r}")
         return number
 
-    return Annotated[float | None if optional else float, BeforeValidator(parse)]
+    return BeforeValidator(parse)
 
 
-Bytes = _quantity("bytes")
-OptionalBytes = _quantity("bytes", optional=True)
-BytesOrZero = _quantity("bytes", allow_zero=True)
-Bandwidth = _quantity("bandwidth")
-OptionalBandwidth = _quantity("bandwidth", optional=True)
-Compute = _quantity("compute")
-OptionalPower = _quantity("power", optional=True)
-Seconds = _quantity("time", allow_zero=True)
-OptionalSeconds = _quantity("time", allow_zero=True, optional=True)
-OptionalRate = _quantity("rate", optional=True)
+Bytes = Annotated[float, _quantity("bytes")]
+OptionalBytes = Annotated[float | None, _quantity("bytes", optional=True)]
+BytesOrZero = Annotated[float, _quantity("bytes", allow_zero=True)]
+Bandwidth = Annotated[float, _quantity("bandwidth")]
+OptionalBandwidth = Annotated[float | None, _quantity("bandwidth", optional=True)]
+Compute = Annotated[float, _quantity("compute")]
+OptionalPower = Annotated[float | None, _quantity("power", optional=True)]
+Seconds = Annotated[float, _quantity("time", allow_zero=True)]
+OptionalSeconds = Annotated[float | None, _quantity("time", allow_zero=True, optional=True)]
+OptionalRate = Annotated[float | None, _quantity("rate", optional=True)]
 
 Count = Annotated[int, Field(strict=True, gt=0)]
 CountOrZero = Annotated[int, Field(strict=True, ge=0)]
@@ -212,21 +214,21 @@ class Model(Entry):
 
     def architecture(self) -> Architecture | None:
         """The full architecture, when the entry gives every field it needs."""
-        if None in (
-            self.attention_heads,
-            self.hidden_size,
-            self.intermediate_size,
-            self.vocab_size,
+        if (
+            self.attention_heads is None
+            or self.hidden_size is None
+            or self.intermediate_size is None
+            or self.vocab_size is None
         ):
             return None
         return Architecture(
             layers=self.layers,
-            hidden_size=self.hidden_size,  # type: ignore[arg-type]
-            intermediate_size=self.intermediate_size,  # type: ignore[arg-type]
-            attention_heads=self.attention_heads,  # type: ignore[arg-type]
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            attention_heads=self.attention_heads,
             kv_heads=self.kv_heads,
             head_dim=self.head_dim,
-            vocab_size=self.vocab_size,  # type: ignore[arg-type]
+            vocab_size=self.vocab_size,
             tied_embeddings=self.tied_embeddings,
             attention_bias=self.attention_bias,
             gated_mlp=self.gated_mlp,
@@ -550,7 +552,7 @@ def _entry_label(section: str, data: Any, index: int) -> str:
     return f"{section}[{index}]"
 
 
-def _pydantic_message(error: dict[str, Any], model: type[BaseModel] | None) -> str:
+def _pydantic_message(error: ErrorDetails, model: type[BaseModel] | None) -> str:
     kind = error["type"]
     if kind == "missing":
         return "required field is missing"

@@ -33,7 +33,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -567,7 +567,8 @@ def candidate_label(key: str) -> str:
 
 def _records(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     columns = [c for c in COMPARED if c in table.columns]
-    records = table[columns].to_dict(orient="records")
+    # The results columns are named by strings, so each record is keyed by them.
+    records = cast("list[dict[str, Any]]", table[columns].to_dict(orient="records"))
     return dict(zip(candidate_keys(table), records, strict=True))
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from .catalog import Catalog
 from .metric import Metric
@@ -71,7 +72,7 @@ def _with_unit(m: Metric, value: Any) -> str:
 def explain_row(results: Results, row: int = 0) -> str:
     """The step-by-step arithmetic of row ``row`` of ``results``."""
     record = results.table.iloc[row]
-    values: dict[str, Any] = record.to_dict()
+    values = cast("dict[str, Any]", record.to_dict())  # the results columns are named by strings
     for g in GLOBALS:
         values[g.name] = results.inputs.globals[g.cell] * g.scale
     lines = [
@@ -110,7 +111,8 @@ def simulation_text(catalog: Catalog, results: Results) -> str:
     row = results.table.iloc[0]
     if not row["replica_fits"]:
         return "Simulation: not run, no maximum-length sequence fits a replica."
-    sim = size_candidate(catalog, row)
+    # A results row (a Series) reads its values by column name, the way the Mapping does.
+    sim = size_candidate(catalog, cast("Mapping[str, Any]", row))
     lines = [
         "Simulation (discrete-event, "
         f"{catalog.assumptions.simulated_requests:,} requests per run):",

@@ -67,16 +67,16 @@ class Expr:
         return BinOp("-", Const(0), self)
 
     # comparisons and logic ----------------------------------------------------------------
-    def __le__(self, other: Any) -> Expr:  # type: ignore[override]
+    def __le__(self, other: Any) -> Expr:
         return Compare("<=", self, lift(other))
 
-    def __lt__(self, other: Any) -> Expr:  # type: ignore[override]
+    def __lt__(self, other: Any) -> Expr:
         return Compare("<", self, lift(other))
 
-    def __ge__(self, other: Any) -> Expr:  # type: ignore[override]
+    def __ge__(self, other: Any) -> Expr:
         return Compare(">=", self, lift(other))
 
-    def __gt__(self, other: Any) -> Expr:  # type: ignore[override]
+    def __gt__(self, other: Any) -> Expr:
         return Compare(">", self, lift(other))
 
     def __and__(self, other: Any) -> Expr:

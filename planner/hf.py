@@ -469,6 +469,10 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
     if problems:
         problems = list(dict.fromkeys(problems))
         raise UnsupportedConfig(problems)
+    # The reader reports every value it cannot supply, so with no problems none of them is None.
+    assert layers is not None and hidden is not None and intermediate is not None
+    assert heads is not None and kv_heads is not None and head_dim is not None
+    assert vocab is not None and tied is not None and bias is not None
     try:
         return Architecture(
             layers=layers, hidden_size=hidden, intermediate_size=intermediate,

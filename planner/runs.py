@@ -15,7 +15,7 @@ import platform
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ def write_run(
     *,
     name: str | None = None,
     force: bool = False,
-    extra_writers: dict[str, Writer] | None = None,
+    extra_writers: Mapping[str, Writer] | None = None,
     baseline: Any = None,
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically.

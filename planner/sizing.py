@@ -85,7 +85,7 @@ import concurrent.futures
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -657,7 +657,7 @@ def simulate_candidates(
     > 1 spreads candidates over that many worker processes; the table is the same either way.
     ``simulated_requests: 0`` in the assumptions turns the simulation off (an empty table).
     """
-    table = results.table if hasattr(results, "table") else results
+    table = results if isinstance(results, pd.DataFrame) else results.table
     if n_requests is None and catalog.assumptions.simulated_requests == 0:
         return pd.DataFrame(columns=[*ALL_KEYS, *SIZING_COLUMNS])
     chosen = select_candidates(table, per_group).sort_index()
@@ -673,7 +673,8 @@ def simulate_rows(
 ) -> pd.DataFrame:
     """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`."""
     columns = [*ALL_KEYS, *SIZING_COLUMNS]
-    rows = [r.to_dict() for _, r in chosen.iterrows()]
+    # The results columns are named by strings, so each row's dict is keyed by them.
+    rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
     options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}
     jobs = [(r, options) for r in rows]
     if processes <= 1 or len(jobs) <= 1:

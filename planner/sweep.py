@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -133,7 +134,8 @@ def _per_row_column(
     sheet: pd.DataFrame, ids: np.ndarray, prefixes: np.ndarray, suffix: str
 ) -> np.ndarray:
     """For each row, the sheet value at (id, prefix + suffix); NaN where there is none."""
-    long = sheet.stack(future_stack=True)
+    # The sheet's columns are one level, so stacking them gives a Series (id, column) -> value.
+    long = cast("pd.Series", sheet.stack(future_stack=True))
     wanted = pd.MultiIndex.from_arrays([ids, [f"{p}{suffix}" for p in prefixes]])
     return pd.to_numeric(long.reindex(wanted), errors="coerce").to_numpy(dtype=float)
 

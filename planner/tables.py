@@ -55,6 +55,11 @@ def _optional(value: float | None, scale: float) -> float:
     return math.nan if value is None else value / scale
 
 
+def _compute_tflops(fmt: str) -> Callable[[Hardware], float]:
+    """Reads the dense ``fmt`` compute rate off a hardware record, in TFLOPS (NaN: not stated)."""
+    return lambda h: _optional(h.compute.get(fmt), TFLOPS)
+
+
 def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list[Column]:
     cols = [
         Column("id", "", "catalog id", lambda h: h.id, "text"),
@@ -81,7 +86,7 @@ def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list
                 f"{fmt}_tflops",
                 "TFLOPS",
                 f"dense {fmt} compute (datasheet)",
-                lambda h, fmt=fmt: _optional(h.compute.get(fmt), TFLOPS),
+                _compute_tflops(fmt),
             )
         )
     cols += [
