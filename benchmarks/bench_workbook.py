@@ -1,8 +1,10 @@
 """How long plan.xlsx takes to write for a large plan, and how much memory it needs.
 
 A synthetic catalog of 20 hardware × 25 models × 4 precisions × 10 workloads crosses into 20,000
-candidates. The script evaluates it, writes the workbook, and prints the seconds and the peak
-memory of each step. Not a test: run it by hand on the machine you care about::
+candidates in 250 workload × model groups (the Summary recommends one option per group; about half
+the candidates are priced, so each group has options to rank). The script evaluates it, writes
+the workbook, and prints the seconds and the peak memory of each step. Not a test: run it by hand
+on the machine you care about::
 
     python benchmarks/bench_workbook.py [--hardware 20 --models 25 --precisions 4 --workloads 10]
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from planner.catalog import Assumptions, Catalog, Hardware, Model, Precision, Workload
 from planner.sweep import evaluate
-from planner.workbook import write_workbook
+from planner.workbook import recommendation_groups, write_workbook
 
 FORMATS = ("bf16", "fp8", "int8", "fp4")
 
@@ -29,7 +31,8 @@ def synthetic_catalog(hardware: int, models: int, precisions: int, workloads: in
     """A catalog with the given number of entries of each kind (invented numbers).
 
     Every device has a rate for every format, so every combination is a candidate; every other
-    device has no price and no interconnect, which exercises the ``#N/A`` paths.
+    device has no price and no interconnect, which exercises the ``#N/A`` paths. With an
+    electricity rate the priced devices' options have a cost, so the recommendation has work.
     """
     devices = tuple(
         Hardware(
@@ -81,7 +84,9 @@ def synthetic_catalog(hardware: int, models: int, precisions: int, workloads: in
         models=model_list,
         precisions=precision_list,
         workloads=workload_list,
-        assumptions=Assumptions(runtime_overhead="2 GiB", reserve="2 GiB"),
+        assumptions=Assumptions(
+            runtime_overhead="2 GiB", reserve="2 GiB", electricity_usd_per_kwh=0.12
+        ),
     )
 
 
@@ -119,7 +124,11 @@ def main() -> None:
     catalog = synthetic_catalog(args.hardware, args.models, args.precisions, args.workloads)
     results = measured("evaluate", lambda: evaluate(catalog))
     rows, cols = results.table.shape
+    groups = recommendation_groups(results.table)
     print(f"plan: {rows:,} rows × {cols} columns; peak RSS so far {peak_rss_mib():.0f} MiB")
+    print(
+        f"summary: {len(groups)} groups, {sum(1 for g in groups if g.best)} with an eligible option"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.keep or Path(tmp) / "plan.xlsx")
         measured("write_workbook", lambda: write_workbook(results, path))

@@ -5,17 +5,25 @@ their headers); every Plan cell other than the ids is a formula: a lookup of an 
 id, or a metric traced from its Python definition (:mod:`planner.expr`). An edit in an input cell
 therefore recomputes the plan in Excel or LibreOffice exactly as ``planner run`` would have.
 
-Sheets, in order: ``Summary`` (the best fitting candidates of each workload, ranked by a Plan
-column the reader may change, and charts), ``Plan`` (one row per candidate, the columns of
-``results.csv``), the input sheets of ``results.inputs`` (``Hardware``, ``Models``,
-``Precisions``, ``Workloads``, ...: Excel tables), ``Assumptions`` (named cells), and ``Notes``
+Sheets, in order: ``Summary`` (the recommendation of :mod:`planner.recommend` as formulas: for
+each workload × model, the cheapest eligible option and the runner-up, and charts), ``Plan`` (one
+row per candidate, the columns of ``results.csv``), the input sheets of ``results.inputs``
+(``Hardware``, ``Models``, ``Precisions``, ``Workloads``: Excel tables; ``Simulated``: figures of
+the last run's serving simulation, an orange tab), ``Assumptions`` (named cells), and ``Notes``
 (what every column means).
+
+The Summary ranks in formulas that LibreOffice 7.4 and Excel both evaluate: per option, one-cell
+array formulas ``MIN(IF(group and eligible, key))`` find the smallest total cost of ownership,
+then among the rows holding it the fewest devices, then the lowest inter-token latency, then the
+first Plan row; the runner-up repeats this without the winner's row. Everything shown is
+``INDEX`` into the Plan by that row, so a price typed on the Hardware sheet can change the winner.
 
 Cached values: openpyxl writes formulas without results, so a file viewer that does not
 calculate would show empty cells. After openpyxl has saved the workbook, :func:`write_workbook`
 therefore writes every Plan formula's value into the file itself (the Python value of the same
 metric, which is by construction what the formula computes: ``TRUE``/``FALSE`` as booleans, text
-as text, NaN as ``#N/A``), and the Summary's values from the same ranking the formulas express.
+as text, NaN as ``#N/A``), and the Summary's values from the same ranking the formulas express
+(:func:`recommendation_groups`).
 The workbook also asks Excel to recalculate everything on open (``fullCalcOnLoad``).
 
 For speed the Plan's data rows are written straight as XML (openpyxl writes the sheet frame and a
@@ -28,16 +36,18 @@ such as ``=HYPERLINK(...)`` stays inert text.
 
 from __future__ import annotations
 
+import copy
 import io
 import math
 import os
 import re
 import warnings
+import weakref
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -46,6 +56,7 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.chart import BarChart, Reference
+from openpyxl.comments import Comment
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter, quote_sheetname
@@ -54,12 +65,14 @@ from openpyxl.workbook.properties import CalcProperties
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.filters import AutoFilter
 from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
+from . import recommend
 from .expr import Raw, to_excel
 from .metric import Metric
 from .sweep import Results
-from .tables import GLOBALS, KEYS, Column, Lookup
+from .tables import GLOBALS, KEYS, SIMULATED, Column, Lookup
 
 #: Calibri, Excel's default; LibreOffice draws it with the metric-compatible Carlito.
 FONT_NAME = "Calibri"
@@ -71,8 +84,13 @@ HELPER_FONT = Font(name=FONT_NAME, color="808080", italic=True)
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
 MISFIT_FILL = PatternFill("solid", fgColor="F8D7DA")
 WRAP = Alignment(wrap_text=True, vertical="top")
+INDENT = Alignment(indent=1)
+CENTRE = Alignment(horizontal="center")
 INPUT_TAB = "4472C4"
 OUTPUT_TAB = "70AD47"
+#: The Simulated sheet holds values computed by the last run, not catalog entries: orange.
+SIMULATED_TAB = "ED7D31"
+SIMULATED_NOTE = "Values from the serving simulation of the last planner run, not formulas"
 
 #: Computed Plan columns per printed page (the key columns repeat on every page).
 PLAN_COLUMNS_PER_PAGE = 10
@@ -99,103 +117,38 @@ INTEGER_FORMAT = "#,##0"
 LARGE = 10_000
 
 
-# Ranking of the Summary ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """How the Summary orders a workload's candidates: among the rows where the boolean Plan
-    column ``among`` is TRUE, by the numeric Plan column ``column``, lowest or highest first."""
-
-    column: str
-    order: Literal["lowest", "highest"] = "lowest"
-    among: str = "fits"
-
-
-#: The Summary's default ranking: the first whose columns the plan has. A cost metric put first
-#: here makes cost the default; readers can change the column and order in the workbook itself.
-RANKINGS: tuple[Ranking, ...] = (
-    Ranking("weight_read_s", "lowest"),
-    Ranking("max_sequences", "highest"),
-)
-
-#: How many options the Summary lists per workload.
-TOP_OPTIONS = 3
-
-#: Plan columns shown beside each Summary option, where the plan has them.
-SUMMARY_CONTEXT = (
-    "max_sequences",
-    "concurrency",
-    "weight_read_ms",
-    "compute_bound_ms",
-    "weight_gib",
-    "kv_gib_at_concurrency",
-    "memory_gib",
-)
-
-#: Parts of one device's memory in the Summary's chart: for each, the Plan columns (GiB) that
-#: may give it, first present wins; the GiB assumptions (runtime overhead, reserve) come after
-#: the weights. A part the plan lacks is left out; without weights there is no chart.
-MEMORY_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("weights", ("weight_gib_per_device", "weight_gib")),
-    ("KV cache at concurrency", ("kv_gib_at_concurrency",)),
-    ("free", ("memory_headroom_gib",)),
-)
-
-
-def _kinds(results: Results) -> dict[str, str]:
-    return {lk.name: lk.kind for lk in results.lookups} | {m.name: m.kind for m in results.metrics}
-
-
-def rankable_columns(results: Results) -> list[str]:
-    """Plan columns that hold numbers (a Summary can rank by any of them)."""
-    kinds = _kinds(results)
-    return [n for n in results.table.columns if kinds.get(n) in ("number", "integer")]
-
-
-def usable(results: Results, ranking: Ranking) -> bool:
-    """Whether the plan has the ranking's numeric column and its boolean filter column."""
-    kinds = _kinds(results)
-    return ranking.column in rankable_columns(results) and kinds.get(ranking.among) == "bool"
-
-
-def default_ranking(results: Results) -> Ranking | None:
-    """The first of :data:`RANKINGS` the plan can use, else None."""
-    return next((r for r in RANKINGS if usable(results, r)), None)
-
-
-def best_options(
-    results: Results, ranking: Ranking, top: int = TOP_OPTIONS
-) -> dict[str, list[int]]:
-    """For each workload (in plan order), the table positions of its best ``top`` rows.
-
-    Rows where ``ranking.among`` is true and the ranking column holds a number, ordered by that
-    column (lowest or highest first), ties in plan order. This is what the Summary's formulas
-    compute; it gives their cached values.
-    """
-    table = results.table
-    sign = -1.0 if ranking.order == "highest" else 1.0
-    values = pd.to_numeric(table[ranking.column], errors="coerce").to_numpy(dtype=float)
-    eligible = table[ranking.among].to_numpy(dtype=bool) & np.isfinite(values)
-    keys = sign * values
-    workloads = table["workload"].to_numpy()
-    chosen: dict[str, list[int]] = {}
-    for workload in pd.unique(workloads):
-        rows = np.flatnonzero(eligible & (workloads == workload))
-        ordered = sorted(rows.tolist(), key=lambda i: (keys[i], i))
-        chosen[str(workload)] = ordered[:top]
-    return chosen
-
-
 # Cells ------------------------------------------------------------------------------------------
+
+#: Per workbook, the style index array of each (number format, style objects) already applied:
+#: openpyxl hashes every style object it is given, which costs more than writing the cell.
+_STYLES: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _style(cell: Any, number_format: str | None, style: Mapping[str, Any]) -> None:
+    """Give ``cell`` a number format and style attributes (font, fill, alignment...), reusing
+    the index array of a cell of this workbook that was given the same objects before."""
+    if not number_format and not style:
+        return
+    cache = _STYLES.setdefault(cell.parent.parent, {})
+    key = (number_format, *((k, id(v)) for k, v in style.items()))
+    known = cache.get(key)
+    if known is not None:
+        cell._style = copy.copy(known[0])
+        return
+    if number_format:
+        cell.number_format = number_format
+    for name, value in style.items():
+        setattr(cell, name, value)
+    cache[key] = (copy.copy(cell._style), *style.values())  # the objects keep their ids
 
 
 def _text_cell(ws: Any, value: str, **style: Any) -> WriteOnlyCell:
     """A cell that holds ``value`` as text, whatever it looks like (formula injection guard)."""
     cell = WriteOnlyCell(ws, value=value)
     cell.data_type = "s"  # after the value: assigning a value re-infers the type
-    for key, val in style.items():
-        setattr(cell, key, val)
+    _style(cell, None, style)
     return cell
 
 
@@ -208,10 +161,7 @@ def _cell(ws: Any, value: Any, number_format: str | None = None, **style: Any) -
     if hasattr(value, "item"):
         value = value.item()
     cell = WriteOnlyCell(ws, value=value)
-    if number_format:
-        cell.number_format = number_format
-    for key, val in style.items():
-        setattr(cell, key, val)
+    _style(cell, number_format, style)
     return cell
 
 
@@ -226,10 +176,7 @@ def _formula_cell(
     """A formula cell; ``array_at`` (its own address) makes it a one-cell array formula."""
     value: Any = ArrayFormula(array_at, formula) if array_at else formula
     cell = WriteOnlyCell(ws, value=value)
-    if number_format:
-        cell.number_format = number_format
-    for key, val in style.items():
-        setattr(cell, key, val)
+    _style(cell, number_format, style)
     return cell
 
 
@@ -364,14 +311,17 @@ def _non_negative(ws: Any, cells: str, what: str) -> None:
 def _write_input_sheet(wb: Workbook, name: str, results: Results) -> None:
     frame = results.inputs.sheets[name]
     columns: list[Column] = results.inputs.columns[name]
-    ws = _new_sheet(wb, name, INPUT_TAB)
+    ws = _new_sheet(wb, name, SIMULATED_TAB if name == SIMULATED else INPUT_TAB)
     ws.freeze_panes = "B2"
     formats = [number_format(c.unit, frame[c.name]) for c in columns]
     widths = _widths(
         ws, [column_width(c.name, frame[c.name], f) for c, f in zip(columns, formats, strict=True)]
     )
     _fit_row(ws, 1, [c.name for c in columns], widths)
-    ws.append(_header(ws, [c.name for c in columns]))
+    header = _header(ws, [c.name for c in columns])
+    if name == SIMULATED:  # row 1 must stay the header: the note is a comment on A1
+        header[0].comment = Comment(SIMULATED_NOTE, "planner", width=300, height=80)
+    ws.append(header)
     for row in frame.itertuples(index=False):
         ws.append([_cell(ws, v, f) for v, f in zip(row, formats, strict=True)])
     last_row = max(len(frame), 1) + 1
@@ -458,7 +408,7 @@ def lookup_expression(lookup: Lookup, results: Results) -> Raw:
         header = f'MATCH({{{name}}}&"{lookup.column}",{sheet}!$1:$1,0)'
         return f"INDEX({sheet}!$A:${last},{match_row},{header})"
 
-    names = (lookup.key, lookup.column_from)
+    names: tuple[str, ...] = (lookup.key, lookup.column_from)
     first = by_header(lookup.column_from)
     otherwise = "NA()"
     if lookup.fallback_from:
@@ -613,7 +563,107 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
     return rows
 
 
-# Summary ----------------------------------------------------------------------------------------
+# Summary: the recommendation ------------------------------------------------------------------
+
+#: Plan columns the recommendation needs: its groups, the eligibility and the ranking keys.
+ELIGIBLE = "eligible"
+NEEDED = (*recommend.GROUP, ELIGIBLE, *recommend.ORDER)
+
+#: What the Summary shows of each option, read from the Plan by the option's row (those the plan
+#: has): the ids that tell options apart, the fleet, and the costs.
+SHOWN = (
+    "hardware",
+    "precision",
+    "tensor_parallel",
+    "devices_needed",
+    "capital_usd",
+    "opex_usd_per_month",
+    "tco_usd",
+    "cloud_usd_per_month",
+    "break_even_month",
+)
+
+#: Header texts of the shown Plan columns (each header cell's comment names its Plan column).
+TITLES = {
+    "tensor_parallel": "tensor parallel",
+    "devices_needed": "devices",
+    "capital_usd": "capital (USD)",
+    "opex_usd_per_month": "operating cost per month (USD)",
+    "tco_usd": "total cost of ownership (USD)",
+    "cloud_usd_per_month": "cloud rental per month (USD)",
+    "break_even_month": "break-even month (buy vs rent)",
+}
+
+#: The options listed per group, in rank order.
+OPTIONS = ("recommended", "runner-up")
+NO_OPTION = "no eligible option"
+NO_RUNNER_UP = "no runner-up"
+WINS = "lowest total cost of ownership"
+ONLY_ONE = "the only eligible option is recommended"
+RULED_OUT = "ruled out: "
+
+#: Categories of the Plan's ``status`` (its text before the colon) counted when nothing is
+#: eligible ("ruled out: 1 × memory; 5 × latency"); see :func:`planner.cost.status` and
+#: :func:`planner.capacity.target_miss_reason`.
+REASONS = ("memory", "latency", "simulation", "cost")
+
+#: Why the runner-up lost when it ties on every ranking key before the one named.
+TIE_WORDS = {
+    "devices_needed": "same cost; more devices",
+    "itl_s": "same cost and devices; higher inter-token latency",
+}
+TIED = "tied on cost, devices and latency: later in the Plan"
+
+#: Rank key of a missing value: after every number, as pandas sorts NaN last.
+LAST, LAST_TEXT = 1e300, "1E+300"
+
+#: What a missing Plan value (``#N/A``) shows as on the Summary.
+NOT_AVAILABLE = "n/a"
+
+#: Display formats of the Summary's columns (money in whole units).
+SUMMARY_FORMATS = {
+    "tensor_parallel": "0",
+    "devices_needed": INTEGER_FORMAT,
+    "capital_usd": INTEGER_FORMAT,
+    "opex_usd_per_month": "#,##0.00",
+    "tco_usd": INTEGER_FORMAT,
+    "cloud_usd_per_month": "#,##0.00",
+    "break_even_month": "0",
+}
+
+#: Above this many groups the Summary draws no charts (the bars would be unreadable).
+MAX_CHART_GROUPS = 40
+
+#: Parts of one device's memory in the Summary's chart: for each, the Plan columns (GiB) that
+#: may give it, first present wins; the GiB assumptions (runtime overhead, reserve) come after
+#: the weights. Without weights there is no memory chart.
+MEMORY_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("weights", ("weight_gib_per_device", "weight_gib")),
+    ("KV cache budget", ("kv_budget_gib",)),
+)
+
+WINNER_FILL = PatternFill("solid", fgColor="E2EFDA")
+WINNER_FONT = Font(name=FONT_NAME, bold=True)
+HELPER_HEADER_FONT = Font(name=FONT_NAME, bold=True, italic=True, color="808080")
+
+#: Headers of the recommendation table's own columns.
+OPTION, COUNT, ELIGIBLE_COUNT, WHY, PLAN_ROW, IN_PLACE = (
+    "option",
+    "options",
+    "eligible options",
+    "why",
+    "Plan row",
+    "group in its Plan rows",
+)
+
+TITLE = "Recommendation: the cheapest eligible option for each workload and model"
+INTRO = (
+    "Eligible: the Plan's 'eligible' is TRUE (a replica holds a maximum-length sequence, every "
+    "latency target is met, the cost is known). Best: lowest tco_usd, then fewest "
+    "devices_needed, then lowest itl_s, then the Plan's order.",
+    "Every cell is a formula over the Plan: edit a price on the Hardware sheet (or any input) "
+    "and the recommendation follows. The grey columns on the right are the ranking's helpers.",
+)
 
 
 @dataclass
@@ -633,336 +683,494 @@ class SummarySheet:
         return self.row
 
 
-#: Defined names the Summary's formulas read, so that the formulas stay readable.
-PLAN_WORKLOAD, PLAN_AMONG, PLAN_RANK = "plan_workload", "plan_among", "plan_rank"
-RANK_BY, RANK_ORDER, RANK_SIGN = "rank_by", "rank_order", "rank_sign"
-RANK_BY_CELL, RANK_ORDER_CELL = "B2", "D2"
+def plan_name(column: str) -> str:
+    """The defined name of a Plan column's data cells (``plan_tco_usd``)."""
+    return f"plan_{column}"
 
 
-def _define_summary_names(wb: Workbook, layout: PlanLayout, ranking: Ranking) -> None:
-    first, last = layout.first_computed, layout.last_letter
-    values = f"Plan!${first}$2:${last}${layout.last_row}"
-    header = f"Plan!${first}$1:${last}$1"
-    texts = {
-        PLAN_WORKLOAD: layout.column("workload"),
-        PLAN_AMONG: layout.column(ranking.among),
-        PLAN_RANK: f"INDEX({values},0,MATCH({RANK_BY},{header},0))",
-        RANK_SIGN: f'IF({RANK_ORDER}="highest",-1,1)',
-        RANK_BY: "Summary!" + _absolute(RANK_BY_CELL),
-        RANK_ORDER: "Summary!" + _absolute(RANK_ORDER_CELL),
-    }
-    for name, text in texts.items():
-        wb.defined_names[name] = DefinedName(name, attr_text=text)
+def ruled_out_header(reason: str) -> str:
+    """Header of the helper that counts the options of a group that ``reason`` rules out."""
+    return f"ruled out: {reason}"
 
 
-def _absolute(cell: str) -> str:
-    letters = cell.rstrip("0123456789")
-    return f"${letters}${cell[len(letters) :]}"
+def key_header(column: str) -> str:
+    """Header of the helper that holds an option's value of ranking key ``column``."""
+    return f"{column} key"
 
 
-def option_formulas(workload: str, key_cell: str, prev: tuple[str, str] | None) -> tuple[str, str]:
-    """Array formulas for one option's rank key and Plan row, after option ``prev`` (key, row).
+@dataclass(frozen=True)
+class Group:
+    """One group of :data:`planner.recommend.GROUP` (workload × model): its ids, its number of
+    options and of eligible ones, the table positions of its best (at most two, in rank order),
+    and how many of its options each of :data:`REASONS` rules out."""
 
-    ``workload`` is the cell holding the workload id, ``key_cell`` the cell of this option's key
-    (which the row formula reads), ``prev`` the previous option's key and row cells.
+    ids: tuple[Any, ...]
+    options: int
+    eligible: int
+    best: list[int]
+    reasons: dict[str, int] = field(default_factory=dict)
+    block: tuple[int, int] = (2, 2)  # the Plan rows from its first row to its last
 
-    The key is the rank column times ``rank_sign`` (so the best is always the smallest); among
-    the workload's qualifying rows with a number there, the option is the smallest (key, row)
-    pair after the previous option's. MIN over no rows is 0, and no Plan row is 0: "none".
+
+def recommendation_groups(table: pd.DataFrame) -> list[Group]:
+    """The groups in plan order, each with its winner and runner-up as
+    :func:`planner.recommend.ranked` orders them: eligible rows by
+    :data:`planner.recommend.ORDER` (missing values last), ties in plan order.
+
+    This is what the Summary's formulas compute; it gives their cached values (and, unlike
+    ``ranked``, stays fast for plans of many thousand rows).
     """
-    key = f"{RANK_SIGN}*{PLAN_RANK}"
-    rows = f"ROW({PLAN_WORKLOAD})"
-    chosen = f"({PLAN_WORKLOAD}={workload})*{PLAN_AMONG}"
-    if prev is not None:
-        pk, pr = prev
-        chosen += f"*(({key}>{pk})+({key}={pk})*({rows}>{pr}))"
-    key_formula = f"MIN(IF(ISNUMBER({PLAN_RANK}),IF({chosen},{key})))"
-    row_formula = f"MIN(IF(ISNUMBER({PLAN_RANK}),IF({chosen}*({key}={key_cell}),{rows})))"
-    if prev is not None:
-        key_formula = f"IF({prev[1]}=0,0,{key_formula})"
-        row_formula = f"IF({prev[1]}=0,0,{row_formula})"
-    return "=" + key_formula, "=" + row_formula
-
-
-#: Headers of the Summary table's fixed and helper columns.
-WORKLOAD, OPTION, RANK_VALUE = "workload", "option", "rank value"
-QUALIFYING, PLAN_ROW, RANK_KEY = "qualifying candidates", "Plan row", "rank key (helper)"
+    keys = list(recommend.GROUP)
+    eligible = table["eligible"].astype(bool).to_numpy()
+    chosen = table.loc[eligible, keys + list(recommend.ORDER)].assign(
+        _position=np.flatnonzero(eligible)
+    )
+    ordered = chosen.sort_values(list(recommend.ORDER), kind="stable")
+    best: dict[tuple[Any, ...], list[int]] = {}
+    for *named, position in ordered[[*keys, "_position"]].itertuples(index=False, name=None):
+        picks = best.setdefault(tuple(named), [])
+        if len(picks) < len(OPTIONS):
+            picks.append(int(position))
+    counts = table[keys].assign(_eligible=eligible, _row=np.arange(len(table)) + 2)
+    if "status" in table:
+        status = table["status"].astype(str)
+        counts = counts.assign(**{r: status.str.startswith(f"{r}:") for r in REASONS})
+    totals = counts.groupby(keys, sort=False).agg(["size", "sum", "min", "max"])
+    groups = []
+    for key, sums in totals.iterrows():
+        ids: tuple[Any, ...] = key if isinstance(key, tuple) else (key,)
+        reasons = {r: int(sums[(r, "sum")]) for r in REASONS if (r, "sum") in sums.index}
+        options, n_eligible = int(sums[("_eligible", "size")]), int(sums[("_eligible", "sum")])
+        block = (int(sums[("_row", "min")]), int(sums[("_row", "max")]))
+        groups.append(Group(ids, options, n_eligible, best.get(ids, []), reasons, block))
+    return groups
 
 
 @dataclass(frozen=True)
 class SummaryColumns:
-    """The Summary table's columns: workload, the option's ids (hardware first), its rank and
-    what the Plan says about it, then the count of qualifying candidates and two helpers."""
+    """The recommendation table's columns: the group's ids, the option, what the Plan says of
+    it, the group's counts and why, then the ranking's helpers (grey)."""
 
-    ids: list[str]  # Plan key columns other than the workload
-    context: list[str]
+    shown: list[str]
+    reasons: tuple[str, ...] = REASONS  # none when the plan has no status column
+
+    @property
+    def visible(self) -> list[str]:
+        return [*recommend.GROUP, OPTION, *self.shown, COUNT, ELIGIBLE_COUNT, WHY]
+
+    @property
+    def ranking_helpers(self) -> list[str]:
+        return [*(key_header(k) for k in recommend.ORDER), PLAN_ROW]
+
+    @property
+    def group_helpers(self) -> list[str]:
+        """Helpers of a group's first row: whether it is still in its Plan rows, and the
+        count of options each reason rules out."""
+        return [IN_PLACE, *(ruled_out_header(r) for r in self.reasons)]
+
+    @property
+    def helpers(self) -> list[str]:
+        return [*self.ranking_helpers, *self.group_helpers]
 
     @property
     def headers(self) -> list[str]:
-        return [
-            WORKLOAD,
-            *self.ids,
-            OPTION,
-            RANK_VALUE,
-            *self.context,
-            QUALIFYING,
-            PLAN_ROW,
-            RANK_KEY,
-        ]
+        """The columns' keys: Plan column names for what is read from the Plan."""
+        return self.visible + self.helpers
 
-    def number(self, header: str) -> int:
-        """Column number of ``header``."""
-        return self.headers.index(header) + 1
+    @property
+    def titles(self) -> list[str]:
+        """The header row's texts: :data:`TITLES` for the Plan columns shown."""
+        return [TITLES.get(h, h) for h in self.headers]
 
     def letter(self, header: str) -> str:
-        return get_column_letter(self.number(header))
+        return get_column_letter(self.headers.index(header) + 1)
+
+    def cell(self, header: str, row: int) -> str:
+        """Address of ``header``'s cell in ``row``, its column absolute (``$J6``)."""
+        return f"${self.letter(header)}{row}"
 
 
-def _write_summary(
-    wb: Workbook, results: Results, layout: PlanLayout, ranking: Ranking | None, top: int
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PlanRanges:
+    """How the Summary's formulas refer to the Plan columns they scan: the whole data range (a
+    defined name, ``plan_tco_usd``), or only the Plan rows ``first..last`` of one group as the
+    workbook was written (``Plan!$AB$8:$AB$13``)."""
+
+    layout: PlanLayout
+    block: tuple[int, int] | None = None
+
+    def __call__(self, column: str) -> str:
+        if self.block is None:
+            return plan_name(column)
+        letter = self.layout.letters[column]
+        first, last = self.block
+        return f"Plan!${letter}${first}:${letter}${last}"
+
+
+def _ranking_key(plan: PlanRanges, column: str) -> str:
+    """A Plan column as a ranking key: a missing value (#N/A) ranks after every number."""
+    return f"IF(ISNUMBER({plan(column)}),{plan(column)},{LAST_TEXT})"
+
+
+def _group_match(plan: PlanRanges, columns: SummaryColumns, row: int) -> str:
+    """A product that is 1 on the Plan rows of the group named in ``row`` and 0 elsewhere."""
+    return "*".join(f"({plan(g)}={columns.cell(g, row)})" for g in recommend.GROUP)
+
+
+def _fast_or_full(
+    layout: PlanLayout, group: Group, in_place: str, body: Callable[[PlanRanges], str]
+) -> str:
+    """``body`` over the group's own Plan rows while they still hold every row of the group
+    (the cell ``in_place`` is TRUE), else over the whole Plan (after someone sorted it): as
+    fast as the group is small, and right in any row order. IF evaluates one branch only."""
+    block, full = PlanRanges(layout, group.block), PlanRanges(layout)
+    return f"IF({in_place},{body(block)},{body(full)})"
+
+
+def ranking_formulas(
+    layout: PlanLayout, columns: SummaryColumns, group: Group, row: int, first: int
+) -> dict[str, str]:
+    """Array formulas of one option's helpers: its value of each ranking key, then its Plan row.
+
+    Among the group's eligible Plan rows (less the recommended option's row when ``row`` is the
+    runner-up's, below the group's ``first`` Summary row), the first key's value is the
+    smallest; the next key's the smallest among the rows that hold the first; and so on; the
+    Plan row is the first row that holds them all. MIN over no rows is 0, and no Plan row is 0:
+    "no option".
+    """
+    in_place = columns.cell(IN_PLACE, first)
+
+    def helper(target: str | None) -> Callable[[PlanRanges], str]:
+        def body(plan: PlanRanges) -> str:
+            rows = f"ROW({plan(recommend.GROUP[0])})"
+            mask = f"{_group_match(plan, columns, row)}*({plan(ELIGIBLE)}=TRUE())"
+            if row != first:
+                mask += f"*({rows}<>{columns.cell(PLAN_ROW, first)})"
+            position = recommend.ORDER.index(target) if target else len(recommend.ORDER)
+            inner = rows if target is None else _ranking_key(plan, target)
+            for before in reversed(recommend.ORDER[:position]):
+                held = columns.cell(key_header(before), row)
+                inner = f"IF({_ranking_key(plan, before)}={held},{inner})"
+            return f"MIN(IF({mask},{inner}))"
+
+        return body
+
+    formulas = {
+        key_header(k): "=" + _fast_or_full(layout, group, in_place, helper(k))
+        for k in recommend.ORDER
+    }
+    formulas[PLAN_ROW] = "=" + _fast_or_full(layout, group, in_place, helper(None))
+    return formulas
+
+
+def _plan_value(layout: PlanLayout, column: str, plan_row: str) -> str:
+    letter = layout.letters[column]
+    return f"INDEX(Plan!${letter}:${letter},{plan_row})"
+
+
+def _shown_value(value: Any) -> Any:
+    """What a shown cell displays for a Plan value: a missing number reads ``n/a``."""
+    if value is None or value is pd.NA:
+        return NOT_AVAILABLE
+    if isinstance(value, (float, np.floating)) and math.isnan(value):
+        return NOT_AVAILABLE
+    return value.item() if hasattr(value, "item") else value
+
+
+def _half_up(value: float) -> int:
+    """Rounding to a whole number half away from zero, as the spreadsheet's TEXT does."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+@dataclass
+class RecommendationTable:
+    """Writes the recommendation table, two rows per group, with each formula's cached value."""
+
+    sheet: SummarySheet
+    results: Results
+    layout: PlanLayout
+    columns: SummaryColumns
+    _kinds: dict[str, bool] = field(default_factory=dict)
+    _columns: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def _value(self, column: str, position: int) -> Any:
+        """The table's value of ``column`` at ``position`` (columns read once, as arrays)."""
+        if column not in self._columns:
+            self._columns[column] = self.results.table[column].to_numpy()
+        return self._columns[column][position]
+
+    def _numeric(self, column: str) -> bool:
+        if column not in self._kinds:
+            values = self.results.table[column]
+            self._kinds[column] = pd.api.types.is_numeric_dtype(
+                values
+            ) and not pd.api.types.is_bool_dtype(values)
+        return self._kinds[column]
+
+    def helper_values(self, position: int | None) -> list[float]:
+        """An option's ranking keys and Plan row, as its helpers compute them (0s: none)."""
+        if position is None:
+            return [0] * (len(recommend.ORDER) + 1)
+        keys = [pd.to_numeric(self._value(k, position), errors="coerce") for k in recommend.ORDER]
+        return [*(float(v) if pd.notna(v) else LAST for v in keys), position + 2]
+
+    def write(self, group: Group) -> None:
+        """The group's rows: the recommended option, then the runner-up."""
+        first = self.sheet.row + 1
+        winner = self.option(group, 0, first)
+        self.option(group, 1, first, winner)
+
+    def option(
+        self, group: Group, rank: int, first: int, winner: list[float] | None = None
+    ) -> list[float]:
+        """Row of option ``rank`` (0: recommended) of ``group``, whose first row is ``first``;
+        ``winner`` holds the recommended option's helper values. Returns this one's."""
+        ws, columns = self.sheet.ws, self.columns
+        row = self.sheet.row + 1
+        position = group.best[rank] if rank < len(group.best) else None
+        style: dict[str, Any] = {"font": WINNER_FONT, "fill": WINNER_FILL} if rank == 0 else {}
+        plan_row = columns.cell(PLAN_ROW, row)
+        cells: dict[str, tuple[Any, Any]] = {
+            g: (_cell(ws, value, **style), None)
+            for g, value in zip(recommend.GROUP, group.ids, strict=True)
+        }
+        cells[OPTION] = (_text_cell(ws, OPTIONS[rank], **style), None)
+        for column in columns.shown:
+            value = _plan_value(self.layout, column, plan_row)
+            if column == columns.shown[0]:  # names the option, or says there is none
+                if rank == 0:
+                    blank, blank_value = f'"{NO_OPTION}"', NO_OPTION
+                else:
+                    count = columns.cell(ELIGIBLE_COUNT, first)
+                    blank = f'IF({count}>0,"{NO_RUNNER_UP}","")'
+                    blank_value = NO_RUNNER_UP if group.eligible else ""
+                formula = f"=IF({plan_row}=0,{blank},{value})"
+            else:
+                blank_value = ""
+                formula = (
+                    f'=IF({plan_row}=0,"",IF(ISNUMBER({value}),{value},"{NOT_AVAILABLE}"))'
+                    if self._numeric(column)
+                    else f'=IF({plan_row}=0,"",{value})'
+                )
+            shown = blank_value if position is None else _shown_value(self._value(column, position))
+            fmt = SUMMARY_FORMATS.get(column)
+            cells[column] = (_formula_cell(ws, formula, fmt, **style), shown)
+        cells |= self._counts(group, row, style)
+        helpers = self.helper_values(position)
+        if rank == 0:
+            why = self._why(group, row)
+            why_value = WINS if position is not None else self._ruled_out(group)
+        else:
+            why = self._why_not(row, first)
+            why_value = self._why_not_value(group, position, helpers, winner or [])
+        cells[WHY] = (_formula_cell(ws, why, alignment=INDENT, **style), why_value)
+        formulas = ranking_formulas(self.layout, columns, group, row, first)
+        for header, helper in zip(columns.ranking_helpers, helpers, strict=True):
+            address = f"{columns.letter(header)}{row}"
+            cell = _formula_cell(ws, formulas[header], array_at=address, font=HELPER_FONT)
+            cells[header] = (cell, helper)
+        if rank == 0:
+            block = PlanRanges(self.layout, group.block)
+            match = ",".join(f"{block(g)},{columns.cell(g, row)}" for g in recommend.GROUP)
+            in_place = f"=COUNTIFS({match})={group.options}"
+            cells[IN_PLACE] = (_formula_cell(ws, in_place, font=HELPER_FONT), True)
+            cells |= self._reason_cells(group, row)
+        else:
+            cells |= {h: (None, None) for h in columns.group_helpers}
+        self.sheet.append(
+            [cells[h][0] for h in columns.headers],
+            {
+                i: cells[h][1]
+                for i, h in enumerate(columns.headers, start=1)
+                if cells[h][1] is not None
+            },
+        )
+        return helpers
+
+    def _counts(self, group: Group, row: int, style: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+        """The group's options and eligible options (on its first row only)."""
+        ws, columns = self.sheet.ws, self.columns
+        if not style:
+            return {COUNT: (None, None), ELIGIBLE_COUNT: (None, None)}
+        in_place = columns.cell(IN_PLACE, row)
+
+        def count(eligible: bool) -> Callable[[PlanRanges], str]:
+            def body(plan: PlanRanges) -> str:
+                match = ",".join(f"{plan(g)},{columns.cell(g, row)}" for g in recommend.GROUP)
+                return f"COUNTIFS({match}{f',{plan(ELIGIBLE)},TRUE()' if eligible else ''})"
+
+            return body
+
+        return {
+            header: (
+                _formula_cell(
+                    ws,
+                    "=" + _fast_or_full(self.layout, group, in_place, count(header != COUNT)),
+                    alignment=CENTRE,
+                    **style,
+                ),
+                value,
+            )
+            for header, value in ((COUNT, group.options), (ELIGIBLE_COUNT, group.eligible))
+        }
+
+    def _why(self, group: Group, row: int) -> str:
+        """Formula of the recommended row's why: it wins, or what ruled every option out."""
+        plan_row = self.columns.cell(PLAN_ROW, row)
+        parts = []
+        for reason in self.columns.reasons:
+            n = self.columns.cell(ruled_out_header(reason), row)
+            parts.append(f'IF({n}>0,"; "&{n}&" × {reason}","")')
+        none = f'"{RULED_OUT}"&MID({"&".join(parts)},3,1000)' if parts else f'"{RULED_OUT}"'
+        return f'=IF({plan_row}=0,{none},"{WINS}")'
+
+    def _reason_cells(self, group: Group, row: int) -> dict[str, tuple[Any, Any]]:
+        """The group's count of options each reason rules out (its first row only): how many
+        of its Plan rows have a status that starts with the reason."""
+        ws, columns = self.sheet.ws, self.columns
+        in_place = columns.cell(IN_PLACE, row)
+        cells = {}
+        for reason in columns.reasons:
+            prefix = f"{reason}:"
+
+            def count(plan: PlanRanges, prefix: str = prefix) -> str:
+                match = _group_match(plan, columns, row)
+                return f'SUMPRODUCT({match}*(LEFT({plan("status")},{len(prefix)})="{prefix}"))'
+
+            formula = "=" + _fast_or_full(self.layout, group, in_place, count)
+            cells[ruled_out_header(reason)] = (
+                _formula_cell(ws, formula, font=HELPER_FONT),
+                group.reasons.get(reason, 0),
+            )
+        return cells
+
+    def _ruled_out(self, group: Group) -> str:
+        """What :meth:`_why` computes when no option is eligible."""
+        return RULED_OUT + "; ".join(
+            f"{group.reasons[r]} × {r}" for r in self.columns.reasons if group.reasons[r]
+        )
+
+    def _why_not(self, row: int, first: int) -> str:
+        """Formula of the runner-up's why: how it lost to the recommended option."""
+        columns = self.columns
+        plan_row = columns.cell(PLAN_ROW, row)
+        order = list(recommend.ORDER)
+        held = [
+            (columns.cell(key_header(k), row), columns.cell(key_header(k), first)) for k in order
+        ]
+        chain = f'"{TIED}"'
+        for k, (mine, best) in reversed(list(zip(order[1:], held[1:], strict=True))):
+            words = TIE_WORDS.get(k, f"higher {k}")
+            chain = f'IF({mine}>{best},"{words}",{chain})'
+        mine, best = held[0]
+        chain = (
+            f'IF({mine}>{best},"cost: "&TEXT({mine}-{best},"#,##0")&" USD more over the period",'
+            f"{chain})"
+        )
+        count = columns.cell(ELIGIBLE_COUNT, first)
+        return f'=IF({plan_row}=0,IF({count}=1,"{ONLY_ONE}",""),{chain})'
+
+    @staticmethod
+    def _why_not_value(
+        group: Group, position: int | None, helpers: list[float], winner: list[float]
+    ) -> str:
+        """What :meth:`_why_not` computes."""
+        if position is None:
+            return ONLY_ONE if group.eligible == 1 else ""
+        if helpers[0] > winner[0]:
+            return f"cost: {_half_up(helpers[0] - winner[0]):,} USD more over the period"
+        for k, mine, best in zip(recommend.ORDER[1:], helpers[1:], winner[1:], strict=False):
+            if mine > best:
+                return TIE_WORDS.get(k, f"higher {k}")
+        return TIED
+
+
+def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[str, Any]:
     """The Summary sheet; returns the value of each of its formula cells (its cache)."""
     ws = _new_sheet(wb, "Summary", OUTPUT_TAB)
     sheet = SummarySheet(ws)
-    if ranking is None or not layout.n_rows or "workload" not in layout.letters:
-        _widths(ws, [90])
-        sheet.append([_text_cell(ws, "Best options per workload", font=TITLE_FONT)])
-        why = "This plan has no candidates, or no boolean and numeric columns to rank by."
+    missing = [c for c in NEEDED if c not in layout.letters]
+    if missing or not layout.n_rows:
+        _widths(ws, [110])
+        sheet.append([_text_cell(ws, TITLE, font=TITLE_FONT)])
+        why = (
+            "This plan has no candidates."
+            if not layout.n_rows
+            else "This plan lacks the columns the recommendation needs: " + ", ".join(missing)
+        )
         sheet.append([_text_cell(ws, why)])
         return sheet.cache
-    ids = [k for k in layout.keys if k != "workload"]
-    columns = SummaryColumns(ids, [c for c in SUMMARY_CONTEXT if c in layout.letters])
-    _define_summary_names(wb, layout, ranking)
-    ws.freeze_panes = "B6"
+    columns = SummaryColumns(
+        [c for c in SHOWN if c in layout.letters],
+        REASONS if "status" in layout.letters else (),
+    )
+    read = {*NEEDED, "status"}
+    for column in (c for c in layout.names if c in read):
+        wb.defined_names[plan_name(column)] = DefinedName(
+            plan_name(column), attr_text=layout.column(column)
+        )
+    groups = recommendation_groups(results.table)
     widths = _widths(ws, _summary_widths(results, columns))
-    _summary_heading(sheet, ranking, top)
-    _fit_row(ws, sheet.row + 1, columns.headers, widths)
-    first = sheet.append(_header(ws, columns.headers)) + 1
-    best_rows: dict[str, int] = {}
-    for workload, picks in best_options(results, ranking, top).items():
-        best_rows[workload] = sheet.row + 1
-        prev: tuple[str, str] | None = None
-        for k in range(1, top + 1):
-            pick = picks[k - 1] if k <= len(picks) else None
-            _summary_row(sheet, results, layout, ranking, columns, workload, k, prev, pick)
-            row = sheet.row
-            prev = (f"${columns.letter(RANK_KEY)}${row}", f"${columns.letter(PLAN_ROW)}${row}")
-    last_col = get_column_letter(len(columns.headers))
+    sheet.append([_text_cell(ws, TITLE, font=TITLE_FONT)])
+    for line in INTRO:
+        sheet.append([_text_cell(ws, line)])
+    sheet.append([])
+    _fit_row(ws, sheet.row + 1, columns.titles, widths)
+    header = _header(ws, columns.titles[: len(columns.visible)])
+    for cell, column in zip(header, columns.visible, strict=True):
+        if column in columns.shown:
+            text = f"The Plan's column {column} in the option's row."
+            cell.comment = Comment(text, "planner", width=220, height=50)
+    helper_header = {"font": HELPER_HEADER_FONT, "fill": HEADER_FILL, "alignment": WRAP}
+    header += [_text_cell(ws, h, **helper_header) for h in columns.helpers]
+    header_row = sheet.append(header)
+    table = RecommendationTable(sheet, results, layout, columns)
+    for group in groups:
+        table.write(group)
+    first, last_visible = header_row + 1, get_column_letter(len(columns.visible))
+    ws.freeze_panes = f"{get_column_letter(len(recommend.GROUP) + 2)}{first}"
+    option, plan_row = columns.letter(OPTION), columns.letter(PLAN_ROW)
     ws.conditional_formatting.add(
-        f"A{first}:{last_col}{sheet.row}",
+        f"A{first}:{last_visible}{sheet.row}",
         FormulaRule(
-            formula=[f"${columns.letter(OPTION)}{first}=1"],
-            font=Font(name=FONT_NAME, bold=True),
+            formula=[f'AND(${option}{first}="{OPTIONS[0]}",${plan_row}{first}=0)'],
+            fill=MISFIT_FILL,
         ),
     )
-    _rank_validation(ws, layout, rankable_columns(results))
-    end_row = _summary_charts(sheet, results, layout, columns, best_rows, widths)
-    _print_setup(ws, f"A1:{last_col}{end_row}")
+    end = _summary_charts(sheet, results, layout, columns, groups, first)
+    _print_setup(ws, f"A1:{last_visible}{end}")
     return sheet.cache
 
 
 def _summary_widths(results: Results, columns: SummaryColumns) -> list[float]:
-    """Column widths: the workload (and the chart labels below it), the first id wide enough
-    for any rankable column's name (it sits under 'rank by'), the other ids for their values."""
+    """Column widths: ids as wide as their values, the first shown column wide enough for "no
+    eligible option", money wide enough for millions, 'why' for its sentences."""
     table = results.table
 
     def longest(key: str) -> int:
-        return max((len(str(v)) for v in table[key].head(1000)), default=0)
+        return max((len(str(v)) for v in table[key].head(5000)), default=0)
 
-    label = 12 + sum(longest(k) + 3 for k in columns.ids)
-    rank_names = max(len(c) for c in rankable_columns(results)) + 2
-    widths: list[float] = [min(max(24, label), 60)]
-    for i, k in enumerate(columns.ids):
-        widths.append(max(12, longest(k) + 2, rank_names if i == 0 else 0))
-    widths += [8, 12] + [12] * len(columns.context) + [12, 10, 14]
-    return widths
-
-
-def _none_text(ranking: Ranking) -> str:
-    return "none fits" if ranking.among == "fits" else f"none is {ranking.among}"
-
-
-def _summary_heading(sheet: SummarySheet, ranking: Ranking, top: int) -> None:
-    ws = sheet.ws
-    title = f"Best options per workload (among candidates whose '{ranking.among}' is TRUE)"
-    sheet.append([_text_cell(ws, title, font=TITLE_FONT)])
-    sheet.append(
-        [
-            _text_cell(ws, "rank by", font=HEADER_FONT),
-            _text_cell(ws, ranking.column, fill=INPUT_FILL),
-            _text_cell(ws, "order", font=HEADER_FONT),
-            _text_cell(ws, ranking.order, fill=INPUT_FILL),
-            _text_cell(
-                ws,
-                "← the yellow cells may be changed: a numeric Plan column; lowest or highest first",
-            ),
-        ]
-    )
-    explain = (
-        f"For each workload, up to {top} candidates whose Plan column '{ranking.among}' is TRUE "
-        "and that have a number in the ranking column, best first; ties keep the Plan's order. "
-        "Every cell below is a formula over the Plan sheet."
-    )
-    sheet.append([_text_cell(ws, explain)])
-    sheet.append([])
+    widths: dict[str, float] = {g: max(12, longest(g) + 2) for g in recommend.GROUP}
+    widths[OPTION] = 13
+    for column in columns.shown:
+        if column == columns.shown[0]:
+            widths[column] = max(len(NO_OPTION) + 2, longest(column) + 2)
+        elif not pd.api.types.is_numeric_dtype(table[column]):
+            widths[column] = max(11, longest(column) + 2)
+        elif "usd" in column:
+            widths[column] = 13
+        else:
+            widths[column] = 12
+    widths |= {COUNT: 9, ELIGIBLE_COUNT: 9, WHY: 50, PLAN_ROW: 9}
+    widths |= {key_header(k): 14 for k in recommend.ORDER} | {IN_PLACE: 11}
+    widths |= {ruled_out_header(r): 11 for r in columns.reasons}
+    return [widths[h] for h in columns.headers]
 
 
-def _summary_row(
-    sheet: SummarySheet,
-    results: Results,
-    layout: PlanLayout,
-    ranking: Ranking,
-    columns: SummaryColumns,
-    workload: str,
-    k: int,
-    prev: tuple[str, str] | None,
-    pick: int | None,
-) -> None:
-    """Option ``k`` of ``workload``: its choice (helper cells) and what the Plan says about it."""
-    ws = sheet.ws
-    row = sheet.row + 1
-    table = results.table
-    units = column_units(results)
-    key_ref = f"${columns.letter(RANK_KEY)}${row}"
-    row_ref = f"${columns.letter(PLAN_ROW)}{row}"
-    key_formula, row_formula = option_formulas(f"$A${row}", key_ref, prev)
-    record = None if pick is None else table.iloc[pick]
-
-    def from_plan(column: str, blank: str = "") -> tuple[Any, Any]:
-        letter = layout.letters[column]
-        fmt = number_format(units.get(column, ""), table[column].head(1000))
-        formula = f'=IF({row_ref}=0,"{blank}",INDEX(Plan!${letter}:${letter},{row_ref}))'
-        return _formula_cell(ws, formula, fmt), blank if record is None else record[column]
-
-    qualifying = table[ranking.among].to_numpy(dtype=bool) & (table["workload"] == workload)
-    count = f"=COUNTIFS({PLAN_WORKLOAD},$A{row},{PLAN_AMONG},TRUE())"
-    rank_value = f"INDEX(Plan!$A:${layout.last_letter},{row_ref},MATCH({RANK_BY},Plan!$1:$1,0))"
-    sign = -1.0 if ranking.order == "highest" else 1.0
-    helper = {"font": HELPER_FONT}
-    fields: dict[str, tuple[Any, Any]] = {WORKLOAD: (_text_cell(ws, workload), workload)}
-    for i, key in enumerate(columns.ids):
-        fields[key] = from_plan(key, _none_text(ranking) if (i == 0 and k == 1) else "")
-    fields[OPTION] = (_cell(ws, k), k)
-    rank_format = number_format(units.get(ranking.column, ""), table[ranking.column].head(1000))
-    fields[RANK_VALUE] = (
-        _formula_cell(ws, f'=IF({row_ref}=0,"",{rank_value})', rank_format),
-        "" if record is None else record[ranking.column],
-    )
-    fields |= {column: from_plan(column) for column in columns.context}
-    fields[QUALIFYING] = (_formula_cell(ws, count), int(qualifying.sum()))
-    fields[PLAN_ROW] = (
-        _formula_cell(ws, row_formula, array_at=row_ref.replace("$", ""), **helper),
-        0 if pick is None else pick + 2,
-    )
-    fields[RANK_KEY] = (
-        _formula_cell(ws, key_formula, array_at=key_ref.replace("$", ""), **helper),
-        0 if record is None else sign * float(record[ranking.column]),
-    )
-    cells = [fields[h][0] for h in columns.headers]
-    sheet.append(cells, {i: fields[h][1] for i, h in enumerate(columns.headers, start=1)})
-
-
-def _rank_validation(ws: Any, layout: PlanLayout, numeric: list[str]) -> None:
-    """Drop-down lists for the ranking cells: the Plan's header, and lowest/highest."""
-    column = DataValidation(
-        type="list",
-        formula1=f"Plan!${layout.first_computed}$1:${layout.last_letter}$1",
-        showErrorMessage=True,
-        errorTitle="Unknown column",
-        error="Pick a numeric column of the Plan sheet, e.g. " + ", ".join(numeric[:4]),
-    )
-    column.add(RANK_BY_CELL)
-    order = DataValidation(type="list", formula1='"lowest,highest"', showErrorMessage=True)
-    order.add(RANK_ORDER_CELL)
-    ws.data_validations.append(column)
-    ws.data_validations.append(order)
-
-
-def _rows_under(chart: BarChart) -> int:
-    """Rows a chart covers (a default row is 15 pt, about 0.53 cm), plus a gap."""
-    return math.ceil(chart.height / 0.53) + 2
-
-
-def _summary_charts(
-    sheet: SummarySheet,
-    results: Results,
-    layout: PlanLayout,
-    columns: SummaryColumns,
-    best_rows: dict[str, int],
-    widths: list[float],
-) -> int:
-    """Chart data (the best option of each workload) and native charts over it; last row used.
-
-    A stacked bar of device memory (weights, runtime overhead, reserve, KV cache at the
-    workload's concurrency, free) and a bar of required concurrency against sequences that fit.
-    Each needs its Plan columns; a chart whose columns the plan lacks is left out.
-    """
-    parts = _memory_parts(layout)
-    capacity = [(c, c) for c in ("concurrency", "max_sequences") if c in layout.letters]
-    memory_chart, capacity_chart = len(parts) >= 2, len(capacity) == 2
-    if not (memory_chart or capacity_chart):
-        return sheet.row
-    ws = sheet.ws
-    pick_letter = columns.letter(PLAN_ROW)
-    sources = parts + capacity
-    sheet.append([])
-    title = "Chart data: the best option of each workload"
-    sheet.append([_text_cell(ws, title, font=SECTION_FONT)])
-    headers = ["option"] + [label for label, _ in sources]
-    _fit_row(ws, sheet.row + 1, headers, widths)
-    header_row = sheet.append(_header(ws, headers))
-    for row in best_rows.values():
-        pick = f"${pick_letter}${row}"
-        picked = int(sheet.cache[f"{pick_letter}{row}"])
-        cells = [_formula_cell(ws, _option_label(row, pick, columns))]
-        values: dict[int, Any] = {1: _option_label_value(sheet.cache, row, columns)}
-        for col, (label, source) in enumerate(sources, start=2):
-            formula, value = _chart_value(source, pick, layout, results, picked)
-            fmt = NUMBER_FORMATS["GiB"] if (label, source) in parts else None
-            cells.append(_formula_cell(ws, formula, fmt))
-            values[col] = value
-        sheet.append(cells, values)
-    last = sheet.row
-    anchor = last + 2
-    charts = []
-    if memory_chart:
-        title = "Memory of one device for each workload's best option (GiB)"
-        charts.append(_bar_chart(ws, title, "GiB", header_row, last, 2, len(parts) + 1, True))
-    if capacity_chart:
-        title = "Concurrency required and sequences that fit at maximum length"
-        col = len(parts) + 2
-        charts.append(_bar_chart(ws, title, "sequences", header_row, last, col, col + 1, False))
-    for chart in charts:
-        ws.add_chart(chart, f"A{anchor}")
-        anchor += _rows_under(chart)
-    return anchor - 1
-
-
-def _option_label(row: int, pick: str, columns: SummaryColumns) -> str:
-    """Formula naming an option: ``workload: hardware · model · precision`` (and more keys)."""
-    parts = [
-        f"${columns.letter(k)}${row}" if k in KEYS else f'"{k}="&${columns.letter(k)}${row}'
-        for k in columns.ids
-    ]
-    ids = '&" · "&'.join(parts) or '""'
-    first = f"${columns.letter(columns.ids[0])}${row}" if columns.ids else '""'
-    return f'=IF({pick}=0,$A${row}&": "&{first},$A${row}&": "&{ids})'
-
-
-def _option_label_value(cache: Mapping[str, Any], row: int, columns: SummaryColumns) -> str:
-    """The label's value, from the cached values of the option's cells."""
-    ids = [_as_text(cache[f"{columns.letter(k)}{row}"]) for k in columns.ids]
-    named = [v if k in KEYS else f"{k}={v}" for k, v in zip(columns.ids, ids, strict=True)]
-    picked = cache[f"{columns.letter(PLAN_ROW)}{row}"]
-    workload = cache.get(f"A{row}", "")
-    return f"{workload}: " + (" · ".join(named) if picked else (ids[0] if ids else ""))
-
-
-def _as_text(value: Any) -> str:
-    """A value as the spreadsheet's ``&`` writes it (whole numbers without a decimal point)."""
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
+def _rows_under(height: float) -> int:
+    """Rows a chart ``height`` cm tall covers (a default row is 15 pt, about 0.53 cm), plus a
+    gap."""
+    return math.ceil(height / 0.53) + 2
 
 
 def _memory_parts(layout: PlanLayout) -> list[tuple[str, str]]:
@@ -980,18 +1188,101 @@ def _memory_parts(layout: PlanLayout) -> list[tuple[str, str]]:
     return parts[:1] + assumed + parts[1:]
 
 
-def _chart_value(
-    source: str, pick: str, layout: PlanLayout, results: Results, picked: int
-) -> tuple[str, Any]:
-    """Formula and value of one chart-data cell: a Plan column of the pick, or an assumption."""
-    if source in layout.letters:
-        letter = layout.letters[source]
-        formula = f'=IF({pick}=0,"",INDEX(Plan!${letter}:${letter},{pick}))'
-        value = "" if picked == 0 else results.table.iloc[picked - 2][source]
-    else:
-        formula = f'=IF({pick}=0,"",{source})'
-        value = "" if picked == 0 else results.inputs.globals[source]
-    return formula, value
+def _summary_charts(
+    sheet: SummarySheet,
+    results: Results,
+    layout: PlanLayout,
+    columns: SummaryColumns,
+    groups: list[Group],
+    first: int,
+) -> int:
+    """Native charts below the recommendation table, and the data they read after them (one row
+    per group, formulas over the table); returns the last row of the charts (the print area).
+
+    A bar chart of the total cost of ownership of the recommended option and the runner-up, and
+    a stacked bar of one device's memory for the recommended option (weights, runtime overhead,
+    reserve, KV cache budget). Too many groups for readable bars: no charts, a line saying so.
+    """
+    ws = sheet.ws
+    if len(groups) > MAX_CHART_GROUPS:
+        sheet.append([])
+        note = (
+            f"No charts: {len(groups)} workload × model groups are more than "
+            f"{MAX_CHART_GROUPS} bars can show readably."
+        )
+        sheet.append([_text_cell(ws, note, font=HELPER_FONT)])
+        return sheet.row
+    parts = _memory_parts(layout)
+    cost = [("recommended", 0), ("runner-up", 1)]
+    # chart data: labels in A (they spill over the empty B and C), values from D
+    start = 4
+    data_title = "Chart data (read by the charts above): formulas over the table"
+    headers = ["workload · model", "", ""]
+    headers += [f"{label} (USD)" for label, _ in cost] + [f"{p} (GiB)" for p, _ in parts]
+    specs = [
+        (
+            "Total cost of ownership over the amortisation period (USD)",
+            "USD",
+            (start, start + 1),
+            False,
+        )
+    ]
+    if parts:
+        specs.append(
+            (
+                "Memory of one device of each recommended option (GiB)",
+                "GiB",
+                (start + 2, start + 1 + len(parts)),
+                True,
+            )
+        )
+    n = len(groups)
+    anchor = sheet.row + 2
+    end = anchor + sum(_rows_under(_chart_height(n, stacked)) for *_, stacked in specs) - 1
+    title_row = end + 2
+    header_row = title_row + 1
+    for title, axis, data_columns, stacked in specs:
+        chart = _bar_chart(ws, title, axis, header_row, n, data_columns, stacked)
+        ws.add_chart(chart, f"A{anchor}")
+        ws.row_breaks.append(Break(id=anchor - 1))  # printed, each chart starts a page
+        anchor += _rows_under(chart.height)
+    while sheet.row < title_row - 1:
+        sheet.append([])
+    sheet.append([_text_cell(ws, data_title, font=SECTION_FONT)])
+    sheet.append(_header(ws, headers))
+    tco_key = key_header("tco_usd") if "tco_usd" in recommend.ORDER else None
+    for i, group in enumerate(groups):
+        winner, runner = first + 2 * i, first + 2 * i + 1
+        label = " · ".join(str(v) for v in group.ids)
+        cells: list[Any] = [_text_cell(ws, label), None, None]
+        values: dict[int, Any] = {}
+        for rank, row in enumerate((winner, runner)):
+            pick = columns.cell(PLAN_ROW, row)
+            if tco_key:
+                formula = f'=IF({pick}=0,"",{columns.cell(tco_key, row)})'
+            else:
+                formula = f'=IF({pick}=0,"",{_plan_value(layout, "tco_usd", pick)})'
+            cells.append(_formula_cell(ws, formula, INTEGER_FORMAT))
+            position = group.best[rank] if rank < len(group.best) else None
+            values[len(cells)] = "" if position is None else results.table["tco_usd"].iloc[position]
+        pick = columns.cell(PLAN_ROW, winner)
+        position = group.best[0] if group.best else None
+        for _, source in parts:
+            if source in layout.letters:
+                formula = f'=IF({pick}=0,"",{_plan_value(layout, source, pick)})'
+                value = "" if position is None else results.table[source].iloc[position]
+            else:
+                formula = f'=IF({pick}=0,"",{source})'
+                value = "" if position is None else results.inputs.globals[source]
+            cells.append(_formula_cell(ws, formula, NUMBER_FORMATS["GiB"]))
+            values[len(cells)] = value
+        sheet.append(cells, values)
+    return end
+
+
+def _chart_height(n: int, stacked: bool) -> float:
+    """Height (cm) of a bar chart of ``n`` groups."""
+    return 5 + (0.8 if stacked else 1.0) * n
 
 
 def _bar_chart(
@@ -999,27 +1290,32 @@ def _bar_chart(
     title: str,
     axis: str,
     header_row: int,
-    last: int,
-    min_col: int,
-    max_col: int,
+    n: int,
+    columns: tuple[int, int],
     stacked: bool,
 ) -> BarChart:
-    """Horizontal bars of columns ``min_col..max_col`` (titles in ``header_row``), one per row."""
+    """Horizontal bars, one per group: series in ``columns`` (titles in ``header_row``, the
+    ``n`` groups below it), categories in column A."""
     chart = BarChart()
     chart.type = "bar"
     chart.title = title
     chart.y_axis.title = axis
+    chart.y_axis.numFmt = "#,##0"
     chart.x_axis.delete = False
     chart.y_axis.delete = False
+    chart.x_axis.scaling.orientation = "maxMin"  # first group at the top, as in the table
     if stacked:
         chart.grouping = "stacked"
         chart.overlap = 100
-    data = Reference(ws, min_col=min_col, max_col=max_col, min_row=header_row, max_row=last)
+    chart.gapWidth = 40
+    low, high = columns
+    last = header_row + n
+    data = Reference(ws, min_col=low, max_col=high, min_row=header_row, max_row=last)
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, max_col=1, min_row=header_row + 1, max_row=last))
     chart.legend.position = "b"
     chart.width = 24
-    chart.height = 6 + 0.9 * (last - header_row)
+    chart.height = _chart_height(n, stacked)
     return chart
 
 
@@ -1029,19 +1325,29 @@ def _bar_chart(
 SHEETS_TEXT = [
     (
         "Summary",
-        "The best fitting candidates of each workload, ranked by the Plan column named in "
-        "its yellow cell, and charts of their memory and concurrency. All formulas.",
+        "The recommendation, as formulas over the Plan: for each workload and model, the "
+        "eligible option with the lowest total cost of ownership (ties: fewer devices, then lower "
+        "inter-token latency, then Plan order) and the runner-up, their fleet and costs, or why "
+        "no option is eligible; charts of their cost and of the recommended device's memory.",
     ),
     (
         "Plan",
-        "One row per candidate (hardware × model × precision × workload), the same rows and "
-        "columns as results.csv. Every cell right of the four ids is a formula: a lookup of an "
-        "input by id, or a metric over the row's other cells. Rows that do not fit are shaded red.",
+        "One row per candidate (hardware × model × precision × workload × tensor parallel), the "
+        "same rows and columns as results.csv. Every cell right of the ids is a formula: a lookup "
+        "of an input by id, or a metric over the row's other cells. Rows that do not fit are "
+        "shaded red.",
     ),
     (
         "Hardware, Models, Precisions, Workloads",
         "The catalogs, one entry per row, in the units of "
-        "the column headers (GiB, GB/s, TFLOPS). Edit values here.",
+        "the column headers (GiB, GB/s, TFLOPS, USD). Edit values here.",
+    ),
+    (
+        SIMULATED,
+        "Values from the serving simulation of the last planner run (replicas needed, p95 "
+        "latencies, rejected share), one row per simulated candidate, looked up by the Plan's "
+        "candidate id. They are numbers, not formulas: editing another sheet does not rerun the "
+        "simulation. Run the planner again for new ones. Orange tab.",
     ),
     (
         "Assumptions",
@@ -1052,17 +1358,37 @@ SHEETS_TEXT = [
 ]
 
 EDITING_TEXT = [
-    "You may edit: any number or text on the input sheets and the Assumptions values; the "
-    "Summary's two yellow cells (ranking column and order). The Plan and the Summary recompute.",
+    "You may edit: any number or text on the input sheets (a price on Hardware, a memory size, a "
+    "workload's tokens) and the Assumptions values. The Plan and the Summary recompute, and the "
+    "Summary's recommendation may change: it is ranked by formulas, not pasted.",
     "Do not rename ids: the Plan finds each input by its id. Adding a row to an input sheet does "
     "not add candidates: the Plan holds the candidates of the run; run the planner again for "
     "new ones.",
-    "Do not type over Plan or Summary cells: they are formulas, and a typed number stops updating.",
+    "Do not type over Plan or Summary cells: they are formulas, and a typed number stops updating. "
+    "Sorting or filtering the Plan is fine; only ties between options then follow the new order.",
     "Excel recalculates the whole workbook when it opens it. LibreOffice shows the values stored "
     "by the planner (the same numbers) and recomputes whatever an edit changes; Data > Calculate > "
     "Recalculate Hard (Ctrl+Shift+F9) recomputes everything.",
-    "A cell showing #N/A has no input to compute from, e.g. a device without a rate for the "
-    "precision's compute format (a blank cell on the Hardware sheet).",
+    "A cell showing #N/A (n/a on the Summary) has no input to compute from, e.g. a device without "
+    "a price or a rate for the precision's compute format (a blank cell on the Hardware sheet).",
+]
+
+SUMMARY_TEXT = [
+    "Groups: one per workload and model, in the Plan's order. Options: the group's Plan rows whose "
+    "'eligible' is TRUE (a replica holds a maximum-length sequence, every latency target is met, "
+    "the cost is known; 'status' says why a row is not).",
+    "Ranking, as planner recommends: lowest tco_usd; on a tie fewer devices_needed; then lower "
+    "itl_s (a missing value last); then the earlier Plan row. The runner-up is the best of the "
+    "rest. 'why' says how the runner-up lost, or how many options memory, latency, the "
+    "simulation or a missing cost ruled out.",
+    "The grey helper columns do the ranking: each is an array formula MIN(IF(...)) over the Plan "
+    "(the option's tco_usd, devices_needed and itl_s, then its Plan row, 0 for none). Every other "
+    "cell reads the Plan row they find with INDEX. n/a: the Plan has no value (#N/A), e.g. no "
+    "rental price or no break-even.",
+    "For speed the helpers scan only the Plan rows that held the group when the planner wrote the "
+    "workbook, while 'group in its Plan rows' is TRUE; after the Plan has been sorted it turns "
+    "FALSE and they scan the whole Plan (right, only slower). 'ruled out: ...' counts the "
+    "group's options by the first word of their status.",
 ]
 
 NOTES = [
@@ -1109,7 +1435,12 @@ def _write_notes(wb: Workbook, results: Results) -> None:
     ]
     rows.append(_header(ws, ["sheet", "", "what it holds"]))
     rows += [_notes_row(ws, [name, "", text]) for name, text in SHEETS_TEXT]
-    for title, lines in (("Editing and recalculation", EDITING_TEXT), ("Cautions", NOTES)):
+    sections = (
+        ("Editing and recalculation", EDITING_TEXT),
+        ("How the Summary recommends", SUMMARY_TEXT),
+        ("Cautions", NOTES),
+    )
+    for title, lines in sections:
         rows += [[], [_text_cell(ws, title, font=SECTION_FONT)]]
         rows += [_notes_row(ws, ["", "", line]) for line in lines]
     rows += [[], [_text_cell(ws, "Plan columns", font=SECTION_FONT)]]
@@ -1129,21 +1460,12 @@ def _write_notes(wb: Workbook, results: Results) -> None:
 # Writing the file ------------------------------------------------------------------------------
 
 
-def write_workbook(
-    results: Results, path: str | Path, *, ranking: Ranking | None = None, top: int = TOP_OPTIONS
-) -> Path:
-    """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula.
-
-    ``ranking`` orders the Summary's options (default: :func:`default_ranking`); ``top`` is how
-    many options it lists per workload.
-    """
+def write_workbook(results: Results, path: str | Path) -> Path:
+    """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula."""
     layout = PlanLayout.of(results)
-    ranking = ranking or default_ranking(results)
-    if ranking is not None and not usable(results, ranking):
-        raise ValueError(f"cannot rank by {ranking}: the plan lacks a numeric column or the filter")
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
-    summary_cache = _write_summary(wb, results, layout, ranking, top)
+    summary_cache = _write_summary(wb, results, layout)
     plan_rows = _write_plan(wb, results, layout)
     for name in results.inputs.sheets:
         _write_input_sheet(wb, name, results)
@@ -1274,7 +1596,7 @@ def _plan_row_chunks(rows: PlanRows) -> Iterator[bytes]:
     columns = _columns_xml(rows)
     for start in range(0, rows.n_rows, _ROWS_PER_CHUNK):
         stop = min(rows.n_rows, start + _ROWS_PER_CHUNK)
-        cells = [
+        cells: list[list[Any]] = [  # constants may be None (left out); cached values never
             [constant_xml(v) for v in c.values[start:stop].tolist()]
             if c.master is None
             else _cached_column(c.values[start:stop])

@@ -1,7 +1,7 @@
 """plan.xlsx: live formulas that LibreOffice recomputes to the planner's numbers.
 
 The expected values come from ``planner.sweep.evaluate`` (what ``results.csv`` holds) and, for the
-Summary, from a ranking written here with pandas; the workbook's values come from its cached
+Summary, from ``planner.recommend`` (the recommendation); the workbook's values come from its cached
 values (no spreadsheet engine) or from LibreOffice after a forced recalculation
 (:mod:`spreadsheet`). Every LibreOffice conversion of the module happens in one ``soffice``
 start (about two seconds each otherwise).
@@ -26,11 +26,11 @@ import yaml
 from openpyxl.utils import get_column_letter
 from spreadsheet import computed_values, recalculate_many, soffice
 
-from planner import workbook
+from planner import recommend, workbook
 from planner.catalog import load_catalog
 from planner.sweep import Results, evaluate
 from planner.tables import GLOBALS
-from planner.workbook import Ranking, cached_value_xml, write_workbook
+from planner.workbook import cached_value_xml, write_workbook
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 INJECTIONS = ['=HYPERLINK("http://example.com","x")', "+1+1", "-2+3", "@SUM(1,2)"]
@@ -91,9 +91,23 @@ EXTRA: dict[str, list[dict[str, Any]]] = {
             "prompt_tokens": 1024,
             "max_output_tokens": 512,
             "concurrency": 64,
-        }
+        },
+        {  # a target almost nothing meets: groups with one eligible option and with none
+            "id": "strict",
+            "name": "strict",
+            "prompt_tokens": 1024,
+            "max_output_tokens": 256,
+            "concurrency": 8,
+            "targets": {"itl_p95": "1 ms"},
+        },
     ],
 }
+
+#: Prices for the seed's device and an electricity rate: most options get a cost.
+SEED_DEVICE_PRICE = {"purchase_usd": 8000.0, "cloud_usd_per_hour": 1.0}
+ELECTRICITY_USD_PER_KWH = 0.1
+#: The price edit: the seed's device at this purchase price loses the groups it won.
+EDITED_PURCHASE_USD = 40000.0
 
 
 # Catalog folders -------------------------------------------------------------------------------
@@ -111,10 +125,36 @@ def _entry(data: dict[str, Any], section: str, entry_id: str) -> dict[str, Any]:
 
 
 def rich_catalog(folder: Path) -> Path:
-    """A copy of the seed with the entries of :data:`EXTRA` added."""
+    """A copy of the seed with the entries of :data:`EXTRA` added, prices for the seed's device
+    (with a power draw) and an electricity rate."""
     shutil.copytree(SEED, folder)
     for section, entries in EXTRA.items():
         _edit_yaml(folder, section, lambda d, s=section, e=entries: d[s].extend(e))
+    _edit_yaml(
+        folder,
+        "hardware",
+        lambda d: _entry(d, "hardware", "seed-16gib").update(
+            power="300 W", price=dict(SEED_DEVICE_PRICE)
+        ),
+    )
+    _edit_yaml(
+        folder,
+        "assumptions",
+        lambda d: d["assumptions"].update(electricity_usd_per_kwh=ELECTRICITY_USD_PER_KWH),
+    )
+    return folder
+
+
+def priced_catalog(source: Path, folder: Path) -> Path:
+    """``source`` with one price changed: the seed device's purchase price."""
+    shutil.copytree(source, folder)
+    _edit_yaml(
+        folder,
+        "hardware",
+        lambda d: _entry(d, "hardware", "seed-16gib")["price"].update(
+            purchase_usd=EDITED_PURCHASE_USD
+        ),
+    )
     return folder
 
 
@@ -198,36 +238,78 @@ def cached(path: Path, sheet: str) -> list[list[Any]]:
     return computed_values(path, sheet)
 
 
-def summary_options(rows: list[list[Any]]) -> dict[str, list[tuple[Any, ...]]]:
-    """Summary options by workload: (hardware, model, precision) of each; 'none' rows left out."""
-    start = next(i for i, row in enumerate(rows) if row and row[0] == "workload") + 1
-    header = rows[start - 1]
-    picks: dict[str, list[tuple[Any, ...]]] = {}
-    for row in rows[start:]:
+#: Summary header texts of the Plan columns it shows, back to the Plan names.
+TITLE_KEYS = {title: key for key, title in workbook.TITLES.items()}
+
+
+def summary_by_group(rows: list[list[Any]]) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """The Summary's recommendation table: per (workload, model), in sheet order, each option's
+    row ('recommended', 'runner-up') as a dict by column (Plan names for what the Plan gives)."""
+    start = next(i for i, row in enumerate(rows) if row and row[0] == "workload")
+    keys = [TITLE_KEYS.get(h, h) for h in rows[start]]
+    groups: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for row in rows[start + 1 :]:
         if not row or row[0] is None:
             break
-        picks.setdefault(row[0], [])
-        if row[header.index("Plan row")]:
-            picks[row[0]].append(
-                tuple(row[header.index(k)] for k in ("hardware", "model", "precision"))
-            )
-    return picks
+        record = dict(zip(keys, row, strict=False))
+        groups.setdefault((record["workload"], record["model"]), {})[record["option"]] = record
+    return groups
 
 
-def expected_options(
-    table: pd.DataFrame, column: str, order: str, among: str = "fits", top: int = 3
-) -> dict[str, list[tuple[Any, ...]]]:
-    """The ranking the Summary promises, computed here with pandas."""
-    sign = -1 if order == "highest" else 1
-    frame = table.assign(_key=sign * table[column].astype(float), _row=np.arange(len(table)))
-    frame = frame[frame[among].astype(bool) & np.isfinite(frame["_key"])]
-    picks: dict[str, list[tuple[Any, ...]]] = {}
-    for workload in table["workload"].unique():
-        best = frame[frame.workload == workload].sort_values(["_key", "_row"]).head(top)
-        picks[workload] = list(
-            best[["hardware", "model", "precision"]].itertuples(index=False, name=None)
-        )
-    return picks
+def shown_same(expected: Any, got: Any) -> bool:
+    """:func:`same`, where the Summary shows a missing number as 'n/a'."""
+    if expected is None or (isinstance(expected, float) and math.isnan(expected)):
+        return got == workbook.NOT_AVAILABLE
+    return same(expected, got)
+
+
+def assert_recommendation(rows: list[list[Any]], table: pd.DataFrame) -> None:
+    """The Summary shows ``planner.recommend``'s recommendation of ``table``: the groups in
+    plan order, each winner and runner-up with every shown column, the counts, and a line
+    saying so where no option (or no runner-up) is eligible."""
+    got = summary_by_group(rows)
+    expected = recommend.recommendations(table)
+    assert list(got) == list(zip(expected["workload"], expected["model"], strict=True))
+    ranks = recommend.ranked(table)
+    wrong = []
+    for _, exp in expected.iterrows():
+        key = (exp["workload"], exp["model"])
+        winner, runner = got[key]["recommended"], got[key]["runner-up"]
+        assert (winner["options"], winner["eligible options"]) == (exp["options"], exp["eligible"])
+        if pd.isna(exp["hardware"]):
+            assert winner["hardware"] == "no eligible option", key
+            assert all(winner[c] is None for c in workbook.SHOWN[1:]), key
+            assert winner["why"].startswith("ruled out: "), key
+            assert runner["hardware"] is None and runner["why"] is None, key
+            continue
+        assert winner["why"] == "lowest total cost of ownership"
+        group = ranks[(ranks["workload"] == key[0]) & (ranks["model"] == key[1])]
+        for option, record, rank in (("", winner, 1), ("runner_up_", runner, 2)):
+            picked = group[group["rank"] == rank]
+            if picked.empty:
+                assert pd.isna(exp[f"{option}hardware"])
+                assert record["hardware"] == "no runner-up", key
+                assert record["why"] == "the only eligible option is recommended", key
+                continue
+            for column in workbook.SHOWN:
+                # recommendations() where it has the column, the ranked row otherwise
+                value = exp.get(f"{option}{column}", picked.iloc[0][column])
+                if not shown_same(value, record[column]):
+                    wrong.append((key, option or "winner", column, value, record[column]))
+    assert not wrong, (
+        f"{len(wrong)} Summary cells differ (group, option, column, expected, got): {wrong[:6]}"
+    )
+
+
+def winners(table: pd.DataFrame) -> dict[tuple[str, str], Any]:
+    """(hardware, precision, tensor parallel) of each group's recommended option, or None."""
+    frame = recommend.recommendations(table)
+    return {
+        (r["workload"], r["model"]): None
+        if pd.isna(r["hardware"])
+        else (r["hardware"], r["precision"], int(r["tensor_parallel"]))
+        for _, r in frame.iterrows()
+    }
 
 
 def input_changes(before: Results, after: Results) -> list[tuple[str, str, Any]]:
@@ -253,8 +335,6 @@ def edit_with_openpyxl(path: Path, changes: list[tuple[str, str, Any]], out: Pat
     book = openpyxl.load_workbook(path)
     for sheet, cell, value in changes:
         book[sheet][cell] = value.item() if hasattr(value, "item") else value
-    book["Summary"]["B2"] = "max_sequences"
-    book["Summary"]["D2"] = "highest"
     book.save(out)
 
 
@@ -298,6 +378,20 @@ def stale(results: Results) -> Results:
     return dataclasses.replace(results, table=table)
 
 
+def scattered(results: Results) -> Results:
+    """``results`` with the plan's rows shuffled: each group's rows lie among other groups'."""
+    table = results.table.sample(frac=1, random_state=7).reset_index(drop=True)
+    return dataclasses.replace(results, table=table)
+
+
+_GROUPS = workbook.recommendation_groups
+
+
+def moved_groups(table: pd.DataFrame) -> list[workbook.Group]:
+    """The groups with their Plan rows one row off, as if the Plan had been sorted since."""
+    return [dataclasses.replace(g, block=(g.block[0] + 1, g.block[1] + 1)) for g in _GROUPS(table)]
+
+
 # Fixtures ------------------------------------------------------------------------------------
 
 
@@ -308,18 +402,21 @@ class Built:
     rich: Results
     planted: Results
     changed: Results
+    priced: Results
     files: dict[str, Path]
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The module's workbooks: seed, rich, stale caches, a planted input, an openpyxl edit."""
+    """The module's workbooks: seed, rich, stale caches, a planted input, two openpyxl edits
+    (several inputs; one price)."""
     folder = tmp_path_factory.mktemp("workbooks")
     rich_dir = rich_catalog(folder / "rich-catalog")
     seed = evaluate(load_catalog(SEED))
     rich = evaluate(load_catalog(rich_dir))
     planted = evaluate(load_catalog(planted_catalog(folder / "planted-catalog")))
     changed = evaluate(load_catalog(changed_catalog(rich_dir, folder / "changed-catalog")))
+    priced = evaluate(load_catalog(priced_catalog(rich_dir, folder / "priced-catalog")))
     files = {
         "seed": write_workbook(seed, folder / "seed.xlsx"),
         "rich": write_workbook(rich, folder / "rich.xlsx"),
@@ -330,7 +427,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     plant(files["seed"], "Hardware", f"{get_column_letter(column)}2", 12, files["planted"])
     files["edited"] = folder / "edited.xlsx"
     edit_with_openpyxl(files["rich"], input_changes(rich, changed), files["edited"])
-    return Built(folder, seed, rich, planted, changed, files)
+    files["priced"] = folder / "priced.xlsx"
+    edit_with_openpyxl(files["rich"], input_changes(rich, priced), files["priced"])
+    files["scattered"] = write_workbook(scattered(rich), folder / "scattered.xlsx")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(workbook, "recommendation_groups", moved_groups)
+        files["moved"] = write_workbook(rich, folder / "moved.xlsx")
+    return Built(folder, seed, rich, planted, changed, priced, files)
 
 
 @pytest.fixture(scope="module")
@@ -411,40 +514,116 @@ def test_misfits_are_marked_by_conditional_formatting(built: Built) -> None:
 
 
 def test_summary_of_the_seed_by_hand(built: Built) -> None:
-    """Only invented-4gib on seed-16gib serves seed-4k (16 sequences); nothing serves the other."""
-    rows = cached(built.files["seed"], "Summary")
-    assert summary_options(rows) == {
-        "seed-4k": [("seed-16gib", "invented-4gib", "bf16")],
-        "seed-4k-prompt-1k-out": [],
+    """The seed has no prices: no option of any group is eligible, each says why."""
+    groups = summary_by_group(cached(built.files["seed"], "Summary"))
+    assert list(groups) == [
+        ("seed-4k", "invented-7b"),
+        ("seed-4k", "invented-4gib"),
+        ("seed-4k-prompt-1k-out", "invented-7b"),
+        ("seed-4k-prompt-1k-out", "invented-4gib"),
+    ]
+    winner = groups[("seed-4k", "invented-4gib")]["recommended"]
+    assert winner["hardware"] == "no eligible option"
+    assert (winner["options"], winner["eligible options"]) == (1, 0)
+    assert winner["why"] == "ruled out: 1 × cost"
+    assert groups[("seed-4k", "invented-7b")]["recommended"]["why"] == "ruled out: 1 × memory"
+    assert_recommendation(cached(built.files["seed"], "Summary"), built.seed.table)
+
+
+def test_summary_cache_is_the_recommendation(built: Built) -> None:
+    table = built.rich.table
+    assert table["eligible"].any() and (table["tco_usd"].isna()).any()  # prices and gaps
+    assert_recommendation(cached(built.files["rich"], "Summary"), table)
+
+
+def test_rich_catalog_exercises_every_case(built: Built) -> None:
+    """Groups with two or more eligible options, with one, with none; winners decided by cost
+    and by a tie on cost and devices (inter-token latency)."""
+    frame = recommend.recommendations(built.rich.table)
+    assert set(frame["eligible"]) >= {0, 1, 2}
+    groups = summary_by_group(cached(built.files["rich"], "Summary"))
+    whys = {g["runner-up"]["why"] for g in groups.values()}
+    assert "same cost and devices; higher inter-token latency" in whys
+    assert any(str(w).startswith("cost: ") for w in whys)
+    none = groups[("strict", "invented-7b")]["recommended"]
+    assert none["why"] == "ruled out: 1 × memory; 5 × latency"
+
+
+def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> None:
+    """recommendation_groups (the cache) orders ties and missing keys as recommend.ranked does."""
+    nan = float("nan")
+    table = pd.DataFrame(
+        {
+            "workload": ["w"] * 6 + ["v"] * 2,
+            "model": ["m"] * 6 + ["m"] * 2,
+            "eligible": [True, True, True, True, False, True, False, False],
+            "tco_usd": [5.0, 3.0, 3.0, 3.0, 1.0, 3.0, 1.0, 2.0],
+            "devices_needed": [1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0],
+            "itl_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
+            "status": ["eligible"] * 4 + ["cost: x", "eligible", "memory: y", "latency: z"],
+        }
+    )
+    groups = workbook.recommendation_groups(table)
+    ranks = recommend.ranked(table)
+    best = ranks[ranks["workload"] == "w"].sort_values("rank").dropna(subset=["rank"])
+    assert groups[0].ids == ("w", "m") and groups[0].best == list(best.index[:2])
+    assert groups[0].best == [3, 2]  # fewer devices; then the number before the missing ITL
+    assert (groups[0].options, groups[0].eligible) == (6, 5)
+    assert groups[1].best == [] and groups[1].reasons == {
+        "memory": 1,
+        "latency": 1,
+        "simulation": 0,
+        "cost": 0,
     }
-    start = next(i for i, row in enumerate(rows) if row and row[0] == "workload")
-    header, best, none = rows[start], rows[start + 1], rows[start + 4]
-    assert best[header.index("max_sequences")] == 16
-    assert best[header.index("qualifying candidates")] == 1
-    assert none[header.index("hardware")] == "none fits"
 
 
-def test_summary_cache_follows_the_ranking(built: Built) -> None:
-    assert summary_options(cached(built.files["rich"], "Summary")) == expected_options(
-        built.rich.table, "weight_read_s", "lowest"
-    )
-
-
-def test_summary_ranks_by_another_column(built: Built, tmp_path: Path) -> None:
-    path = write_workbook(
-        built.rich, tmp_path / "by.xlsx", ranking=Ranking("max_sequences", "highest")
-    )
-    rows = cached(path, "Summary")
-    assert rows[1][1:4] == ["max_sequences", "order", "highest"]
-    assert summary_options(rows) == expected_options(built.rich.table, "max_sequences", "highest")
+def test_summary_cells_are_formulas_over_the_plan(built: Built) -> None:
+    ws = openpyxl.load_workbook(built.files["rich"])["Summary"]
+    rows = list(ws.iter_rows())
+    start = next(i for i, row in enumerate(rows) if row[0].value == "workload")
+    titles = [TITLE_KEYS.get(c.value, c.value) for c in rows[start]]
+    for row in rows[start + 1 : start + 1 + 2 * 12]:
+        for key, cell in zip(titles, row, strict=False):
+            if key in workbook.SHOWN or key in ("why", "Plan row"):
+                assert cell.data_type == "f", (cell.coordinate, cell.value)
+    helper = rows[start + 1][titles.index("Plan row")]
+    assert "MIN(IF(" in str(helper.value.text) and "plan_eligible" in str(helper.value.text)
 
 
 def test_summary_has_native_charts(built: Built) -> None:
     with zipfile.ZipFile(built.files["rich"]) as archive:
-        charts = [n for n in archive.namelist() if n.startswith("xl/charts/chart")]
+        charts = sorted(n for n in archive.namelist() if n.startswith("xl/charts/chart"))
         assert len(charts) == 2
-        xml = archive.read(charts[0]).decode()
-    assert "Summary" in xml and "barChart" in xml
+        xml = [archive.read(c).decode() for c in charts]
+    assert all("Summary" in x and "barChart" in x for x in xml)
+    assert "Total cost of ownership" in xml[0] and "Memory of one device" in xml[1]
+
+
+def test_no_eligible_option_rows_are_marked(built: Built) -> None:
+    ws = openpyxl.load_workbook(built.files["rich"])["Summary"]
+    rules = [r for cf in ws.conditional_formatting for r in cf.rules]
+    assert any('="recommended"' in r.formula[0] and "=0)" in r.formula[0] for r in rules)
+
+
+def test_too_many_groups_for_charts(built: Built, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(workbook, "MAX_CHART_GROUPS", 3)
+    path = write_workbook(built.rich, tmp_path / "many.xlsx")
+    with zipfile.ZipFile(path) as archive:
+        assert not [n for n in archive.namelist() if n.startswith("xl/charts/")]
+    rows = cached(path, "Summary")
+    assert any(row and str(row[0]).startswith("No charts: 12 ") for row in rows)
+    assert_recommendation(rows, built.rich.table)
+
+
+def test_simulated_sheet_is_marked(built: Built) -> None:
+    book = openpyxl.load_workbook(built.files["rich"])
+    ws = book["Simulated"]
+    assert ws["A1"].value == "id"  # lookups need the header in row 1
+    assert ws.sheet_properties.tabColor.rgb.endswith(workbook.SIMULATED_TAB)
+    assert ws["A1"].comment.text == workbook.SIMULATED_NOTE
+    notes = [c.value for row in book["Notes"].iter_rows() for c in row if c.value]
+    assert "Simulated" in notes
+    assert any("serving simulation of the last planner run" in str(v) for v in notes)
 
 
 def test_a_plan_without_fits_still_writes(built: Built, tmp_path: Path) -> None:
@@ -464,7 +643,7 @@ def test_a_plan_without_fits_still_writes(built: Built, tmp_path: Path) -> None:
     results = dataclasses.replace(full, table=full.table[columns], metrics=metrics)
     path = write_workbook(results, tmp_path / "small.xlsx")
     assert_plan_equals(cached(path, "Plan"), results.table)
-    assert "no candidates" in cached(path, "Summary")[1][0]
+    assert "lacks the columns the recommendation needs" in cached(path, "Summary")[1][0]
 
 
 @pytest.mark.parametrize(
@@ -519,9 +698,7 @@ def test_an_input_planted_under_cached_values_recomputes(
 ) -> None:
     assert_plan_equals(cached(built.files["planted"], "Plan"), built.seed.table)  # still stale
     assert_plan_equals(computed_values(recalculated["planted"], "Plan"), built.planted.table)
-    assert summary_options(computed_values(recalculated["planted"], "Summary")) == expected_options(
-        built.planted.table, "weight_read_s", "lowest"
-    )
+    assert_recommendation(computed_values(recalculated["planted"], "Summary"), built.planted.table)
 
 
 def test_edited_workbook_recomputes_like_the_changed_catalog(
@@ -541,10 +718,56 @@ def test_edited_workbook_recomputes_like_the_changed_catalog(
     fits_before, fits_after = built.rich.table["fits"], built.changed.table["fits"]
     assert (fits_before != fits_after).any()  # the edits change which candidates fit
     assert_plan_equals(computed_values(recalculated["edited"], "Plan"), built.changed.table)
-    summary = computed_values(recalculated["edited"], "Summary")
-    assert summary_options(summary) == expected_options(
-        built.changed.table, "max_sequences", "highest"
-    )
+    assert_recommendation(computed_values(recalculated["edited"], "Summary"), built.changed.table)
+
+
+def test_libreoffice_recomputes_the_recommendation(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    assert_recommendation(computed_values(recalculated["rich"], "Summary"), built.rich.table)
+
+
+def test_groups_scattered_over_the_plan_are_recommended_right(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """Rows of a group need not sit together: the formulas match the group's ids."""
+    table = scattered(built.rich).table
+    assert_plan_equals(computed_values(recalculated["scattered"], "Plan"), table)
+    assert_recommendation(computed_values(recalculated["scattered"], "Summary"), table)
+
+
+def test_a_group_no_longer_in_its_plan_rows_is_ranked_over_the_whole_plan(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """When the Plan rows the formulas expect no longer hold the whole group (the Plan was
+    sorted), 'group in its Plan rows' turns FALSE and the ranking reads every Plan row."""
+    rows = computed_values(recalculated["moved"], "Summary")
+    assert_recommendation(rows, built.rich.table)
+    flags = [g["recommended"][workbook.IN_PLACE] for g in summary_by_group(rows).values()]
+    assert flags and not any(flags)
+    rich = computed_values(recalculated["rich"], "Summary")
+    assert all(g["recommended"][workbook.IN_PLACE] for g in summary_by_group(rich).values())
+
+
+def test_a_price_edit_changes_the_recommendation(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """One purchase price typed into the Hardware sheet; LibreOffice recomputes the winners of
+    the catalog changed the same way, and they differ from before."""
+    changes = input_changes(built.rich, built.priced)
+    headers = list(built.rich.inputs.sheets["Hardware"].columns)
+    column = get_column_letter(headers.index("purchase_usd") + 1)
+    assert changes == [("Hardware", f"{column}2", EDITED_PURCHASE_USD)]  # seed-16gib's row
+    before, after = winners(built.rich.table), winners(built.priced.table)
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed and all(before[k][0] == "seed-16gib" for k in changed)
+    summary = computed_values(recalculated["priced"], "Summary")
+    assert_recommendation(summary, built.priced.table)
+    shown = summary_by_group(summary)
+    for key in changed:
+        winner = shown[key]["recommended"]
+        assert (winner["hardware"], winner["precision"]) == after[key][:2] != before[key][:2]
+    assert_plan_equals(computed_values(recalculated["priced"], "Plan"), built.priced.table)
 
 
 def test_catalog_text_survives_libreoffice_as_text(recalculated: dict[str, Path]) -> None:
