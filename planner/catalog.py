@@ -8,7 +8,6 @@ what was expected and what arrived; all problems are collected and reported toge
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -809,12 +808,8 @@ def _workload_files(
     return problems
 
 
-SCENARIO_KEYS: dict[str, str] = {
-    "hardware": "hardware",
-    "models": "models",
-    "precisions": "precisions",
-    "workloads": "workloads",
-}
+#: The lists a scenario may restrict; each is named like the catalog file it refers to.
+SCENARIO_SECTIONS = ("hardware", "models", "precisions", "workloads")
 
 
 def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
@@ -835,8 +830,8 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]
-        for key, section in SCENARIO_KEYS.items():
-            wanted = getattr(scenario, key)
+        for section in SCENARIO_SECTIONS:
+            wanted = getattr(scenario, section)
             if wanted is None:
                 continue
             valid = [e.id for e in getattr(parsed[section], section)]
@@ -846,11 +841,6 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
                         f"no {section} entry {ref!r} in {section}.yaml; valid: {', '.join(valid)}"
                     )
                     problems.append(
-                        _at(folder, docs, "scenarios", i, scenario.id, key, message, key, j)
+                        _at(folder, docs, "scenarios", i, scenario.id, section, message, section, j)
                     )
     return problems
-
-
-def id_is_valid(value: str) -> bool:
-    """Whether ``value`` is a valid catalog id."""
-    return re.match(ID_PATTERN, value) is not None

@@ -257,8 +257,3 @@ def evaluate_plan(
         lookups=lookups,
         skipped=skipped_pairs(catalog),
     )
-
-
-def metric(name: str) -> Metric:
-    """The registered metric called ``name``."""
-    return REGISTRY[name]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 KB = 1000
 MB = 1000**2
@@ -61,15 +60,6 @@ _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(
 
 class UnitError(ValueError):
     """A quantity whose text could not be read as a number with an accepted unit."""
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A parsed quantity: ``value`` in the base unit of ``kind``, and the text it came from."""
-
-    value: float
-    kind: str
-    text: str
 
 
 def accepted_units(kind: str) -> str:
