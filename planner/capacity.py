@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import ceil, concat, is_missing, logical_not, maximum, where
+from .expr import ceil, concat, is_missing, is_number, maximum, where
 from .metric import metric
 
 LITTLE = "Little's law: L = λ × W"
@@ -92,7 +92,25 @@ def replicas_needed(
 @metric("", kind="bool", source="simulation run for this candidate", group="serving")
 def simulated(sim_meets_targets: Any) -> Any:
     """Whether the serving simulation was run for this candidate (see the Simulated sheet)."""
-    return logical_not(is_missing(sim_meets_targets))
+    return is_number(sim_meets_targets)
+
+
+#: What :func:`simulation` says of a candidate.
+SIMULATED_TEXT = "simulated"
+NOT_SIMULATED = "not simulated"
+STALE_SIMULATION = "simulated with other inputs: rerun planner"
+
+
+@metric("", kind="text", source="serving simulation; the Simulated sheet", group="serving")
+def simulation(simulated: Any, sim_inputs_unchanged: Any) -> Any:
+    """Whether the simulated figures hold for the inputs as they stand: "simulated", "not
+    simulated", or "simulated with other inputs: rerun planner" once an input the simulation
+    read (memory, bandwidth, compute, efficiencies, lengths, load, targets) has been edited."""
+    return where(
+        simulated,
+        where(sim_inputs_unchanged > 0, SIMULATED_TEXT, STALE_SIMULATION),
+        NOT_SIMULATED,
+    )
 
 
 @metric("replicas", source=f"{LITTLE}; serving simulation", group="serving")

@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .catalog import Catalog, CatalogError, load_catalog
+from .recommend import closing_line
 from .resources import default_catalogs
 
 EXIT_INVALID = 1
@@ -107,8 +108,7 @@ def run(
         sys.exit(EXIT_INVALID)
     if comparison is not None:
         click.echo(comparison.summary())
-    table = results.table
-    click.echo(f"{len(table)} candidates evaluated, {int(table['fits'].sum())} fit their workload.")
+    click.echo(closing_line(results.table))
     click.echo(f"Run written to {folder}/")
 
 

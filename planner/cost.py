@@ -126,4 +126,27 @@ def status(
     )
 
 
+#: The words of :func:`ruled_out_by`, in the order the recommendation rule tests them.
+RULED_OUT_REASONS = ("memory", "latency", "simulation", "cost")
+
+
+@metric("", kind="text", source="recommendation rule", group="cost")
+def ruled_out_by(
+    replica_fits: Any, meets_targets: Any, meets_targets_planned: Any, tco_usd: Any
+) -> Any:
+    """What keeps a candidate from being recommended, in one word: memory (a replica cannot
+    hold one maximum-length sequence), latency (a closed-form target is missed), simulation (a
+    simulated target or the rejection ceiling is missed) or cost (a price is missing); empty
+    when it is eligible. ``status`` says the same in a sentence."""
+    return where(
+        replica_fits,
+        where(
+            meets_targets,
+            where(meets_targets_planned, where(is_missing(tco_usd), "cost", ""), "simulation"),
+            "latency",
+        ),
+        "memory",
+    )
+
+
 derived("tco_kusd", "tco_usd", lambda v: v / 1000, "kUSD", "tco_usd in thousands", "cost")

@@ -293,6 +293,14 @@ def is_missing(x: Any) -> Any:
     return np.isnan(x)
 
 
+def is_number(x: Any) -> Any:
+    """Whether ``x`` holds a number: not NaN in Python; in the workbook neither ``#N/A`` nor a
+    text such as "not simulated" (Excel ``ISNUMBER``)."""
+    if _symbolic(x):
+        return Call("ISNUMBER", (lift(x),))
+    return np.logical_not(np.isnan(np.asarray(x, dtype=float)))
+
+
 def logical_not(x: Any) -> Any:
     """Logical negation (Excel ``NOT``)."""
     if _symbolic(x):

@@ -77,6 +77,20 @@ def recommendations(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def closing_line(table: pd.DataFrame) -> str:
+    """What a run ends with: candidates evaluated, eligible options, and recommendations (one
+    per workload × model that has an eligible option), naming the groups left without one."""
+    eligible = table["eligible"].astype(bool)
+    served = eligible.groupby([table[g] for g in GROUP], sort=False).any()
+    line = (
+        f"{len(table):,} candidates evaluated; {int(eligible.sum()):,} eligible; "
+        f"{int(served.sum())} recommendations (workload × model)"
+    )
+    if not served.all():
+        line += f", {int((~served).sum())} with no eligible option"
+    return line + "."
+
+
 def candidate_label(row: pd.Series) -> str:
     """A short human label of an option: ``4 × h100-sxm-80gb (TP 2) · fp8``."""
     return (
@@ -85,4 +99,4 @@ def candidate_label(row: pd.Series) -> str:
     )
 
 
-__all__ = ["ALL_KEYS", "candidate_label", "ranked", "recommendations"]
+__all__ = ["ALL_KEYS", "candidate_label", "closing_line", "ranked", "recommendations"]

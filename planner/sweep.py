@@ -28,6 +28,7 @@ from .tables import (
     InputTables,
     Lookup,
     input_tables,
+    record_simulation_inputs,
 )
 
 
@@ -250,6 +251,8 @@ def evaluate_plan(
     for m in metrics:
         if m.kind == "bool":
             table[m.name] = table[m.name].astype(bool)
+    if CANDIDATE in table:
+        record_simulation_inputs(inputs, table)
     return Results(
         table=table,
         inputs=inputs,

@@ -710,11 +710,68 @@ SIMULATED_COLUMNS = [
     Column(
         "sim_reason", "", "the simulation's verdict in words", lambda r: r["sim_reason"], "text"
     ),
+    Column(
+        "sim_inputs_unchanged",
+        "",
+        "1 while every input the simulation read still has the value it was simulated with, "
+        "else 0 (a formula over the Plan)",
+        lambda r: 1.0,
+    ),
+    Column(
+        "changed_input",
+        "",
+        "the first Plan column whose value differs from the one simulated (a formula)",
+        lambda r: "",
+        "text",
+    ),
+    Column(
+        "plan_row",
+        "",
+        "the candidate's row on the Plan sheet (a formula)",
+        lambda r: math.nan,
+    ),
 ]
+
+#: Plan columns whose values the serving simulation read, directly or through the step times:
+#: memory and weights (the KV budget), the cache shape, bandwidth and its efficiency (the weight
+#: read), compute and its efficiency, the interconnect, the step times, the lengths, the load
+#: and the targets. None of them depends on a simulated figure.
+SIMULATION_INPUTS = (
+    "kv_budget_bytes",
+    "kv_bytes_per_sequence",
+    "weight_read_s",
+    "achieved_compute_flops_per_s",
+    "allreduce_s_per_token",
+    "itl_s",
+    "prefill_s",
+    "prompt_tokens",
+    "prompt_tokens_mean",
+    "max_output_tokens",
+    "output_tokens_mean",
+    "concurrency",
+    "arrival_rate_per_s",
+    "requests_per_task",
+    "tool_time_s",
+    "ttft_p95_target_s",
+    "itl_p95_target_s",
+    "e2e_p95_target_s",
+    "task_p95_target_s",
+)
+
+
+def simulation_input_column(name: str) -> str:
+    """The Simulated sheet's column that records the value Plan column ``name`` had when the
+    candidate was simulated."""
+    return f"sim_input_{name}"
+
+
+#: Columns of the Simulated sheet that the workbook computes with formulas over the Plan.
+SIMULATED_FORMULA_COLUMNS = ("sim_inputs_unchanged", "changed_input", "plan_row")
 
 SIM_LOOKUPS = [
     Lookup(c.name, CANDIDATE, c.name, 1, c.unit, c.description, kind=c.kind)
     for c in SIMULATED_COLUMNS[1:]
+    if c.name not in SIMULATED_FORMULA_COLUMNS[1:]
 ]
 
 
@@ -780,3 +837,23 @@ def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> Inp
     columns[SIMULATED] = SIMULATED_COLUMNS
     values = {g.cell: g.get(catalog.assumptions) for g in GLOBALS}
     return InputTables(sheets=sheets, columns=columns, globals=values)
+
+
+def record_simulation_inputs(inputs: InputTables, table: pd.DataFrame) -> None:
+    """Add to the Simulated sheet the value of every :data:`SIMULATION_INPUTS` column for each
+    simulated candidate, read from ``table`` (the evaluated plan: the simulation read the same
+    values, since none of these columns depends on a simulated figure)."""
+    sheet = inputs.sheets[SIMULATED]
+    present = [n for n in SIMULATION_INPUTS if n in table]
+    rows = table.drop_duplicates(CANDIDATE).set_index(CANDIDATE).reindex(sheet["id"])
+    for name in present:
+        sheet[simulation_input_column(name)] = rows[name].to_numpy(dtype=float)
+    inputs.columns[SIMULATED] = SIMULATED_COLUMNS + [
+        Column(
+            simulation_input_column(name),
+            "",
+            f"{name} when the candidate was simulated (compared with the Plan's)",
+            lambda r: math.nan,
+        )
+        for name in present
+    ]

@@ -69,10 +69,22 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
 from . import recommend
+from .capacity import NOT_SIMULATED
+from .cost import RULED_OUT_REASONS
 from .expr import Raw, to_excel
 from .metric import Metric
 from .sweep import Results
-from .tables import GLOBALS, KEYS, SIMULATED, Column, Lookup
+from .tables import (
+    CANDIDATE,
+    GLOBALS,
+    KEYS,
+    SIMULATED,
+    SIMULATED_FORMULA_COLUMNS,
+    SIMULATION_INPUTS,
+    Column,
+    Lookup,
+    simulation_input_column,
+)
 
 #: Calibri, Excel's default; LibreOffice draws it with the metric-compatible Carlito.
 FONT_NAME = "Calibri"
@@ -86,33 +98,55 @@ MISFIT_FILL = PatternFill("solid", fgColor="F8D7DA")
 WRAP = Alignment(wrap_text=True, vertical="top")
 INDENT = Alignment(indent=1)
 CENTRE = Alignment(horizontal="center")
+RIGHT = Alignment(horizontal="right")  # numbers and the "n/a" or "never" in their place
 INPUT_TAB = "4472C4"
 OUTPUT_TAB = "70AD47"
 #: The Simulated sheet holds values computed by the last run, not catalog entries: orange.
 SIMULATED_TAB = "ED7D31"
 SIMULATED_NOTE = "Values from the serving simulation of the last planner run, not formulas"
 
-#: Computed Plan columns per printed page (the key columns repeat on every page).
-PLAN_COLUMNS_PER_PAGE = 10
+#: What prints of the Plan: one line, below the rows the Summary reads. A printed workbook is
+#: the Summary, the inputs and the Notes, not hundreds of pages of formulas.
+PLAN_PRINT_NOTE = (
+    "The Plan ({rows:,} rows) is not printed: select the cells you want and set them as the "
+    "print area (Page Layout > Print Area) to print them."
+)
 
 #: Excel's last row: a plan longer than this cannot be one sheet.
 MAX_ROWS = 1_048_576
 
-#: Display formats by unit. Other numbers show as General, or with thousands separators when
-#: they are whole and large (so that a bytes-per-value of 0.5 typed later does not show as 1).
+#: Empty rows below the Plan and the input sheets that the Summary's ranges and the checks for
+#: unplanned ids already cover: room for options and entries finance adds by hand.
+SPARE_ROWS = 1000
+
+#: Display formats by unit: what a reader reads, never scientific notation. Rates in bytes or
+#: operations per second show in GB/s and TFLOPS through the format's thousands divisor (each
+#: trailing comma divides the shown number by 1,000; the cell keeps its base-unit value).
+#: Other numbers show as General, or with thousands separators when they are whole and large
+#: (so that a bytes-per-value of 0.5 typed later does not show as 1).
 NUMBER_FORMATS = {
-    "GiB": "0.00",
-    "GB": "0.00",
+    "GiB": "#,##0.00",
+    "GB": "#,##0.00",
     "MiB": "#,##0.00",
-    "s": "0.000000",
-    "ms": "0.000",
-    "FLOP": "0.00E+00",
-    "FLOP/s": "0.00E+00",
-    "B/s": "0.00E+00",
+    "s": "0.000###",
+    "ms": "#,##0.000",
+    "FLOP": '#,##0.0,,," GFLOP"',
+    "FLOP/s": '#,##0.0,,,," TFLOPS"',
+    "B/s": '#,##0.0,,," GB/s"',
     "USD": "#,##0.00",
     "USD/h": "#,##0.00",
-    "fraction": "0.00",
+    "USD/month": "#,##0.00",
+    "kUSD": "#,##0.0",
+    "kWh/month": "#,##0.0",
+    "tokens/s": "#,##0.0",
+    "tokens/month": "#,##0",
+    "1/s": "#,##0.000",
+    "fraction": "0.0%",
 }
+
+#: Base units whose columns the Plan groups and hides where a metric restates them in a unit
+#: people read (bytes in GiB, seconds in ms): ``results.csv`` keeps both.
+HIDDEN_BASE_UNITS = ("B", "s")
 INTEGER_FORMAT = "#,##0"
 LARGE = 10_000
 
@@ -218,9 +252,18 @@ def number_format(unit: str, values: Iterable[Any] = ()) -> str | None:
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
     ]
     finite = [v for v in numbers if math.isfinite(v)]
-    if finite and all(v.is_integer() for v in finite) and max(abs(v) for v in finite) >= LARGE:
+    whole = bool(finite) and all(v.is_integer() for v in finite)
+    if whole and (unit == "B" or max(abs(v) for v in finite) >= LARGE):
         return INTEGER_FORMAT
     return None
+
+
+def hidden_columns(results: Results) -> list[str]:
+    """Plan columns in a base unit (:data:`HIDDEN_BASE_UNITS`) that another column restates in
+    a unit people read: grouped and hidden on the Plan, first-class in ``results.csv``."""
+    units = column_units(results)
+    restated = {m.restates for m in results.metrics if m.restates}
+    return [n for n in results.table.columns if n in restated and units[n] in HIDDEN_BASE_UNITS]
 
 
 # Sheet set-up -----------------------------------------------------------------------------------
@@ -308,9 +351,15 @@ def _non_negative(ws: Any, cells: str, what: str) -> None:
 # Input sheets -----------------------------------------------------------------------------------
 
 
-def _write_input_sheet(wb: Workbook, name: str, results: Results) -> None:
+def _write_input_sheet(
+    wb: Workbook, name: str, results: Results, layout: PlanLayout
+) -> dict[str, Any]:
+    """An input sheet as an Excel table; returns the cached values of its formula cells (the
+    Simulated sheet's comparison with the Plan)."""
     frame = results.inputs.sheets[name]
     columns: list[Column] = results.inputs.columns[name]
+    formulas = simulated_formulas(results, layout) if name == SIMULATED else {}
+    cache: dict[str, Any] = {}
     ws = _new_sheet(wb, name, SIMULATED_TAB if name == SIMULATED else INPUT_TAB)
     ws.freeze_panes = "B2"
     formats = [number_format(c.unit, frame[c.name]) for c in columns]
@@ -322,15 +371,85 @@ def _write_input_sheet(wb: Workbook, name: str, results: Results) -> None:
     if name == SIMULATED:  # row 1 must stay the header: the note is a comment on A1
         header[0].comment = Comment(SIMULATED_NOTE, "planner", width=300, height=80)
     ws.append(header)
-    for row in frame.itertuples(index=False):
-        ws.append([_cell(ws, v, f) for v, f in zip(row, formats, strict=True)])
+    names = [c.name for c in columns]
+    for r, row in enumerate(frame.itertuples(index=False), start=2):
+        cells = [_cell(ws, v, f) for v, f in zip(row, formats, strict=True)]
+        for column, (formula, value) in formulas.items():
+            i = names.index(column)
+            cells[i] = _formula_cell(ws, formula.format(r=r), formats[i], font=HELPER_FONT)
+            cache[f"{get_column_letter(i + 1)}{r}"] = value(r - 2)
+        ws.append(cells)
     last_row = max(len(frame), 1) + 1
     for i, c in enumerate(columns, start=1):
         if c.kind == "number":
             letter = get_column_letter(i)
             _non_negative(ws, f"{letter}2:{letter}{last_row}", c.name)
     _table(ws, name, [c.name for c in columns], len(frame))
-    _print_setup(ws, f"A1:{get_column_letter(len(columns))}{last_row}", title_rows="1:1")
+    printed = len(columns)
+    if name == SIMULATED:  # the recorded inputs: an audit trail, grouped, hidden, not printed
+        recorded = [i for i, c in enumerate(columns, start=1) if c.name.startswith("sim_input_")]
+        for i in recorded:
+            dimension = ws.column_dimensions[get_column_letter(i)]
+            dimension.outlineLevel, dimension.hidden = 1, True
+        printed = min(recorded, default=printed + 1) - 1
+    pages = 2 if printed > 16 else 1
+    area = f"A1:{get_column_letter(printed)}{last_row}"
+    _print_setup(ws, area, pages_wide=pages, title_rows="1:1", title_cols="A:A")
+    return cache
+
+
+def _same_value(recorded: str, current: str) -> str:
+    """TRUE when two cells hold the same number (to 1e-9 relative) or both hold none."""
+    return (
+        f"IF(ISNUMBER({recorded}),IF(ISNUMBER({current}),"
+        f"ABS({current}-{recorded})<=1E-9*ABS({recorded}),FALSE()),NOT(ISNUMBER({current})))"
+    )
+
+
+def simulated_formulas(
+    results: Results, layout: PlanLayout
+) -> dict[str, tuple[str, Callable[[int], Any]]]:
+    """The Simulated sheet's formula columns (``{r}``: the sheet row) with each one's value at
+    a data row (0 first): the candidate's Plan row, whether every recorded simulation input still
+    equals the Plan's value (1 or 0), and the first one that does not."""
+    frame = results.inputs.sheets[SIMULATED]
+    names = [c.name for c in results.inputs.columns[SIMULATED]]
+    if frame.empty or CANDIDATE not in layout.letters:
+        return {}
+
+    def at(column: str) -> str:
+        return f"${get_column_letter(names.index(column) + 1)}{{r}}"
+
+    candidate = layout.letters[CANDIDATE]
+    plan_row = at("plan_row")
+    checks = [
+        (
+            name,
+            _same_value(
+                at(simulation_input_column(name)),
+                f"INDEX(Plan!${layout.letters[name]}:${layout.letters[name]},{plan_row})",
+            ),
+        )
+        for name in SIMULATION_INPUTS
+        if simulation_input_column(name) in names and name in layout.letters
+    ]
+    changed = '""'
+    for name, check in reversed(checks):
+        changed = f'IF({check},{changed},"{name}")'
+    rows = {c: i + 2 for i, c in enumerate(results.table[CANDIDATE])} if len(results.table) else {}
+    ids = frame["id"].tolist()
+    formulas: dict[str, tuple[str, Callable[[int], Any]]] = {
+        "plan_row": (
+            f"=MATCH($A{{r}},Plan!${candidate}:${candidate},0)",
+            lambda i: rows.get(ids[i], math.nan),
+        ),
+        "sim_inputs_unchanged": (
+            f"=IF(AND({','.join(c for _, c in checks)}),1,0)" if checks else "=1",
+            lambda i: 1,
+        ),
+        "changed_input": ("=" + changed, lambda i: ""),
+    }
+    return {c: formulas[c] for c in SIMULATED_FORMULA_COLUMNS}
 
 
 def _write_assumptions(wb: Workbook, results: Results) -> dict[str, Any]:
@@ -383,11 +502,26 @@ def lookup_expression(lookup: Lookup, results: Results) -> Raw:
     A blank input cell gives ``#N/A`` (NaN in Python). Text is read with ``&""`` so that a
     blank stays an empty text, as in Python, not the 0 a bare reference to a blank cell gives.
     With ``column_from`` the sheet column is found by its header; with ``fallback_from`` too, the
-    fallback's column is read where the first has no number.
+    fallback's column is read where the first has no number. A figure of the serving simulation
+    reads "not simulated" for a candidate the Simulated sheet does not list: text, which a SUM
+    over the column passes over, where ``#N/A`` would break it.
     """
+    if lookup.key == CANDIDATE:  # a figure of the simulation: text where there is none
+        value = _lookup_value(lookup, results).template
+        return Raw(f'IF(ISNA({_match_row(lookup)}),"{NOT_SIMULATED}",{value})', (lookup.key,))
+    return _lookup_value(lookup, results)
+
+
+def _match_row(lookup: Lookup) -> str:
+    """The row of the input sheet whose id is the Plan row's ``lookup.key``."""
+    return f"MATCH({{{lookup.key}}},{_sheet_range(lookup.sheet, 'A')},0)"
+
+
+def _lookup_value(lookup: Lookup, results: Results) -> Raw:
+    """:func:`lookup_expression` without the candidate lookup's "not simulated"."""
     columns = [c.name for c in results.inputs.columns[lookup.sheet]]
     sheet = quote_sheetname(lookup.sheet)
-    match_row = f"MATCH({{{lookup.key}}},{_sheet_range(lookup.sheet, 'A')},0)"
+    match_row = _match_row(lookup)
     scale = "" if lookup.scale == 1 else f"*{_number(lookup.scale)}"
     if lookup.column_from is None:
         letter = get_column_letter(columns.index(lookup.column) + 1)
@@ -507,10 +641,16 @@ class PlanLayout:
         """Letter of the first column right of the keys."""
         return get_column_letter(len(self.keys) + 1)
 
+    @property
+    def range_end(self) -> int:
+        """The last row the Summary's ranges cover: the data and :data:`SPARE_ROWS` more."""
+        return min(self.last_row + SPARE_ROWS, MAX_ROWS)
+
     def column(self, name: str) -> str:
-        """The data cells of column ``name``, absolute (``Plan!$D$2:$D$9``)."""
+        """The cells of column ``name`` that the Summary reads, data and spare rows, absolute
+        (``Plan!$D$2:$D$1009``)."""
         letter = self.letters[name]
-        return f"Plan!${letter}$2:${letter}${self.last_row}"
+        return f"Plan!${letter}$2:${letter}${self.range_end}"
 
 
 @dataclass
@@ -525,6 +665,27 @@ class PlanRows:
     columns: list[tuple[str, str | None, pd.Series]]
     n_rows: int
     styles: dict[str, str] = field(default_factory=dict)
+    note: tuple[int, str] | None = None  # (row, text) of the printing note below the data
+
+
+def shown_plan(results: Results) -> pd.DataFrame:
+    """The values the Plan's cells compute: the planner's table, except that a figure of the
+    serving simulation reads "not simulated" for a candidate that was not (see
+    :func:`lookup_expression`)."""
+    table = results.table
+    simulated_ids = set(results.inputs.sheets[SIMULATED]["id"])
+    if CANDIDATE not in table:
+        return table
+    missing = ~table[CANDIDATE].isin(simulated_ids).to_numpy()
+    if not missing.any():
+        return table
+    shown = table.copy()
+    for lookup in results.lookups:
+        if lookup.key == CANDIDATE and lookup.name in shown:
+            column = shown[lookup.name].astype(object)
+            column[missing] = NOT_SIMULATED
+            shown[lookup.name] = column
+    return shown
 
 
 def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
@@ -538,8 +699,9 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
     widths = _widths(ws, [column_width(n, table[n], formats[n]) for n in layout.names])
     _fit_row(ws, 1, layout.names, widths)
     ws.append(_header(ws, layout.names))
+    shown = shown_plan(results)
     rows = PlanRows(
-        [(layout.letters[n], formulas.get(n), table[n]) for n in layout.names], layout.n_rows
+        [(layout.letters[n], formulas.get(n), shown[n]) for n in layout.names], layout.n_rows
     )
     if layout.n_rows:
         template = []
@@ -549,17 +711,19 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
             else:
                 template.append(_cell(ws, table[n].iloc[0], formats[n]))
         ws.append(template)
+    for name in hidden_columns(results):
+        dimension = ws.column_dimensions[layout.letters[name]]
+        dimension.outlineLevel, dimension.hidden = 1, True
     area = f"A1:{layout.last_letter}{layout.last_row}"
-    fits_col = layout.letters.get("fits")
-    if fits_col and layout.n_rows:
+    ruled_out = layout.letters.get(RULED_OUT_BY)
+    if ruled_out and layout.n_rows:  # a replica cannot hold one maximum-length sequence
         ws.conditional_formatting.add(
-            f"A2:{layout.last_letter}{layout.last_row}",
-            FormulaRule(formula=[f"${fits_col}2=FALSE()"], fill=MISFIT_FILL),
+            f"A2:{layout.last_letter}{layout.range_end}",
+            FormulaRule(formula=[f'${ruled_out}2="memory"'], fill=MISFIT_FILL),
         )
     ws.auto_filter.ref = area
-    last_key = get_column_letter(len(layout.keys))
-    pages = math.ceil((len(layout.names) - len(layout.keys)) / PLAN_COLUMNS_PER_PAGE)
-    _print_setup(ws, area, pages_wide=max(pages, 1), title_rows="1:1", title_cols=f"A:{last_key}")
+    rows.note = (layout.range_end + 2, PLAN_PRINT_NOTE.format(rows=layout.n_rows))
+    ws.print_area = f"A{rows.note[0]}:H{rows.note[0]}"
     return rows
 
 
@@ -581,7 +745,13 @@ SHOWN = (
     "tco_usd",
     "cloud_usd_per_month",
     "break_even_month",
+    "simulation",
 )
+
+BREAK_EVEN = "break_even_month"
+#: What the Summary's break-even shows when renting costs no more per month than operating
+#: owned devices: buying never pays back (the report says the same).
+NEVER = "never"
 
 #: Header texts of the shown Plan columns (each header cell's comment names its Plan column).
 TITLES = {
@@ -592,6 +762,7 @@ TITLES = {
     "tco_usd": "total cost of ownership (USD)",
     "cloud_usd_per_month": "cloud rental per month (USD)",
     "break_even_month": "break-even month (buy vs rent)",
+    "simulation": "simulation",
 }
 
 #: The options listed per group, in rank order.
@@ -602,10 +773,10 @@ WINS = "lowest total cost of ownership"
 ONLY_ONE = "the only eligible option is recommended"
 RULED_OUT = "ruled out: "
 
-#: Categories of the Plan's ``status`` (its text before the colon) counted when nothing is
-#: eligible ("ruled out: 1 × memory; 5 × latency"); see :func:`planner.cost.status` and
-#: :func:`planner.capacity.target_miss_reason`.
-REASONS = ("memory", "latency", "simulation", "cost")
+#: The values of the Plan's ``ruled_out_by`` counted when nothing is eligible ("ruled out:
+#: 1 × memory; 5 × latency"); see :func:`planner.cost.ruled_out_by`.
+REASONS = RULED_OUT_REASONS
+RULED_OUT_BY = "ruled_out_by"
 
 #: Why the runner-up lost when it ties on every ranking key before the one named.
 TIE_WORDS = {
@@ -732,9 +903,9 @@ def recommendation_groups(table: pd.DataFrame) -> list[Group]:
         if len(picks) < len(OPTIONS):
             picks.append(int(position))
     counts = table[keys].assign(_eligible=eligible, _row=np.arange(len(table)) + 2)
-    if "status" in table:
-        status = table["status"].astype(str)
-        counts = counts.assign(**{r: status.str.startswith(f"{r}:") for r in REASONS})
+    if RULED_OUT_BY in table:
+        ruled_out = table[RULED_OUT_BY].astype(str)
+        counts = counts.assign(**{r: ruled_out == r for r in REASONS})
     totals = counts.groupby(keys, sort=False).agg(["size", "sum", "min", "max"])
     groups = []
     for key, sums in totals.iterrows():
@@ -752,7 +923,7 @@ class SummaryColumns:
     it, the group's counts and why, then the ranking's helpers (grey)."""
 
     shown: list[str]
-    reasons: tuple[str, ...] = REASONS  # none when the plan has no status column
+    reasons: tuple[str, ...] = REASONS  # none when the plan has no ruled_out_by column
 
     @property
     def visible(self) -> list[str]:
@@ -815,6 +986,11 @@ def _ranking_key(plan: PlanRanges, column: str) -> str:
 def _group_match(plan: PlanRanges, columns: SummaryColumns, row: int) -> str:
     """A product that is 1 on the Plan rows of the group named in ``row`` and 0 elsewhere."""
     return "*".join(f"({plan(g)}={columns.cell(g, row)})" for g in recommend.GROUP)
+
+
+def _group_criteria(plan: PlanRanges, columns: SummaryColumns, row: int) -> str:
+    """COUNTIFS criteria pairs that select the Plan rows of the group named in ``row``."""
+    return ",".join(f"{plan(g)},{columns.cell(g, row)}" for g in recommend.GROUP)
 
 
 def _fast_or_full(
@@ -907,6 +1083,33 @@ class RecommendationTable:
             ) and not pd.api.types.is_bool_dtype(values)
         return self._kinds[column]
 
+    def _never_applies(self) -> bool:
+        return BREAK_EVEN in self.columns.shown and all(
+            c in self.layout.letters for c in ("cloud_usd_per_month", "opex_usd_per_month")
+        )
+
+    def _missing(self, column: str, plan_row: str) -> str:
+        """What a shown number reads where the Plan has none: "never" for a break-even month
+        when renting costs no more per month than operating, else "n/a"."""
+        if column != BREAK_EVEN or not self._never_applies():
+            return f'"{NOT_AVAILABLE}"'
+        rent = _plan_value(self.layout, "cloud_usd_per_month", plan_row)
+        opex = _plan_value(self.layout, "opex_usd_per_month", plan_row)
+        never = f'IF({rent}<={opex},"{NEVER}","{NOT_AVAILABLE}")'
+        return (
+            f'IF(ISNUMBER({rent}),IF(ISNUMBER({opex}),{never},"{NOT_AVAILABLE}"),"{NOT_AVAILABLE}")'
+        )
+
+    def _shown(self, column: str, position: int) -> Any:
+        """The value the shown cell of ``column`` computes for the option at ``position``."""
+        value = _shown_value(self._value(column, position))
+        if value == NOT_AVAILABLE and column == BREAK_EVEN and self._never_applies():
+            rent = self._value("cloud_usd_per_month", position)
+            opex = self._value("opex_usd_per_month", position)
+            if pd.notna(rent) and pd.notna(opex) and rent <= opex:
+                return NEVER
+        return value
+
     def helper_values(self, position: int | None) -> list[float]:
         """An option's ranking keys and Plan row, as its helpers compute them (0s: none)."""
         if position is None:
@@ -947,14 +1150,16 @@ class RecommendationTable:
                 formula = f"=IF({plan_row}=0,{blank},{value})"
             else:
                 blank_value = ""
+                missing = self._missing(column, plan_row)
                 formula = (
-                    f'=IF({plan_row}=0,"",IF(ISNUMBER({value}),{value},"{NOT_AVAILABLE}"))'
+                    f'=IF({plan_row}=0,"",IF(ISNUMBER({value}),{value},{missing}))'
                     if self._numeric(column)
                     else f'=IF({plan_row}=0,"",{value})'
                 )
-            shown = blank_value if position is None else _shown_value(self._value(column, position))
+            shown = blank_value if position is None else self._shown(column, position)
             fmt = SUMMARY_FORMATS.get(column)
-            cells[column] = (_formula_cell(ws, formula, fmt, **style), shown)
+            align = {"alignment": RIGHT} if self._numeric(column) else {}
+            cells[column] = (_formula_cell(ws, formula, fmt, **style, **align), shown)
         cells |= self._counts(group, row, style)
         helpers = self.helper_values(position)
         if rank == 0:
@@ -970,9 +1175,11 @@ class RecommendationTable:
             cell = _formula_cell(ws, formulas[header], array_at=address, font=HELPER_FONT)
             cells[header] = (cell, helper)
         if rank == 0:
-            block = PlanRanges(self.layout, group.block)
-            match = ",".join(f"{block(g)},{columns.cell(g, row)}" for g in recommend.GROUP)
-            in_place = f"=COUNTIFS({match})={group.options}"
+            block, full = PlanRanges(self.layout, group.block), PlanRanges(self.layout)
+            in_place = (
+                f"=COUNTIFS({_group_criteria(block, columns, row)})"
+                f"=COUNTIFS({_group_criteria(full, columns, row)})"
+            )
             cells[IN_PLACE] = (_formula_cell(ws, in_place, font=HELPER_FONT), True)
             cells |= self._reason_cells(group, row)
         else:
@@ -996,7 +1203,7 @@ class RecommendationTable:
 
         def count(eligible: bool) -> Callable[[PlanRanges], str]:
             def body(plan: PlanRanges) -> str:
-                match = ",".join(f"{plan(g)},{columns.cell(g, row)}" for g in recommend.GROUP)
+                match = _group_criteria(plan, columns, row)
                 return f"COUNTIFS({match}{f',{plan(ELIGIBLE)},TRUE()' if eligible else ''})"
 
             return body
@@ -1026,16 +1233,16 @@ class RecommendationTable:
 
     def _reason_cells(self, group: Group, row: int) -> dict[str, tuple[Any, Any]]:
         """The group's count of options each reason rules out (its first row only): how many
-        of its Plan rows have a status that starts with the reason."""
+        of its Plan rows the reason rules out (``ruled_out_by``), counted with COUNTIFS: no
+        array evaluation, so every engine counts alike."""
         ws, columns = self.sheet.ws, self.columns
         in_place = columns.cell(IN_PLACE, row)
         cells = {}
         for reason in columns.reasons:
-            prefix = f"{reason}:"
 
-            def count(plan: PlanRanges, prefix: str = prefix) -> str:
-                match = _group_match(plan, columns, row)
-                return f'SUMPRODUCT({match}*(LEFT({plan("status")},{len(prefix)})="{prefix}"))'
+            def count(plan: PlanRanges, reason: str = reason) -> str:
+                match = _group_criteria(plan, columns, row)
+                return f'COUNTIFS({match},{plan(RULED_OUT_BY)},"{reason}")'
 
             formula = "=" + _fast_or_full(self.layout, group, in_place, count)
             cells[ruled_out_header(reason)] = (
@@ -1102,9 +1309,9 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
         return sheet.cache
     columns = SummaryColumns(
         [c for c in SHOWN if c in layout.letters],
-        REASONS if "status" in layout.letters else (),
+        REASONS if RULED_OUT_BY in layout.letters else (),
     )
-    read = {*NEEDED, "status"}
+    read = {*NEEDED, *KEYS, RULED_OUT_BY}
     for column in (c for c in layout.names if c in read):
         wb.defined_names[plan_name(column)] = DefinedName(
             plan_name(column), attr_text=layout.column(column)
@@ -1114,6 +1321,7 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     sheet.append([_text_cell(ws, TITLE, font=TITLE_FONT)])
     for line in INTRO:
         sheet.append([_text_cell(ws, line)])
+    _unplanned_ids_row(sheet, results, layout, columns)
     sheet.append([])
     _fit_row(ws, sheet.row + 1, columns.titles, widths)
     header = _header(ws, columns.titles[: len(columns.visible)])
@@ -1140,6 +1348,59 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     end = _summary_charts(sheet, results, layout, columns, groups, first)
     _print_setup(ws, f"A1:{last_visible}{end}")
     return sheet.cache
+
+
+UNPLANNED = "Input ids in no Plan row: "
+
+
+def _unplanned_ids_row(
+    sheet: SummarySheet, results: Results, layout: PlanLayout, columns: SummaryColumns
+) -> None:
+    """A line saying which ids of the input sheets no Plan row uses (an entry typed on an input
+    sheet is planned only once a Plan row names it), with per sheet a count and the first such id
+    in the grey helper columns: array formulas over the sheet's ids, its spare rows included."""
+    ws = sheet.ws
+    row = sheet.row + 1
+    first_helper = len(columns.visible) + 1
+    cells: list[Any] = [None] * (first_helper - 1)
+    values: dict[int, Any] = {}
+    parts, total = [], []
+    expected_parts = []
+    for i, (key, name) in enumerate(KEYS.items()):
+        if key not in layout.letters:
+            continue
+        n_rows = len(results.inputs.sheets[name])
+        ids = f"{quote_sheetname(name)}!$A$2:$A${max(n_rows, 1) + 1 + SPARE_ROWS}"
+        missing = f'({ids}<>"")*ISNA(MATCH({ids},{plan_name(key)},0))'
+        count_at = f"{get_column_letter(first_helper + 2 * i)}{row}"
+        first_at = f"{get_column_letter(first_helper + 2 * i + 1)}{row}"
+        count = f"=SUM(IF({missing},1,0))"
+        column_a = f"{quote_sheetname(name)}!$A:$A"
+        first = f'=IF({count_at}=0,"",INDEX({column_a},MIN(IF({missing},ROW({ids})))))'
+        planned = set(results.table[key].astype(str))
+        unplanned = [v for v in results.inputs.sheets[name]["id"] if str(v) not in planned]
+        while len(cells) < first_helper + 2 * i - 1:
+            cells.append(None)
+        cells += [
+            _formula_cell(ws, count, array_at=count_at, font=HELPER_FONT),
+            _formula_cell(ws, first, array_at=first_at, font=HELPER_FONT),
+        ]
+        values[first_helper + 2 * i] = len(unplanned)
+        values[first_helper + 2 * i + 1] = unplanned[0] if unplanned else ""
+        parts.append(f'IF({count_at}>0,"; {name}: "&{count_at}&", e.g. "&{first_at},"")')
+        total.append(count_at)
+        if unplanned:
+            expected_parts.append(f"; {name}: {len(unplanned)}, e.g. {unplanned[0]}")
+    if not parts:
+        return
+    text = f'="{UNPLANNED}"&IF({"+".join(total)}=0,"none",MID({"&".join(parts)},3,1000))'
+    cells[0] = _formula_cell(ws, text, font=HEADER_FONT)
+    values[1] = UNPLANNED + ("".join(expected_parts)[2:] if expected_parts else "none")
+    sheet.append(cells, values)
+    ws.conditional_formatting.add(
+        f"A{row}",
+        FormulaRule(formula=[f'A{row}<>"{UNPLANNED}none"'], fill=MISFIT_FILL),
+    )
 
 
 def _summary_widths(results: Results, columns: SummaryColumns) -> list[float]:
@@ -1467,9 +1728,10 @@ def write_workbook(results: Results, path: str | Path) -> Path:
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
     summary_cache = _write_summary(wb, results, layout)
     plan_rows = _write_plan(wb, results, layout)
+    caches = {"Summary": summary_cache}
     for name in results.inputs.sheets:
-        _write_input_sheet(wb, name, results)
-    caches = {"Summary": summary_cache, "Assumptions": _write_assumptions(wb, results)}
+        caches[name] = _write_input_sheet(wb, name, results, layout)
+    caches["Assumptions"] = _write_assumptions(wb, results)
     _write_notes(wb, results)
     frame = io.BytesIO()
     wb.save(frame)
@@ -1582,7 +1844,9 @@ def _columns_xml(rows: PlanRows) -> list[_ColumnXml]:
         if formula is None:
             specs.append(_ColumnXml(letter, style, None, None, values.to_numpy()))
             continue
-        text = escape(formula.replace("{r}", "2"))
+        # OOXML stores formula text without the leading "=" (openpyxl strips it likewise);
+        # Gnumeric reads "<f>=A1</f>" as the text "=A1"
+        text = escape(formula.replace("{r}", "2").removeprefix("="))
         master = f'<f t="shared" ref="{letter}2:{letter}{last}" si="{shared}">{text}</f>'
         follower = f'<f t="shared" si="{shared}"/>'
         specs.append(_ColumnXml(letter, style, master, follower, values.to_numpy()))
@@ -1631,6 +1895,10 @@ def _plan_xml(frame: bytes, rows: PlanRows) -> Iterator[bytes]:
         rows.styles[letter.decode()] = style.group(0).decode() if style else ""
     yield frame[: match.start()]
     yield from _plan_row_chunks(rows)
+    if rows.note:
+        row, text = rows.note
+        cell = f'<c r="A{row}" t="inlineStr"><is><t>{escape(text)}</t></is></c>'
+        yield f'<row r="{row}">{cell}</row>'.encode()
     yield frame[match.end() :]
 
 

@@ -24,8 +24,11 @@ def seed_copy(tmp_path: Path) -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under CI a missing LibreOffice fails the run instead of skipping the workbook tests."""
+    """Under CI a missing spreadsheet engine fails the run instead of skipping the workbook
+    tests."""
     import os
 
     if os.environ.get("CI") and not (shutil.which("soffice") or shutil.which("libreoffice")):
         raise pytest.UsageError("CI=true but LibreOffice (soffice) is not installed")
+    if os.environ.get("CI") and not shutil.which("ssconvert"):
+        raise pytest.UsageError("CI=true but Gnumeric (ssconvert) is not installed")

@@ -22,7 +22,9 @@ def test_run_writes_the_run_folder(seed_dir: Path, tmp_path: Path):
     out = tmp_path / "seed-run"
     result = invoke("run", "--catalogs", str(seed_dir), "--out", str(out), "--name", "seed")
     assert result.exit_code == 0, result.output
-    assert "4 candidates evaluated, 1 fit their workload." in result.output
+    # the seed has no prices: no option is eligible in any of its 2 workloads × 2 models
+    closing = "4 candidates evaluated; 0 eligible; 0 recommendations (workload × model), "
+    assert closing + "4 with no eligible option." in result.output
     assert {p.name for p in out.iterdir()} == RUN_FILES
     table = pd.read_csv(out / "results.csv")
     assert list(table.columns[:4]) == ["hardware", "model", "precision", "workload"]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from planner.catalog import load_catalog
 from planner.sweep import evaluate
-from planner.tables import SIMULATED_COLUMNS
+from planner.tables import SIMULATED_COLUMNS, SIMULATION_INPUTS, simulation_input_column
 
 
 def sim_row(**overrides):
@@ -48,7 +48,7 @@ def test_candidate_ids(seed_dir):
 def test_without_simulation_the_closed_form_sizes(seed_dir):
     table = evaluate(load_catalog(seed_dir)).table
     row = table[(table.model == "invented-4gib") & (table.workload == "seed-4k")].iloc[0]
-    assert not row["simulated"]
+    assert not row["simulated"] and row["simulation"] == "not simulated"
     assert math.isnan(row["ttft_p95_s"])
     assert row["replicas_planned"] == row["replicas_needed"] == 1
     assert row["devices_needed"] == 1
@@ -58,10 +58,16 @@ def test_simulation_raises_replicas_and_fills_percentiles(seed_dir):
     simulated = pd.DataFrame([sim_row()])
     results = evaluate(load_catalog(seed_dir), simulated=simulated)
     sheet = results.inputs.sheets["Simulated"]
-    assert list(sheet.columns) == [c.name for c in SIMULATED_COLUMNS]
+    recorded = [simulation_input_column(n) for n in SIMULATION_INPUTS]
+    assert list(sheet.columns) == [c.name for c in SIMULATED_COLUMNS] + recorded
     assert sheet.loc[0, "id"] == "seed-16gib|invented-4gib|bf16|seed-4k|1"
     table = results.table
     row = table[(table.model == "invented-4gib") & (table.workload == "seed-4k")].iloc[0]
+    # the sheet records the inputs the figures were simulated with: the Plan row's values
+    assert sheet.loc[0, "sim_input_kv_budget_bytes"] == row["kv_budget_bytes"] == 8 * 2**30
+    assert sheet.loc[0, "sim_input_prompt_tokens"] == 3072
+    assert math.isnan(sheet.loc[0, "sim_input_ttft_p95_target_s"])  # the seed sets no target
+    assert row["simulation"] == "simulated"
     assert row["simulated"] and row["meets_targets_planned"]
     assert row["ttft_p95_s"] == 0.2 and row["rejected_fraction"] == 0.0
     assert row["replicas_planned"] == 3  # max(closed form 1, simulated 3)

@@ -23,13 +23,16 @@ import openpyxl
 import pandas as pd
 import pytest
 import yaml
+from openpyxl.formula.translate import Translator
 from openpyxl.utils import get_column_letter
-from spreadsheet import computed_values, recalculate_many, soffice
+from spreadsheet import ENGINES, computed_values, installed, recalculate_many
+from test_simulated_inputs import sim_row
 
 from planner import recommend, workbook
+from planner.capacity import STALE_SIMULATION
 from planner.catalog import load_catalog
 from planner.sweep import Results, evaluate
-from planner.tables import GLOBALS
+from planner.tables import CANDIDATE, GLOBALS, SIMULATED
 from planner.workbook import cached_value_xml, write_workbook
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
@@ -184,6 +187,44 @@ def planted_catalog(folder: Path) -> Path:
     return folder
 
 
+#: A device finance adds by hand: priced to win the groups its Plan row joins.
+NEW_DEVICE: dict[str, Any] = {
+    "id": "new-96gib",
+    "name": "Added by finance",
+    "memory": "96 GiB",
+    "memory_bandwidth": "4 TB/s",
+    "compute": {"bf16": "1000 TFLOPS", "fp8": "2000 TFLOPS"},
+    "interconnect_bandwidth": "450 GB/s",
+    "power": "600 W",
+    "price": {"purchase_usd": 2000.0, "cloud_usd_per_hour": 0.5},
+}
+#: The Plan row copied for the new device: (hardware, model, precision, workload, TP).
+COPIED = ("big-80gib", "invented-7b", "bf16", "chat", 1)
+
+
+def added_catalog(source: Path, folder: Path) -> Path:
+    """``source`` with :data:`NEW_DEVICE` appended to hardware.yaml."""
+    shutil.copytree(source, folder)
+    _edit_yaml(folder, "hardware", lambda d: d["hardware"].append(dict(NEW_DEVICE)))
+    return folder
+
+
+def edited_catalog(source: Path, folder: Path, device: str, **fields: Any) -> Path:
+    """``source`` with fields of one device changed (``price`` updated, not replaced)."""
+    shutil.copytree(source, folder)
+
+    def change(d: dict[str, Any]) -> None:
+        entry = _entry(d, "hardware", device)
+        for key, value in fields.items():
+            if key == "price":
+                entry["price"].update(value)
+            else:
+                entry[key] = value
+
+    _edit_yaml(folder, "hardware", change)
+    return folder
+
+
 # Reading workbooks back ------------------------------------------------------------------------
 
 
@@ -206,8 +247,32 @@ def same(expected: Any, got: Any) -> bool:
     return math.isclose(got, number, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def assert_plan_equals(rows: list[list[Any]], table: pd.DataFrame) -> None:
+NOT_SIMULATED = "not simulated"
+
+
+def expected_plan(results: Results) -> pd.DataFrame:
+    """What every Plan cell should compute: the planner's table, where a simulated figure of a
+    candidate missing from the Simulated sheet reads "not simulated" instead of a missing value
+    (a text a SUM passes over; ``#N/A`` would break it)."""
+    table = results.table.copy()
+    listed = table[CANDIDATE].isin(set(results.inputs.sheets[SIMULATED]["id"]))
+    for lookup in results.lookups:
+        if lookup.key == CANDIDATE:
+            column = table[lookup.name].astype(object)
+            assert column[~listed].isna().all()
+            column[~listed] = NOT_SIMULATED
+            table[lookup.name] = column
+    return table
+
+
+def assert_plan_equals(rows: list[list[Any]], table: pd.DataFrame | Results) -> None:
     """Every cell of a Plan sheet equals the planner's table (header and order included)."""
+    if isinstance(table, Results):
+        table = expected_plan(table)
+    rows, below = rows[: len(table) + 1], rows[len(table) + 1 :]
+    # below the data: empty rows for options added by hand, then the printing note
+    assert below and str(below[-1][0]).startswith("The Plan (")
+    assert all(v in (None, "") for row in below[:-1] for v in row)
     assert rows[0] == list(table.columns)
     assert len(rows) - 1 == len(table)
     wrong = [
@@ -228,7 +293,7 @@ def assert_sheets_equal(expected: list[list[Any]], got: list[list[Any]]) -> None
         width = max(len(a), len(b))
         a, b = list(a) + [None] * (width - len(a)), list(b) + [None] * (width - len(b))
         for c, (x, y) in enumerate(zip(a, b, strict=True), start=1):
-            assert x == y or (x is not None and same(x, y)) or (x == "" and y is None), (
+            assert x == y or (x is not None and same(x, y)) or {x, y} == {"", None}, (
                 f"{get_column_letter(c)}{r}: {x!r} != {y!r}"
             )
 
@@ -278,9 +343,9 @@ def assert_recommendation(rows: list[list[Any]], table: pd.DataFrame) -> None:
         assert (winner["options"], winner["eligible options"]) == (exp["options"], exp["eligible"])
         if pd.isna(exp["hardware"]):
             assert winner["hardware"] == "no eligible option", key
-            assert all(winner[c] is None for c in workbook.SHOWN[1:]), key
+            assert all(winner[c] in (None, "") for c in workbook.SHOWN[1:]), key
             assert winner["why"].startswith("ruled out: "), key
-            assert runner["hardware"] is None and runner["why"] is None, key
+            assert runner["hardware"] in (None, "") and runner["why"] in (None, ""), key
             continue
         assert winner["why"] == "lowest total cost of ownership"
         group = ranks[(ranks["workload"] == key[0]) & (ranks["model"] == key[1])]
@@ -294,6 +359,10 @@ def assert_recommendation(rows: list[list[Any]], table: pd.DataFrame) -> None:
             for column in workbook.SHOWN:
                 # recommendations() where it has the column, the ranked row otherwise
                 value = exp.get(f"{option}{column}", picked.iloc[0][column])
+                if column == "break_even_month" and pd.isna(value):
+                    # no break-even: "never" where renting costs no more than operating
+                    rent, opex = picked.iloc[0][["cloud_usd_per_month", "opex_usd_per_month"]]
+                    value = "never" if pd.notna(rent) and rent <= opex else value
                 if not shown_same(value, record[column]):
                     wrong.append((key, option or "winner", column, value, record[column]))
     assert not wrong, (
@@ -316,6 +385,8 @@ def input_changes(before: Results, after: Results) -> list[tuple[str, str, Any]]
     """(sheet, cell, new value) of every input cell that differs between two evaluations."""
     changes = []
     for sheet, frame in before.inputs.sheets.items():
+        if sheet == SIMULATED:  # the last run's figures: not an input anyone types
+            continue
         new = after.inputs.sheets[sheet]
         assert list(frame.columns) == list(new.columns) and list(frame["id"]) == list(new["id"])
         for r in range(len(frame)):
@@ -336,6 +407,34 @@ def edit_with_openpyxl(path: Path, changes: list[tuple[str, str, Any]], out: Pat
     for sheet, cell, value in changes:
         book[sheet][cell] = value.item() if hasattr(value, "item") else value
     book.save(out)
+
+
+def add_option(path: Path, device: list[Any], copy_row: int | None, out: Path) -> int:
+    """Type a device into the Hardware sheet's first free row with openpyxl and, when
+    ``copy_row`` is given, copy that Plan row into the Plan's first free row (formulas moved as
+    Excel's copy and paste moves them) with the new device's id; returns the Plan row written."""
+    book = openpyxl.load_workbook(path)
+    hardware = book["Hardware"]
+    hardware.append(
+        [None if pd.isna(v) else (v.item() if hasattr(v, "item") else v) for v in device]
+    )
+    table = hardware.tables["Hardware"]
+    table.ref = table.autoFilter.ref = (
+        f"A1:{get_column_letter(hardware.max_column)}{hardware.max_row}"
+    )
+    plan = book["Plan"]
+    new = next(r for r in range(2, plan.max_row + 1) if plan.cell(r, 1).value is None)
+    if copy_row is not None:
+        for cell in plan[copy_row]:
+            value = cell.value
+            if cell.data_type == "f":
+                value = Translator(value, origin=cell.coordinate).translate_formula(
+                    f"{cell.column_letter}{new}"
+                )
+            plan.cell(new, cell.column, value)
+        plan.cell(new, 1, device[0])
+    book.save(out)
+    return new
 
 
 def plant(path: Path, sheet: str, cell: str, value: float, out: Path) -> None:
@@ -404,6 +503,12 @@ class Built:
     changed: Results
     priced: Results
     files: dict[str, Path]
+    added: Results  # the rich catalog with NEW_DEVICE
+    added_row: int  # the Plan row typed for it
+    simulated: Results  # the rich catalog with one option simulated (see ``sim_key``)
+    sim_key: tuple[str, str, str, str, int]  # (hardware, model, precision, workload, TP)
+    slower: Results  # that option's device with 20 % less bandwidth, same simulated figures
+    dearer: Results  # that option's device at ten times the price, same simulated figures
 
 
 @pytest.fixture(scope="module")
@@ -433,16 +538,71 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(workbook, "recommendation_groups", moved_groups)
         files["moved"] = write_workbook(rich, folder / "moved.xlsx")
-    return Built(folder, seed, rich, planted, changed, priced, files)
+
+    # finance adds a device on Hardware, then a Plan row for it
+    added = evaluate(load_catalog(added_catalog(rich_dir, folder / "added-catalog")))
+    new_device = added.inputs.sheets["Hardware"].set_index("id").loc[NEW_DEVICE["id"]]
+    device = [NEW_DEVICE["id"], *new_device.tolist()]
+    files["device-only"] = folder / "device-only.xlsx"
+    add_option(files["rich"], device, None, files["device-only"])
+    files["added"] = folder / "added.xlsx"
+    added_row = add_option(files["rich"], device, plan_row(rich.table, COPIED), files["added"])
+
+    # one option simulated; then its device's bandwidth or its price edited in the workbook
+    best = recommend.recommendations(rich.table).set_index(["workload", "model"])
+    winner = best.loc[("chat", "invented-7b")]
+    sim_key = (winner["hardware"], "invented-7b", winner["precision"], "chat", 1)
+    assert int(winner["tensor_parallel"]) == 1
+    keys = dict(zip(recommend.ALL_KEYS, sim_key, strict=True))
+    frame = pd.DataFrame([sim_row(**keys, sim_replicas_needed=1.0)])
+    simulated = evaluate(load_catalog(rich_dir), simulated=frame)
+    files["sim"] = write_workbook(simulated, folder / "sim.xlsx")
+    hardware = rich.inputs.sheets["Hardware"].set_index("id").loc[sim_key[0]]
+    bandwidth = f"{float(hardware['memory_bandwidth_gb_s']) * 0.8} GB/s"
+    slower_dir = edited_catalog(rich_dir, folder / "slower", sim_key[0], memory_bandwidth=bandwidth)
+    slower = evaluate(load_catalog(slower_dir), simulated=frame)
+    price = {"purchase_usd": float(hardware["purchase_usd"]) * 10}
+    dearer_dir = edited_catalog(rich_dir, folder / "dearer", sim_key[0], price=price)
+    dearer = evaluate(load_catalog(dearer_dir), simulated=frame)
+    for name, after in (("sim-slower", slower), ("sim-dearer", dearer)):
+        files[name] = folder / f"{name}.xlsx"
+        edit_with_openpyxl(files["sim"], input_changes(simulated, after), files[name])
+    return Built(
+        folder,
+        seed,
+        rich,
+        planted,
+        changed,
+        priced,
+        files,
+        added,
+        added_row,
+        simulated,
+        sim_key,
+        slower,
+        dearer,
+    )
 
 
-@pytest.fixture(scope="module")
-def recalculated(built: Built) -> dict[str, Path]:
-    """Every workbook of :func:`built` recalculated by LibreOffice, in one start."""
-    if soffice() is None:
-        pytest.skip("LibreOffice (soffice) is not installed")
+def plan_row(table: pd.DataFrame, key: tuple[str, str, str, str, int]) -> int:
+    """The Plan row of the candidate (hardware, model, precision, workload, TP)."""
+    match = np.logical_and.reduce(
+        [(table[k] == v).to_numpy() for k, v in zip(recommend.ALL_KEYS, key, strict=True)]
+    )
+    return int(np.flatnonzero(match)[0]) + 2
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def recalculated(built: Built, request: pytest.FixtureRequest) -> dict[str, Path]:
+    """Every workbook of :func:`built` recalculated by each spreadsheet engine (LibreOffice in
+    one start; Gnumeric a file at a time)."""
+    engine = request.param
+    if not installed(engine):
+        pytest.skip(f"{engine} is not installed")
     names = list(built.files)
-    outputs = recalculate_many([built.files[n] for n in names], built.folder / "recalculated")
+    outputs = recalculate_many(
+        [built.files[n] for n in names], built.folder / f"recalculated-{engine}", engine=engine
+    )
     return dict(zip(names, outputs, strict=True))
 
 
@@ -455,25 +615,33 @@ def test_every_plan_cell_right_of_the_keys_is_a_formula(built: Built) -> None:
     header = [c.value for c in ws[1]]
     assert header == list(built.rich.table.columns)
     keys = set(built.rich.key_columns)
-    for row in ws.iter_rows(min_row=2):
+    n = len(built.rich.table)
+    for row in ws.iter_rows(min_row=2, max_row=n + 1):
         for name, cell in zip(header, row, strict=True):
             if name in keys:
                 assert cell.data_type != "f" and cell.value is not None
             else:
                 assert cell.data_type == "f" and str(cell.value).startswith("="), (name, cell.value)
-    assert ws.max_row == len(built.rich.table) + 1
+    # the rows below the data stay empty for added options; then one line, all that prints
+    note_row = n + 1 + workbook.SPARE_ROWS + 2
+    assert ws.max_row == note_row
+    assert all(
+        c.value is None for row in ws.iter_rows(min_row=n + 2, max_row=note_row - 1) for c in row
+    )
+    assert ws[f"A{note_row}"].value.startswith(f"The Plan ({n:,} rows) is not printed")
+    assert ws.print_area == f"'Plan'!$A${note_row}:$H${note_row}"
 
 
 @pytest.mark.parametrize("name", ["seed", "rich"])
 def test_cached_values_are_the_planner_values(built: Built, name: str) -> None:
     results = {"seed": built.seed, "rich": built.rich}[name]
-    assert_plan_equals(cached(built.files[name], "Plan"), results.table)
+    assert_plan_equals(cached(built.files[name], "Plan"), results)
 
 
 def test_plan_rows_written_in_several_chunks(built: Built, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(workbook, "_ROWS_PER_CHUNK", 7)
     path = write_workbook(built.rich, tmp_path / "chunks.xlsx")
-    assert_plan_equals(cached(path, "Plan"), built.rich.table)
+    assert_plan_equals(cached(path, "Plan"), built.rich)
 
 
 def test_catalog_text_is_stored_as_text_never_as_a_formula(built: Built) -> None:
@@ -509,8 +677,15 @@ def test_input_sheets_are_filtered_tables_with_frozen_headers(built: Built) -> N
 def test_misfits_are_marked_by_conditional_formatting(built: Built) -> None:
     ws = openpyxl.load_workbook(built.files["rich"])["Plan"]
     rules = [r for cf in ws.conditional_formatting for r in cf.rules]
-    fits = get_column_letter(list(built.rich.table.columns).index("fits") + 1)
-    assert any(r.formula == [f"${fits}2=FALSE()"] for r in rules)
+    column = get_column_letter(list(built.rich.table.columns).index("ruled_out_by") + 1)
+    assert [r.formula for r in rules if r.dxf and r.dxf.fill] == [[f'${column}2="memory"']]
+    table = built.rich.table
+    # shaded: a replica cannot hold one maximum-length sequence; never an eligible option, even
+    # one whose concurrency needs several replicas ('fits' FALSE)
+    shaded = table["ruled_out_by"] == "memory"
+    assert shaded.any() and (shaded == ~table["replica_fits"]).all()
+    assert not (shaded & table["eligible"]).any()
+    assert (table["eligible"] & ~table["fits"]).any()
 
 
 def test_summary_of_the_seed_by_hand(built: Built) -> None:
@@ -561,6 +736,7 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
             "devices_needed": [1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0],
             "itl_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
             "status": ["eligible"] * 4 + ["cost: x", "eligible", "memory: y", "latency: z"],
+            "ruled_out_by": [""] * 4 + ["cost", "", "memory", "latency"],
         }
     )
     groups = workbook.recommendation_groups(table)
@@ -642,7 +818,7 @@ def test_a_plan_without_fits_still_writes(built: Built, tmp_path: Path) -> None:
     columns = [c for c in full.table.columns if c not in by_name or c in keep]
     results = dataclasses.replace(full, table=full.table[columns], metrics=metrics)
     path = write_workbook(results, tmp_path / "small.xlsx")
-    assert_plan_equals(cached(path, "Plan"), results.table)
+    assert_plan_equals(cached(path, "Plan"), results)
     assert "lacks the columns the recommendation needs" in cached(path, "Summary")[1][0]
 
 
@@ -663,19 +839,19 @@ def test_cached_value_xml(value: Any, xml: tuple[str, str]) -> None:
     assert cached_value_xml(value) == xml
 
 
-# With LibreOffice ------------------------------------------------------------------------------
+# Recalculated by LibreOffice and by Gnumeric ---------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["seed", "rich"])
-def test_libreoffice_recomputes_every_plan_cell(
+def test_engine_recomputes_every_plan_cell(
     built: Built, recalculated: dict[str, Path], name: str
 ) -> None:
     results = {"seed": built.seed, "rich": built.rich}[name]
-    assert_plan_equals(computed_values(recalculated[name], "Plan"), results.table)
+    assert_plan_equals(computed_values(recalculated[name], "Plan"), results)
 
 
 @pytest.mark.parametrize("name", ["seed", "rich"])
-def test_libreoffice_recomputes_the_summary_to_its_cached_values(
+def test_engine_recomputes_the_summary_to_its_cached_values(
     built: Built, recalculated: dict[str, Path], name: str
 ) -> None:
     assert_sheets_equal(
@@ -686,8 +862,8 @@ def test_libreoffice_recomputes_the_summary_to_its_cached_values(
 def test_stale_cached_values_are_recomputed(built: Built, recalculated: dict[str, Path]) -> None:
     """Proves that the helper recalculates: every planted cached value was wrong."""
     with pytest.raises(AssertionError):
-        assert_plan_equals(cached(built.files["stale"], "Plan"), built.rich.table)
-    assert_plan_equals(computed_values(recalculated["stale"], "Plan"), built.rich.table)
+        assert_plan_equals(cached(built.files["stale"], "Plan"), built.rich)
+    assert_plan_equals(computed_values(recalculated["stale"], "Plan"), built.rich)
     assert_sheets_equal(
         cached(built.files["rich"], "Summary"), computed_values(recalculated["stale"], "Summary")
     )
@@ -696,8 +872,8 @@ def test_stale_cached_values_are_recomputed(built: Built, recalculated: dict[str
 def test_an_input_planted_under_cached_values_recomputes(
     built: Built, recalculated: dict[str, Path]
 ) -> None:
-    assert_plan_equals(cached(built.files["planted"], "Plan"), built.seed.table)  # still stale
-    assert_plan_equals(computed_values(recalculated["planted"], "Plan"), built.planted.table)
+    assert_plan_equals(cached(built.files["planted"], "Plan"), built.seed)  # still stale
+    assert_plan_equals(computed_values(recalculated["planted"], "Plan"), built.planted)
     assert_recommendation(computed_values(recalculated["planted"], "Summary"), built.planted.table)
 
 
@@ -717,13 +893,11 @@ def test_edited_workbook_recomputes_like_the_changed_catalog(
     assert any(sheet == "Assumptions" for sheet, _ in changes)
     fits_before, fits_after = built.rich.table["fits"], built.changed.table["fits"]
     assert (fits_before != fits_after).any()  # the edits change which candidates fit
-    assert_plan_equals(computed_values(recalculated["edited"], "Plan"), built.changed.table)
+    assert_plan_equals(computed_values(recalculated["edited"], "Plan"), built.changed)
     assert_recommendation(computed_values(recalculated["edited"], "Summary"), built.changed.table)
 
 
-def test_libreoffice_recomputes_the_recommendation(
-    built: Built, recalculated: dict[str, Path]
-) -> None:
+def test_engine_recomputes_the_recommendation(built: Built, recalculated: dict[str, Path]) -> None:
     assert_recommendation(computed_values(recalculated["rich"], "Summary"), built.rich.table)
 
 
@@ -731,8 +905,9 @@ def test_groups_scattered_over_the_plan_are_recommended_right(
     built: Built, recalculated: dict[str, Path]
 ) -> None:
     """Rows of a group need not sit together: the formulas match the group's ids."""
-    table = scattered(built.rich).table
-    assert_plan_equals(computed_values(recalculated["scattered"], "Plan"), table)
+    shuffled = scattered(built.rich)
+    table = shuffled.table
+    assert_plan_equals(computed_values(recalculated["scattered"], "Plan"), shuffled)
     assert_recommendation(computed_values(recalculated["scattered"], "Summary"), table)
 
 
@@ -767,10 +942,10 @@ def test_a_price_edit_changes_the_recommendation(
     for key in changed:
         winner = shown[key]["recommended"]
         assert (winner["hardware"], winner["precision"]) == after[key][:2] != before[key][:2]
-    assert_plan_equals(computed_values(recalculated["priced"], "Plan"), built.priced.table)
+    assert_plan_equals(computed_values(recalculated["priced"], "Plan"), built.priced)
 
 
-def test_catalog_text_survives_libreoffice_as_text(recalculated: dict[str, Path]) -> None:
+def test_catalog_text_survives_the_engine_as_text(recalculated: dict[str, Path]) -> None:
     for name in ("rich", "edited"):
         book = openpyxl.load_workbook(recalculated[name])
         cells = {
@@ -782,3 +957,111 @@ def test_catalog_text_survives_libreoffice_as_text(recalculated: dict[str, Path]
         }
         assert set(cells) == set(INJECTIONS), name
         assert all(c.data_type == "s" for c in cells.values()), name
+
+
+# Portable formulas ------------------------------------------------------------------------------
+
+FORMULA_TEXT = re.compile(rb"<f(?: [^>]*)?>([^<]*)</f>")
+
+
+@pytest.mark.parametrize("name", ["seed", "rich", "sim"])
+def test_no_formula_is_stored_with_a_leading_equals_sign(built: Built, name: str) -> None:
+    """OOXML stores formula text without "="; Gnumeric reads "<f>=A1</f>" as the text "=A1"."""
+    with zipfile.ZipFile(built.files[name]) as archive:
+        formulas = [
+            text
+            for member in archive.namelist()
+            if member.startswith("xl/worksheets/")
+            for text in FORMULA_TEXT.findall(archive.read(member))
+        ]
+    assert len(formulas) > 100
+    assert not [f for f in formulas if f.startswith(b"=")]
+
+
+def test_ruled_out_by_is_the_first_word_of_status(built: Built) -> None:
+    """The Summary counts ruled-out options by ``ruled_out_by`` (COUNTIFS, no text parsing); it
+    names the same reason as the status sentence."""
+    table = built.rich.table
+    assert set(table["ruled_out_by"]) == {"", "memory", "latency", "cost"}
+    assert (table["eligible"] == (table["ruled_out_by"] == "")).all()
+    ruled_out = table[~table["eligible"]]
+    assert (ruled_out["status"].str.split(":").str[0] == ruled_out["ruled_out_by"]).all()
+
+
+# Finance adds an option ----------------------------------------------------------------------
+
+
+def test_an_added_option_is_computed_and_ranked(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """A device typed on Hardware and a Plan row copied for it give a fully computed row (equal
+    to planner's own evaluation of the catalog with that device) that the Summary ranks."""
+    added = expected_plan(built.added)
+    position = plan_row(built.added.table, (NEW_DEVICE["id"], *COPIED[1:])) - 2
+    row = added.iloc[[position]]
+    expected = pd.concat([expected_plan(built.rich), row], ignore_index=True)
+    assert built.added_row == len(built.rich.table) + 2
+    assert_plan_equals(computed_values(recalculated["added"], "Plan"), expected)
+    summary = computed_values(recalculated["added"], "Summary")
+    assert_recommendation(summary, expected)
+    winner = summary_by_group(summary)[(COPIED[3], COPIED[1])]["recommended"]
+    assert (winner["hardware"], winner["simulation"]) == (NEW_DEVICE["id"], "not simulated")
+    assert summary[3][0] == "Input ids in no Plan row: none"
+
+
+def test_an_input_id_in_no_plan_row_is_flagged(built: Built, recalculated: dict[str, Path]) -> None:
+    assert cached(built.files["rich"], "Summary")[3][0] == "Input ids in no Plan row: none"
+    summary = computed_values(recalculated["device-only"], "Summary")
+    assert summary[3][0] == f"Input ids in no Plan row: Hardware: 1, e.g. {NEW_DEVICE['id']}"
+    assert_recommendation(summary, built.rich.table)  # nothing else changes
+
+
+# Simulated figures that no longer hold ------------------------------------------------------
+
+
+def test_a_simulated_option_is_marked_so(built: Built) -> None:
+    rows = cached(built.files["sim"], "Plan")
+    table = expected_plan(built.simulated)
+    assert_plan_equals(rows, built.simulated)
+    simulation = dict(zip(table["candidate"], table["simulation"], strict=True))
+    key = "|".join(str(k) for k in built.sim_key)
+    assert simulation.pop(key) == "simulated"
+    assert set(simulation.values()) == {"not simulated"}
+    winner = summary_by_group(cached(built.files["sim"], "Summary"))[("chat", "invented-7b")]
+    assert winner["recommended"]["simulation"] == "simulated"
+
+
+def test_an_edited_input_marks_the_simulation_stale(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """The simulated option's device loses 20 % bandwidth on the Hardware sheet: its simulated
+    figures were computed with other inputs, and the Plan and the Summary say so."""
+    key = "|".join(str(k) for k in built.sim_key)
+    expected = expected_plan(built.slower)
+    at = expected["candidate"] == key
+    expected.loc[at, "simulation"] = STALE_SIMULATION
+    expected.loc[at, "sim_inputs_unchanged"] = 0
+    assert_plan_equals(computed_values(recalculated["sim-slower"], "Plan"), expected)
+    summary = computed_values(recalculated["sim-slower"], "Summary")
+    assert_recommendation(summary, expected)
+    winner = summary_by_group(summary)[("chat", "invented-7b")]["recommended"]
+    assert (winner["hardware"], winner["simulation"]) == (built.sim_key[0], STALE_SIMULATION)
+    simulated = computed_values(recalculated["sim-slower"], "Simulated")
+    record = dict(zip(simulated[0], simulated[1], strict=False))
+    assert (record["sim_inputs_unchanged"], record["changed_input"]) == (0, "weight_read_s")
+    assert record["plan_row"] == plan_row(built.simulated.table, built.sim_key)
+    # before the edit every recorded input matches
+    simulated = computed_values(recalculated["sim"], "Simulated")
+    record = dict(zip(simulated[0], simulated[1], strict=False))
+    assert record["sim_inputs_unchanged"] == 1 and record["changed_input"] in (None, "")
+
+
+def test_a_never_simulated_winner_is_shown_as_such(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """A price typed on Hardware makes an option that was never simulated the winner."""
+    summary = computed_values(recalculated["sim-dearer"], "Summary")
+    assert_recommendation(summary, built.dearer.table)
+    winner = summary_by_group(summary)[("chat", "invented-7b")]["recommended"]
+    assert winner["hardware"] != built.sim_key[0]
+    assert winner["simulation"] == "not simulated"
