@@ -1595,8 +1595,11 @@ SHEETS_TEXT = [
         "Plan",
         "One row per candidate (hardware × model × precision × workload × tensor parallel), the "
         "same rows and columns as results.csv. Every cell right of the ids is a formula: a lookup "
-        "of an input by id, or a metric over the row's other cells. Rows that do not fit are "
-        "shaded red.",
+        "of an input by id, or a metric over the row's other cells. Rows whose replica cannot "
+        "hold one maximum-length sequence (ruled_out_by: memory) are shaded red. Columns in bytes "
+        "or seconds that a GiB, GB, MiB or ms column restates are grouped and hidden (the + above "
+        "the column letters shows them); bandwidth shows in GB/s and compute in TFLOPS while the "
+        "cells hold B/s and FLOP/s.",
     ),
     (
         "Hardware, Models, Precisions, Workloads",
@@ -1608,7 +1611,10 @@ SHEETS_TEXT = [
         "Values from the serving simulation of the last planner run (replicas needed, p95 "
         "latencies, rejected share), one row per simulated candidate, looked up by the Plan's "
         "candidate id. They are numbers, not formulas: editing another sheet does not rerun the "
-        "simulation. Run the planner again for new ones. Orange tab.",
+        "simulation. Beside them (grouped, hidden) the Plan values each was simulated with; "
+        "sim_inputs_unchanged turns 0 and changed_input names the first that differs once an "
+        "edit moves one, and the Plan's and the Summary's 'simulation' then read 'simulated with "
+        "other inputs: rerun planner'. Run the planner again for new figures. Orange tab.",
     ),
     (
         "Assumptions",
@@ -1622,16 +1628,26 @@ EDITING_TEXT = [
     "You may edit: any number or text on the input sheets (a price on Hardware, a memory size, a "
     "workload's tokens) and the Assumptions values. The Plan and the Summary recompute, and the "
     "Summary's recommendation may change: it is ranked by formulas, not pasted.",
-    "Do not rename ids: the Plan finds each input by its id. Adding a row to an input sheet does "
-    "not add candidates: the Plan holds the candidates of the run; run the planner again for "
-    "new ones.",
+    "Do not rename ids: the Plan finds each input by its id.",
+    "To add an option: type the new entry (a device, say) into the first empty row of its input "
+    "sheet; copy an existing Plan row into the first empty row below the Plan and change its id "
+    "(the hardware id for a device). Copying moves every formula to the new row, which computes "
+    "in full, and the Summary ranks it (its ranges cover 1,000 empty rows below the Plan and "
+    "each input sheet). Until a Plan row names a new id, the Summary's line 'Input ids in no "
+    "Plan row' names it. An added option is 'not simulated': run the planner on the changed "
+    "catalog to simulate it.",
     "Do not type over Plan or Summary cells: they are formulas, and a typed number stops updating. "
     "Sorting or filtering the Plan is fine; only ties between options then follow the new order.",
     "Excel recalculates the whole workbook when it opens it. LibreOffice shows the values stored "
     "by the planner (the same numbers) and recomputes whatever an edit changes; Data > Calculate > "
     "Recalculate Hard (Ctrl+Shift+F9) recomputes everything.",
     "A cell showing #N/A (n/a on the Summary) has no input to compute from, e.g. a device without "
-    "a price or a rate for the precision's compute format (a blank cell on the Hardware sheet).",
+    "a price or a rate for the precision's compute format (a blank cell on the Hardware sheet). "
+    "A missing break_even_month on the Summary reads 'never' where renting costs no more per "
+    "month than operating owned devices.",
+    "Printing: the workbook prints the Summary with its charts, the input sheets and these Notes. "
+    "The Plan prints a one-line note: select the cells you want and set a print area to print "
+    "part of it.",
 ]
 
 SUMMARY_TEXT = [
@@ -1641,15 +1657,17 @@ SUMMARY_TEXT = [
     "Ranking, as planner recommends: lowest tco_usd; on a tie fewer devices_needed; then lower "
     "itl_s (a missing value last); then the earlier Plan row. The runner-up is the best of the "
     "rest. 'why' says how the runner-up lost, or how many options memory, latency, the "
-    "simulation or a missing cost ruled out.",
+    "simulation or a missing cost ruled out (COUNTIFS over the Plan's ruled_out_by). "
+    "'simulation' says whether the option's simulated figures hold for the inputs as they "
+    "stand.",
     "The grey helper columns do the ranking: each is an array formula MIN(IF(...)) over the Plan "
     "(the option's tco_usd, devices_needed and itl_s, then its Plan row, 0 for none). Every other "
     "cell reads the Plan row they find with INDEX. n/a: the Plan has no value (#N/A), e.g. no "
     "rental price or no break-even.",
     "For speed the helpers scan only the Plan rows that held the group when the planner wrote the "
     "workbook, while 'group in its Plan rows' is TRUE; after the Plan has been sorted it turns "
-    "FALSE and they scan the whole Plan (right, only slower). 'ruled out: ...' counts the "
-    "group's options by the first word of their status.",
+    "FALSE and they scan the whole Plan (right, only slower); so does a group with a row added "
+    "below the Plan. 'ruled out: ...' counts the group's options by their ruled_out_by.",
 ]
 
 NOTES = [

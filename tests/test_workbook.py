@@ -507,7 +507,7 @@ class Built:
     added_row: int  # the Plan row typed for it
     simulated: Results  # the rich catalog with one option simulated (see ``sim_key``)
     sim_key: tuple[str, str, str, str, int]  # (hardware, model, precision, workload, TP)
-    slower: Results  # that option's device with 20 % less bandwidth, same simulated figures
+    smaller: Results  # that option's device with 1 GiB less memory, same simulated figures
     dearer: Results  # that option's device at ten times the price, same simulated figures
 
 
@@ -558,13 +558,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     simulated = evaluate(load_catalog(rich_dir), simulated=frame)
     files["sim"] = write_workbook(simulated, folder / "sim.xlsx")
     hardware = rich.inputs.sheets["Hardware"].set_index("id").loc[sim_key[0]]
-    bandwidth = f"{float(hardware['memory_bandwidth_gb_s']) * 0.8} GB/s"
-    slower_dir = edited_catalog(rich_dir, folder / "slower", sim_key[0], memory_bandwidth=bandwidth)
-    slower = evaluate(load_catalog(slower_dir), simulated=frame)
+    memory = f"{float(hardware['memory_gib']) - 1} GiB"
+    smaller_dir = edited_catalog(rich_dir, folder / "smaller", sim_key[0], memory=memory)
+    smaller = evaluate(load_catalog(smaller_dir), simulated=frame)
     price = {"purchase_usd": float(hardware["purchase_usd"]) * 10}
     dearer_dir = edited_catalog(rich_dir, folder / "dearer", sim_key[0], price=price)
     dearer = evaluate(load_catalog(dearer_dir), simulated=frame)
-    for name, after in (("sim-slower", slower), ("sim-dearer", dearer)):
+    for name, after in (("sim-smaller", smaller), ("sim-dearer", dearer)):
         files[name] = folder / f"{name}.xlsx"
         edit_with_openpyxl(files["sim"], input_changes(simulated, after), files[name])
     return Built(
@@ -579,7 +579,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         added_row,
         simulated,
         sim_key,
-        slower,
+        smaller,
         dearer,
     )
 
@@ -1034,21 +1034,21 @@ def test_a_simulated_option_is_marked_so(built: Built) -> None:
 def test_an_edited_input_marks_the_simulation_stale(
     built: Built, recalculated: dict[str, Path]
 ) -> None:
-    """The simulated option's device loses 20 % bandwidth on the Hardware sheet: its simulated
-    figures were computed with other inputs, and the Plan and the Summary say so."""
+    """The simulated option's device loses 1 GiB of memory on the Hardware sheet: its simulated
+    figures were computed with another KV budget, and the Plan and the Summary say so."""
     key = "|".join(str(k) for k in built.sim_key)
-    expected = expected_plan(built.slower)
+    expected = expected_plan(built.smaller)
     at = expected["candidate"] == key
     expected.loc[at, "simulation"] = STALE_SIMULATION
     expected.loc[at, "sim_inputs_unchanged"] = 0
-    assert_plan_equals(computed_values(recalculated["sim-slower"], "Plan"), expected)
-    summary = computed_values(recalculated["sim-slower"], "Summary")
+    assert_plan_equals(computed_values(recalculated["sim-smaller"], "Plan"), expected)
+    summary = computed_values(recalculated["sim-smaller"], "Summary")
     assert_recommendation(summary, expected)
     winner = summary_by_group(summary)[("chat", "invented-7b")]["recommended"]
     assert (winner["hardware"], winner["simulation"]) == (built.sim_key[0], STALE_SIMULATION)
-    simulated = computed_values(recalculated["sim-slower"], "Simulated")
+    simulated = computed_values(recalculated["sim-smaller"], "Simulated")
     record = dict(zip(simulated[0], simulated[1], strict=False))
-    assert (record["sim_inputs_unchanged"], record["changed_input"]) == (0, "weight_read_s")
+    assert (record["sim_inputs_unchanged"], record["changed_input"]) == (0, "kv_budget_bytes")
     assert record["plan_row"] == plan_row(built.simulated.table, built.sim_key)
     # before the edit every recorded input matches
     simulated = computed_values(recalculated["sim"], "Simulated")
@@ -1065,3 +1065,26 @@ def test_a_never_simulated_winner_is_shown_as_such(
     winner = summary_by_group(summary)[("chat", "invented-7b")]["recommended"]
     assert winner["hardware"] != built.sim_key[0]
     assert winner["simulation"] == "not simulated"
+
+
+#: Every function the workbook's formulas may call: each is in Excel 2016 (and Excel 2007), in
+#: LibreOffice and in Gnumeric. No dynamic arrays, no _xlfn.-prefixed newer functions.
+EXCEL_2016 = {
+    "ABS", "AND", "COUNTIFS", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "MATCH",
+    "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM", "TEXT", "TRUE",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["rich", "sim"])
+def test_formulas_call_only_functions_excel_2016_has(built: Built, name: str) -> None:
+    with zipfile.ZipFile(built.files[name]) as archive:
+        texts = b" ".join(
+            text
+            for member in archive.namelist()
+            if member.startswith("xl/worksheets/")
+            for text in FORMULA_TEXT.findall(archive.read(member))
+        ).decode()
+    called = set(re.findall(r"([A-Z][A-Z0-9._]*)\(", re.sub(r'"[^"]*"', '""', texts)))
+    assert {"COUNTIFS", "INDEX", "MATCH", "MIN"} <= called
+    assert called <= EXCEL_2016, called - EXCEL_2016
+    assert "_xlfn" not in texts

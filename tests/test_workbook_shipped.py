@@ -1,0 +1,74 @@
+"""The shipped catalogs' workbook, with its simulated options, in both spreadsheet engines.
+
+The planner's own run of the shipped catalogs (1,100-odd candidates, about a hundred of them
+simulated) is written once; LibreOffice and Gnumeric each recalculate it, and every Plan cell
+must equal the planner's table and every Summary cell the recommendation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from spreadsheet import ENGINES, computed_values, installed, recalculate_many
+from test_workbook import (
+    assert_plan_equals,
+    assert_recommendation,
+    assert_sheets_equal,
+    cached,
+    summary_by_group,
+)
+
+from planner.catalog import load_catalog
+from planner.sizing import plan_with_simulation
+from planner.sweep import Results
+from planner.workbook import write_workbook
+
+SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]:
+    results = plan_with_simulation(load_catalog(SHIPPED), processes=2)
+    folder = tmp_path_factory.mktemp("shipped")
+    return results, write_workbook(results, folder / "plan.xlsx")
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def recalculated(shipped: tuple[Results, Path], request: pytest.FixtureRequest) -> Path:
+    if not installed(request.param):
+        pytest.skip(f"{request.param} is not installed")
+    _, path = shipped
+    out = path.parent / request.param
+    return recalculate_many([path], out, engine=request.param)[0]
+
+
+def test_the_shipped_run_simulates_and_recommends(shipped: tuple[Results, Path]) -> None:
+    results, path = shipped
+    table = results.table
+    assert len(table) > 1000 and table["simulated"].sum() >= 27
+    assert (table["simulation"] == "simulated").sum() == table["simulated"].sum()
+    groups = summary_by_group(cached(path, "Summary"))
+    assert len(groups) == 27  # 3 workloads × 9 models
+    assert_recommendation(cached(path, "Summary"), table)
+
+
+def test_every_plan_cell_recomputes(shipped: tuple[Results, Path], recalculated: Path) -> None:
+    results, _ = shipped
+    assert_plan_equals(computed_values(recalculated, "Plan"), results)
+
+
+def test_every_summary_cell_recomputes(shipped: tuple[Results, Path], recalculated: Path) -> None:
+    results, path = shipped
+    summary = computed_values(recalculated, "Summary")
+    assert_recommendation(summary, results.table)
+    assert_sheets_equal(cached(path, "Summary"), summary)
+    errors = [v for row in summary for v in row if isinstance(v, str) and v.startswith("#")]
+    assert not errors
+
+
+def test_every_simulation_still_matches_its_inputs(recalculated: Path) -> None:
+    rows = computed_values(recalculated, "Simulated")
+    header = rows[0]
+    unchanged = [r[header.index("sim_inputs_unchanged")] for r in rows[1:] if r[0]]
+    assert len(unchanged) >= 27 and set(unchanged) == {1}
