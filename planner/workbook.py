@@ -242,8 +242,8 @@ def column_width(header: str, values: pd.Series, fmt: str | None) -> float:
 
 
 def number_format(unit: str, values: Iterable[Any] = ()) -> str | None:
-    """The display format of a column: by its unit, else ``#,##0`` when its values are whole
-    numbers of 10,000 or more, else None (General)."""
+    """The display format of a column: by its unit, else ``#,##0`` when its values reach 10,000
+    and are whole numbers (or bytes), else None (General)."""
     if unit in NUMBER_FORMATS:
         return NUMBER_FORMATS[unit]
     numbers = [
@@ -252,9 +252,11 @@ def number_format(unit: str, values: Iterable[Any] = ()) -> str | None:
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
     ]
     finite = [v for v in numbers if math.isfinite(v)]
-    whole = bool(finite) and all(v.is_integer() for v in finite)
-    if whole and (unit == "B" or max(abs(v) for v in finite) >= LARGE):
-        return INTEGER_FORMAT
+    if not finite:
+        return None
+    large = max(abs(v) for v in finite) >= LARGE
+    if (unit == "B" and large) or (large and all(v.is_integer() for v in finite)):
+        return INTEGER_FORMAT  # bytes by the ten thousand need no fractions
     return None
 
 
@@ -275,6 +277,14 @@ def _widths(ws: Any, widths: Iterable[float]) -> list[float]:
     for i, w in enumerate(widths, start=1):
         ws.column_dimensions[get_column_letter(i)].width = w
     return widths
+
+
+def _hide(ws: Any, letters: Iterable[str]) -> None:
+    """Group the columns ``letters`` one outline level down, collapsed (set before the first
+    row: a write-only sheet writes its column settings with it)."""
+    for letter in letters:
+        dimension = ws.column_dimensions[letter]
+        dimension.outlineLevel, dimension.hidden = 1, True
 
 
 def _fit_row(ws: Any, row: int, texts: Iterable[Any], widths: list[float]) -> None:
@@ -366,6 +376,8 @@ def _write_input_sheet(
     widths = _widths(
         ws, [column_width(c.name, frame[c.name], f) for c, f in zip(columns, formats, strict=True)]
     )
+    recorded = [i for i, c in enumerate(columns, start=1) if c.name.startswith("sim_input_")]
+    _hide(ws, [get_column_letter(i) for i in recorded])  # an audit trail: grouped, not printed
     _fit_row(ws, 1, [c.name for c in columns], widths)
     header = _header(ws, [c.name for c in columns])
     if name == SIMULATED:  # row 1 must stay the header: the note is a comment on A1
@@ -385,14 +397,8 @@ def _write_input_sheet(
             letter = get_column_letter(i)
             _non_negative(ws, f"{letter}2:{letter}{last_row}", c.name)
     _table(ws, name, [c.name for c in columns], len(frame))
-    printed = len(columns)
-    if name == SIMULATED:  # the recorded inputs: an audit trail, grouped, hidden, not printed
-        recorded = [i for i, c in enumerate(columns, start=1) if c.name.startswith("sim_input_")]
-        for i in recorded:
-            dimension = ws.column_dimensions[get_column_letter(i)]
-            dimension.outlineLevel, dimension.hidden = 1, True
-        printed = min(recorded, default=printed + 1) - 1
-    pages = 2 if printed > 16 else 1
+    printed = min(recorded, default=len(columns) + 1) - 1
+    pages = 2 if name == SIMULATED else 1  # its verdicts in words need the width
     area = f"A1:{get_column_letter(printed)}{last_row}"
     _print_setup(ws, area, pages_wide=pages, title_rows="1:1", title_cols="A:A")
     return cache
@@ -696,10 +702,11 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
     ws = _new_sheet(wb, "Plan", OUTPUT_TAB)
     ws.freeze_panes = f"{layout.first_computed}2"
     formats = {n: number_format(units.get(n, ""), table[n].head(1000)) for n in layout.names}
-    widths = _widths(ws, [column_width(n, table[n], formats[n]) for n in layout.names])
+    shown = shown_plan(results)
+    widths = _widths(ws, [column_width(n, shown[n], formats[n]) for n in layout.names])
+    _hide(ws, [layout.letters[n] for n in hidden_columns(results)])
     _fit_row(ws, 1, layout.names, widths)
     ws.append(_header(ws, layout.names))
-    shown = shown_plan(results)
     rows = PlanRows(
         [(layout.letters[n], formulas.get(n), shown[n]) for n in layout.names], layout.n_rows
     )
@@ -711,9 +718,6 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
             else:
                 template.append(_cell(ws, table[n].iloc[0], formats[n]))
         ws.append(template)
-    for name in hidden_columns(results):
-        dimension = ws.column_dimensions[layout.letters[name]]
-        dimension.outlineLevel, dimension.hidden = 1, True
     area = f"A1:{layout.last_letter}{layout.last_row}"
     ruled_out = layout.letters.get(RULED_OUT_BY)
     if ruled_out and layout.n_rows:  # a replica cannot hold one maximum-length sequence

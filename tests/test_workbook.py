@@ -1088,3 +1088,37 @@ def test_formulas_call_only_functions_excel_2016_has(built: Built, name: str) ->
     assert {"COUNTIFS", "INDEX", "MATCH", "MIN"} <= called
     assert called <= EXCEL_2016, called - EXCEL_2016
     assert "_xlfn" not in texts
+
+
+def _hidden_columns(path: Path, sheet: str) -> set[str]:
+    """Headers of the columns a sheet's XML hides (grouped one outline level down)."""
+    with zipfile.ZipFile(path) as archive:
+        xml = archive.read(workbook.sheet_members(archive)[sheet]).decode()
+    hidden: set[int] = set()
+    for col in re.findall(r"<col [^>]*>", xml):
+        if 'hidden="1"' in col and 'outlineLevel="1"' in col:
+            low, high = (int(re.search(f'{k}="([0-9]+)"', col).group(1)) for k in ("min", "max"))
+            hidden |= set(range(low, high + 1))
+    header = computed_values(path, sheet)[0]
+    return {header[i - 1] for i in hidden}
+
+
+def test_base_unit_columns_restated_for_people_are_grouped_and_hidden(built: Built) -> None:
+    """Bytes and seconds restated in GiB, GB, MiB or ms are hidden on the Plan (results.csv
+    keeps them); money, bandwidth and every column without a restatement stay in view."""
+    assert _hidden_columns(built.files["rich"], "Plan") == {
+        "memory_bytes",
+        "weight_bytes",
+        "weight_bytes_per_device",
+        "kv_bytes_per_sequence",
+        "kv_budget_bytes",
+        "kv_bytes_at_concurrency",
+        "memory_headroom_bytes",
+        "weight_read_s",
+        "compute_bound_s",
+        "itl_s",
+        "ttft_s",
+    }
+    header = computed_values(built.files["sim"], "Simulated")[0]
+    hidden = _hidden_columns(built.files["sim"], "Simulated")
+    assert hidden == {c for c in header if c.startswith("sim_input_")} and len(hidden) == 19
