@@ -376,7 +376,8 @@ def _write_input_sheet(
     widths = _widths(
         ws, [column_width(c.name, frame[c.name], f) for c, f in zip(columns, formats, strict=True)]
     )
-    recorded = [i for i, c in enumerate(columns, start=1) if c.name.startswith("sim_input_")]
+    inputs = {simulation_input_column(n) for n in SIMULATION_INPUTS}
+    recorded = [i for i, c in enumerate(columns, start=1) if c.name in inputs]
     _hide(ws, [get_column_letter(i) for i in recorded])  # an audit trail: grouped, not printed
     _fit_row(ws, 1, [c.name for c in columns], widths)
     header = _header(ws, [c.name for c in columns])
@@ -1162,7 +1163,8 @@ class RecommendationTable:
                 )
             shown = blank_value if position is None else self._shown(column, position)
             fmt = SUMMARY_FORMATS.get(column)
-            align = {"alignment": RIGHT} if self._numeric(column) else {}
+            alignment = RIGHT if self._numeric(column) else INDENT
+            align = {"alignment": CENTRE if column == BREAK_EVEN else alignment}
             cells[column] = (_formula_cell(ws, formula, fmt, **style, **align), shown)
         cells |= self._counts(group, row, style)
         helpers = self.helper_values(position)
@@ -1363,47 +1365,43 @@ def _unplanned_ids_row(
     """A line saying which ids of the input sheets no Plan row uses (an entry typed on an input
     sheet is planned only once a Plan row names it), with per sheet a count and the first such id
     in the grey helper columns: array formulas over the sheet's ids, its spare rows included."""
-    ws = sheet.ws
-    row = sheet.row + 1
+    ws, row = sheet.ws, sheet.row + 1
+    sheets = [(key, name) for key, name in KEYS.items() if key in layout.letters]
+    if not sheets:
+        return
     first_helper = len(columns.visible) + 1
-    cells: list[Any] = [None] * (first_helper - 1)
-    values: dict[int, Any] = {}
-    parts, total = [], []
-    expected_parts = []
-    for i, (key, name) in enumerate(KEYS.items()):
-        if key not in layout.letters:
-            continue
-        n_rows = len(results.inputs.sheets[name])
-        ids = f"{quote_sheetname(name)}!$A$2:$A${max(n_rows, 1) + 1 + SPARE_ROWS}"
-        missing = f'({ids}<>"")*ISNA(MATCH({ids},{plan_name(key)},0))'
-        count_at = f"{get_column_letter(first_helper + 2 * i)}{row}"
-        first_at = f"{get_column_letter(first_helper + 2 * i + 1)}{row}"
-        count = f"=SUM(IF({missing},1,0))"
+    cells: dict[int, tuple[Any, Any]] = {}
+    parts, totals, found = [], [], []
+    for i, (key, name) in enumerate(sheets):
         column_a = f"{quote_sheetname(name)}!$A:$A"
+        ids = f"{quote_sheetname(name)}!$A$2:$A${len(results.inputs.sheets[name]) + 1 + SPARE_ROWS}"
+        missing = f'({ids}<>"")*ISNA(MATCH({ids},{plan_name(key)},0))'
+        at = first_helper + 2 * i
+        count_at, first_at = (f"{get_column_letter(c)}{row}" for c in (at, at + 1))
         first = f'=IF({count_at}=0,"",INDEX({column_a},MIN(IF({missing},ROW({ids})))))'
         planned = set(results.table[key].astype(str))
         unplanned = [v for v in results.inputs.sheets[name]["id"] if str(v) not in planned]
-        while len(cells) < first_helper + 2 * i - 1:
-            cells.append(None)
-        cells += [
-            _formula_cell(ws, count, array_at=count_at, font=HELPER_FONT),
+        cells[at] = (
+            _formula_cell(ws, f"=SUM(IF({missing},1,0))", array_at=count_at, font=HELPER_FONT),
+            len(unplanned),
+        )
+        cells[at + 1] = (
             _formula_cell(ws, first, array_at=first_at, font=HELPER_FONT),
-        ]
-        values[first_helper + 2 * i] = len(unplanned)
-        values[first_helper + 2 * i + 1] = unplanned[0] if unplanned else ""
+            unplanned[0] if unplanned else "",
+        )
         parts.append(f'IF({count_at}>0,"; {name}: "&{count_at}&", e.g. "&{first_at},"")')
-        total.append(count_at)
+        totals.append(count_at)
         if unplanned:
-            expected_parts.append(f"; {name}: {len(unplanned)}, e.g. {unplanned[0]}")
-    if not parts:
-        return
-    text = f'="{UNPLANNED}"&IF({"+".join(total)}=0,"none",MID({"&".join(parts)},3,1000))'
-    cells[0] = _formula_cell(ws, text, font=HEADER_FONT)
-    values[1] = UNPLANNED + ("".join(expected_parts)[2:] if expected_parts else "none")
-    sheet.append(cells, values)
+            found.append(f"{name}: {len(unplanned)}, e.g. {unplanned[0]}")
+    text = f'="{UNPLANNED}"&IF({"+".join(totals)}=0,"none",MID({"&".join(parts)},3,1000))'
+    cells[1] = (_formula_cell(ws, text, font=HEADER_FONT), UNPLANNED + ("; ".join(found) or "none"))
+    last = max(cells)
+    sheet.append(
+        [cells[c][0] if c in cells else None for c in range(1, last + 1)],
+        {c: value for c, (_, value) in cells.items()},
+    )
     ws.conditional_formatting.add(
-        f"A{row}",
-        FormulaRule(formula=[f'A{row}<>"{UNPLANNED}none"'], fill=MISFIT_FILL),
+        f"A{row}", FormulaRule(formula=[f'A{row}<>"{UNPLANNED}none"'], fill=MISFIT_FILL)
     )
 
 
