@@ -31,7 +31,7 @@ from markupsafe import Markup
 
 from . import __version__, charts
 from .catalog import Catalog, Workload
-from .recommend import GROUP, candidate_label, ranked, recommendations
+from .recommend import GROUP, ORDER, candidate_label, ranked, recommendations
 from .resources import templates_dir
 from .sweep import Results
 from .units import GB, GIB, KB, KIB, MB, MIB, format_seconds
@@ -324,7 +324,7 @@ def summary_sentence(
     if winners.empty:
         reasons = "; ".join(why) if why else "no candidate was evaluated"
         return f"Nothing qualifies for {workload.label}: {reasons}."
-    best = winners.sort_values(["tco_usd", "devices_needed"], kind="stable").iloc[0]
+    best = winners.sort_values(ORDER, kind="stable").iloc[0]  # the cheapest model's winner
     months = catalog.assumptions.amortisation_months
     hardware = catalog.get("hardware", best["hardware"]).label
     model = catalog.get("models", best["model"]).label

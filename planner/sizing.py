@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from . import latency
+from . import latency, recommend
 from .simulate import Arrivals, Lengths, SimConfig, SimResult, StepModel, simulate
 from .tables import ALL_KEYS
 from .units import GB, GIB
@@ -604,27 +604,26 @@ def _target_misses(table: pd.DataFrame) -> pd.Series:
 
 
 def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
-    """The rows worth simulating: per workload × model, the ``per_group`` cheapest rows that are
+    """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
     eligible in closed form (``meets_targets`` with a known ``tco_usd``: what ``eligible`` says
-    before any simulation), by ``tco_usd`` then ``devices_needed``; where none is, the
-    ``per_group`` closest (a replica holds a maximum-length sequence; fewest closed-form targets
-    missed; then cost). Keeps the table's index and columns; groups in the table's order.
+    before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
+    where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
+    closed-form targets missed; then cost). Keeps the table's index and columns.
     """
-    picked = []
     ok = table["meets_targets"].astype(bool) & table["tco_usd"].notna()
-    for _, group in table.groupby(["workload", "model"], sort=False):
-        eligible = group[ok[group.index]]
-        if len(eligible):
-            best = eligible.sort_values(["tco_usd", "devices_needed"], kind="stable")
-        else:
-            near = group[group["replica_fits"].astype(bool)]
-            near = near.assign(_misses=_target_misses(near))
-            best = near.sort_values(
-                ["_misses", "tco_usd", "devices_needed"], kind="stable", na_position="last"
-            ).drop(columns="_misses")
+    ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
+    groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
+    leading = np.flatnonzero((ranks >= 1) & (ranks <= per_group))
+    leading = leading[np.lexsort((ranks[leading], groups[leading]))]  # by group, then rank
+    picked = [table.iloc[leading]]
+    served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
+    for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
+        near = group[group["replica_fits"].astype(bool)]
+        near = near.assign(_misses=_target_misses(near))
+        best = near.sort_values(
+            ["_misses", "tco_usd", "devices_needed"], kind="stable", na_position="last"
+        ).drop(columns="_misses")
         picked.append(best.head(per_group))
-    if not picked:
-        return table.iloc[:0]
     return pd.concat(picked)
 
 
@@ -716,7 +715,6 @@ def plan_with_simulation(
     best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
     requests (``simulated_requests: 0``) this is :func:`planner.sweep.evaluate`.
     """
-    from .recommend import ranked
     from .sweep import evaluate
 
     results = evaluate(catalog)
@@ -725,7 +723,7 @@ def plan_with_simulation(
     simulated = simulate_candidates(catalog, results, per_group=per_group, processes=processes)
     for _ in range(max_rounds):
         results = evaluate(catalog, simulated=simulated)
-        chosen = _unsimulated_leaders(ranked(results.table), per_group)
+        chosen = _unsimulated_leaders(recommend.ranked(results.table), per_group)
         if chosen.empty:
             break
         extra = simulate_rows(catalog, results.table.loc[chosen.index], processes)

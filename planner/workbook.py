@@ -774,7 +774,7 @@ TITLES = {
 OPTIONS = ("recommended", "runner-up")
 NO_OPTION = "no eligible option"
 NO_RUNNER_UP = "no runner-up"
-WINS = "lowest total cost of ownership"
+WINS = recommend.WINS
 ONLY_ONE = "the only eligible option is recommended"
 RULED_OUT = "ruled out: "
 
@@ -783,15 +783,14 @@ RULED_OUT = "ruled out: "
 REASONS = RULED_OUT_REASONS
 RULED_OUT_BY = "ruled_out_by"
 
-#: Why the runner-up lost when it ties on every ranking key before the one named.
-TIE_WORDS = {
-    "devices_needed": "same cost; more devices",
-    "itl_s": "same cost and devices; higher inter-token latency",
-}
-TIED = "tied on cost, devices and latency: later in the Plan"
+#: Why the runner-up lost when it ties on every ranking key before the one named: the words of
+#: :mod:`planner.recommend`, which the formulas write as the cached values say them.
+TIE_WORDS = recommend.TIE_WORDS
+TIED = recommend.TIED
 
-#: Rank key of a missing value: after every number, as pandas sorts NaN last.
-LAST, LAST_TEXT = 1e300, "1E+300"
+#: Rank key of a missing value: after every number, as :func:`planner.recommend.rank` ranks it.
+LAST = recommend.MISSING_LAST
+LAST_TEXT = f"{LAST:.0E}"  # 1E+300
 
 #: What a missing Plan value (``#N/A``) shows as on the Summary.
 NOT_AVAILABLE = "n/a"
@@ -890,23 +889,18 @@ class Group:
 
 def recommendation_groups(table: pd.DataFrame) -> list[Group]:
     """The groups in plan order, each with its winner and runner-up as
-    :func:`planner.recommend.ranked` orders them: eligible rows by
-    :data:`planner.recommend.ORDER` (missing values last), ties in plan order.
-
-    This is what the Summary's formulas compute; it gives their cached values (and, unlike
-    ``ranked``, stays fast for plans of many thousand rows).
-    """
+    :func:`planner.recommend.rank` ranks them. This is what the Summary's formulas compute; it
+    gives their cached values."""
     keys = list(recommend.GROUP)
     eligible = table["eligible"].astype(bool).to_numpy()
-    chosen = table.loc[eligible, keys + list(recommend.ORDER)].assign(
-        _position=np.flatnonzero(eligible)
-    )
-    ordered = chosen.sort_values(list(recommend.ORDER), kind="stable")
+    ranks = recommend.rank(table)["rank"].to_numpy()
+    leaders = np.flatnonzero((ranks >= 1) & (ranks <= len(OPTIONS)))
+    leaders = leaders[np.argsort(ranks[leaders], kind="stable")]
     best: dict[tuple[Any, ...], list[int]] = {}
-    for *named, position in ordered[[*keys, "_position"]].itertuples(index=False, name=None):
-        picks = best.setdefault(tuple(named), [])
-        if len(picks) < len(OPTIONS):
-            picks.append(int(position))
+    for position, named in zip(
+        leaders, table[keys].iloc[leaders].itertuples(index=False, name=None), strict=True
+    ):
+        best.setdefault(tuple(named), []).append(int(position))
     counts = table[keys].assign(_eligible=eligible, _row=np.arange(len(table)) + 2)
     if RULED_OUT_BY in table:
         ruled_out = table[RULED_OUT_BY].astype(str)
@@ -1058,11 +1052,6 @@ def _shown_value(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _half_up(value: float) -> int:
-    """Rounding to a whole number half away from zero, as the spreadsheet's TEXT does."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
-
-
 @dataclass
 class RecommendationTable:
     """Writes the recommendation table, two rows per group, with each formula's cached value."""
@@ -1071,6 +1060,7 @@ class RecommendationTable:
     results: Results
     layout: PlanLayout
     columns: SummaryColumns
+    verdicts: np.ndarray  # :func:`planner.recommend.verdicts` of every Plan row
     _kinds: dict[str, bool] = field(default_factory=dict)
     _columns: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -1125,14 +1115,11 @@ class RecommendationTable:
     def write(self, group: Group) -> None:
         """The group's rows: the recommended option, then the runner-up."""
         first = self.sheet.row + 1
-        winner = self.option(group, 0, first)
-        self.option(group, 1, first, winner)
+        self.option(group, 0, first)
+        self.option(group, 1, first)
 
-    def option(
-        self, group: Group, rank: int, first: int, winner: list[float] | None = None
-    ) -> list[float]:
-        """Row of option ``rank`` (0: recommended) of ``group``, whose first row is ``first``;
-        ``winner`` holds the recommended option's helper values. Returns this one's."""
+    def option(self, group: Group, rank: int, first: int) -> None:
+        """Row of option ``rank`` (0: recommended) of ``group``, whose first row is ``first``."""
         ws, columns = self.sheet.ws, self.columns
         row = self.sheet.row + 1
         position = group.best[rank] if rank < len(group.best) else None
@@ -1173,7 +1160,7 @@ class RecommendationTable:
             why_value = WINS if position is not None else self._ruled_out(group)
         else:
             why = self._why_not(row, first)
-            why_value = self._why_not_value(group, position, helpers, winner or [])
+            why_value = self._why_not_value(group, position)
         cells[WHY] = (_formula_cell(ws, why, alignment=INDENT, **style), why_value)
         formulas = ranking_formulas(self.layout, columns, group, row, first)
         for header, helper in zip(columns.ranking_helpers, helpers, strict=True):
@@ -1198,7 +1185,6 @@ class RecommendationTable:
                 if cells[h][1] is not None
             },
         )
-        return helpers
 
     def _counts(self, group: Group, row: int, style: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
         """The group's options and eligible options (on its first row only)."""
@@ -1283,19 +1269,11 @@ class RecommendationTable:
         count = columns.cell(ELIGIBLE_COUNT, first)
         return f'=IF({plan_row}=0,IF({count}=1,"{ONLY_ONE}",""),{chain})'
 
-    @staticmethod
-    def _why_not_value(
-        group: Group, position: int | None, helpers: list[float], winner: list[float]
-    ) -> str:
-        """What :meth:`_why_not` computes."""
+    def _why_not_value(self, group: Group, position: int | None) -> str:
+        """What :meth:`_why_not` computes: the runner-up's verdict (:mod:`planner.recommend`)."""
         if position is None:
             return ONLY_ONE if group.eligible == 1 else ""
-        if helpers[0] > winner[0]:
-            return f"cost: {_half_up(helpers[0] - winner[0]):,} USD more over the period"
-        for k, mine, best in zip(recommend.ORDER[1:], helpers[1:], winner[1:], strict=False):
-            if mine > best:
-                return TIE_WORDS.get(k, f"higher {k}")
-        return TIED
+        return str(self.verdicts[position])
 
 
 def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[str, Any]:
@@ -1338,7 +1316,10 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     helper_header = {"font": HELPER_HEADER_FONT, "fill": HEADER_FILL, "alignment": WRAP}
     header += [_text_cell(ws, h, **helper_header) for h in columns.helpers]
     header_row = sheet.append(header)
-    table = RecommendationTable(sheet, results, layout, columns)
+    ranks = recommend.rank(results.table)
+    table = RecommendationTable(
+        sheet, results, layout, columns, recommend.verdicts(results.table, ranks)
+    )
     for group in groups:
         table.write(group)
     first, last_visible = header_row + 1, get_column_letter(len(columns.visible))
