@@ -12,12 +12,11 @@ run it by hand::
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench_workbook import synthetic_catalog
+from bench_workbook import catalog_arguments, catalog_of
 
 from planner import recommend
 from planner.sizing import select_candidates
@@ -36,14 +35,7 @@ def best_of(func: Callable[[], Any], repeat: int = 5) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--hardware", type=int, default=20)
-    parser.add_argument("--models", type=int, default=25)
-    parser.add_argument("--precisions", type=int, default=4)
-    parser.add_argument("--workloads", type=int, default=10)
-    args = parser.parse_args()
-    catalog = synthetic_catalog(args.hardware, args.models, args.precisions, args.workloads)
-    table = evaluate(catalog).table
+    table = evaluate(catalog_of(catalog_arguments(__doc__).parse_args())).table
     print(f"plan: {len(table):,} candidates, {table.groupby(recommend.GROUP).ngroups} groups")
     yardstick = best_of(
         lambda: table.sort_values([*recommend.GROUP, *recommend.ORDER], kind="stable")

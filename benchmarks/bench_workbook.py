@@ -112,16 +112,26 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+def catalog_arguments(description: str | None) -> argparse.ArgumentParser:
+    """A parser with the synthetic catalog's sizes (see :func:`synthetic_catalog`)."""
+    parser = argparse.ArgumentParser(description=(description or "").split("\n\n")[0])
     parser.add_argument("--hardware", type=int, default=20)
     parser.add_argument("--models", type=int, default=25)
     parser.add_argument("--precisions", type=int, default=4)
     parser.add_argument("--workloads", type=int, default=10)
+    return parser
+
+
+def catalog_of(args: argparse.Namespace) -> Catalog:
+    return synthetic_catalog(args.hardware, args.models, args.precisions, args.workloads)
+
+
+def main() -> None:
+    parser = catalog_arguments(__doc__)
     parser.add_argument("--trace", action="store_true", help="also measure Python allocations")
     parser.add_argument("--keep", type=Path, help="write the workbook here (kept)")
     args = parser.parse_args()
-    catalog = synthetic_catalog(args.hardware, args.models, args.precisions, args.workloads)
+    catalog = catalog_of(args)
     results = measured("evaluate", lambda: evaluate(catalog))
     rows, cols = results.table.shape
     groups = recommendation_groups(results.table)
