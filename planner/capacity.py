@@ -32,9 +32,11 @@ def requests_per_s_per_replica(
     """Requests a replica completes per second at its batch [1/s].
 
     B requests take B prefills (each stalls the batch) and (mean output − 1) shared decode steps:
-    B ÷ (B × prefill + (output − 1) × ITL).
+    B ÷ (B × prefill + (output − 1) × ITL). A replica that holds no sequence (B = 0) of a
+    one-token workload completes none: its time is missing, never 0 ÷ 0.
     """
-    return decode_batch / (decode_batch * prefill_s + (output_tokens_mean - 1) * itl_s)
+    busy_s = decode_batch * prefill_s + (output_tokens_mean - 1) * itl_s
+    return decode_batch / where(busy_s > 0, busy_s, float("nan"))
 
 
 @metric("tokens/s", source="steady state of continuous batching", group="serving")

@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .catalog import Catalog, CatalogError, load_catalog
+from .metric import MetricError
 from .recommend import closing_line
 from .resources import default_catalogs
 
@@ -83,7 +84,11 @@ def run(
             f"error: {destination} already exists; choose another --out or pass --force", err=True
         )
         sys.exit(EXIT_INVALID)
-    results = plan_with_simulation(catalog)
+    try:
+        results = plan_with_simulation(catalog)
+    except MetricError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
     comparison = None
     extra = {}
     if baseline is not None:
@@ -151,6 +156,9 @@ def explain(
         text = explain_candidate(catalog, hardware, model, precision, workload, simulate)
     except KeyError as exc:
         click.echo(f"error: {exc.args[0]}", err=True)
+        sys.exit(EXIT_INVALID)
+    except MetricError as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(text)
 

@@ -96,7 +96,8 @@ def break_even_month(capital_usd: Any, cloud_usd_per_month: Any, opex_usd_per_mo
     or when a price is missing.
     """
     saving = cloud_usd_per_month - opex_usd_per_month
-    return where(saving > 0, ceil(capital_usd / saving), float("nan"))
+    # no saving: nothing to divide by (missing, never a division by zero)
+    return ceil(capital_usd / where(saving > 0, saving, float("nan")))
 
 
 @metric("", kind="bool", source="recommendation rule", group="cost")

@@ -79,6 +79,15 @@ class Expr:
     def __gt__(self, other: Any) -> Expr:
         return Compare(">", self, lift(other))
 
+    # ``x == 0`` inside a metric must trace to ``x=0``, not to Python's identity test (FALSE)
+    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare("=", self, lift(other))
+
+    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Compare("<>", self, lift(other))
+
+    __hash__ = object.__hash__  # nodes stay usable as keys: identity, as before
+
     def __and__(self, other: Any) -> Expr:
         return Call("AND", (self, lift(other)))
 

@@ -8,6 +8,7 @@ one as a formula over the cells of the same row (see :mod:`planner.expr`).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,8 +45,25 @@ class Metric:
         return self.func(*args, **kwargs)
 
 
-#: Every metric in definition order, by name.
+class MetricError(Exception):
+    """A metric divided by zero or produced an undefined value (0/0, ∞ − ∞) for some candidate:
+    a formula that does not cover its inputs, never a result to carry on with silently."""
+
+
+#: Every metric in definition order, by name, filled by :func:`metric` as the modules of
+#: :data:`METRIC_MODULES` are imported; read it through :func:`metrics`.
 REGISTRY: dict[str, Metric] = {}
+
+#: The modules that define metrics, in the order their definitions register.
+METRIC_MODULES = ("planner.capacity", "planner.cost", "planner.latency", "planner.memory")
+
+
+def metrics() -> dict[str, Metric]:
+    """Every metric by name, in definition order: imports :data:`METRIC_MODULES` explicitly, so
+    the registry is whole whichever module asked first."""
+    for module in METRIC_MODULES:
+        importlib.import_module(module)
+    return REGISTRY
 
 
 def metric(
@@ -101,13 +119,14 @@ def ordered(names: list[str] | None, available: set[str]) -> list[Metric]:
     table already has (looked-up inputs and global assumptions). Raises ``ValueError`` naming any
     metric whose inputs can never be satisfied.
     """
-    index = {name: i for i, name in enumerate(REGISTRY)}
+    registry = metrics()
+    index = {name: i for i, name in enumerate(registry)}
 
     def rank(m: Metric) -> tuple[int, int]:
         group = GROUP_ORDER.index(m.group) if m.group in GROUP_ORDER else len(GROUP_ORDER)
         return group, index[m.name]
 
-    pending = sorted((REGISTRY[n] for n in (names or list(REGISTRY))), key=rank)
+    pending = sorted((registry[n] for n in (names or list(registry))), key=rank)
     done = set(available)
     result: list[Metric] = []
     while pending:

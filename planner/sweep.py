@@ -8,15 +8,15 @@ This layer adds no arithmetic of its own. It looks inputs up from the input tabl
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from . import capacity, cost, latency, memory  # noqa: F401  (importing registers their metrics)
 from .catalog import Catalog, Hardware, Precision
-from .metric import REGISTRY, Metric, ordered
+from .metric import Metric, MetricError, metrics, ordered
 from .tables import (
     ALL_KEYS,
     CANDIDATE,
@@ -206,9 +206,46 @@ def _with_candidate_ids(simulated: pd.DataFrame | None) -> pd.DataFrame | None:
     if simulated is None or simulated.empty:
         return simulated
     out = simulated.copy()
-    m = REGISTRY[CANDIDATE]
+    m = metrics()[CANDIDATE]
     out[CANDIDATE] = m.func(*(out[k].to_numpy(dtype=object) for k in m.inputs))
     return out
+
+
+def evaluate_metric(
+    m: Metric, scope: Mapping[str, Any], n: int, keys: Mapping[str, Any] | None = None
+) -> np.ndarray:
+    """``m`` over whole columns (``scope`` maps names to columns or numbers), as ``n`` values.
+
+    A division by zero or an undefined result (0/0, ∞ − ∞) raises :class:`MetricError` naming
+    the metric and the first candidate concerned: a metric that means to skip such rows says so
+    with ``where`` around its divisor, so no such value is ever silently carried on.
+    """
+    args = [scope[i] for i in m.inputs]
+    try:
+        with np.errstate(divide="raise", invalid="raise"):
+            value = m.func(*args)
+    except FloatingPointError as exc:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.broadcast_to(np.asarray(m.func(*args), dtype=float), (n,))
+        finite_inputs = np.logical_and.reduce(
+            [
+                np.isfinite(np.broadcast_to(np.asarray(a, dtype=float), (n,)))
+                for a in args
+                if np.asarray(a).dtype.kind in "fiub"
+            ]
+            or [np.ones(n, bool)]
+        )
+        bad = np.flatnonzero(~np.isfinite(values) & finite_inputs)
+        where = ""
+        if len(bad) and keys is not None and CANDIDATE in keys:
+            where = f" (first: candidate {np.asarray(keys[CANDIDATE])[bad[0]]})"
+        elif len(bad):
+            where = f" (first: row {bad[0] + 1})"
+        raise MetricError(
+            f"metric {m.name} = {m.formula_text()}: {exc}{where}; its formula must cover "
+            "these inputs"
+        ) from None
+    return np.broadcast_to(np.asarray(value), (n,)).copy()
 
 
 def evaluate_plan(
@@ -232,21 +269,18 @@ def evaluate_plan(
     metrics = ordered(metric_names, set(scope) | {lk.name for lk in lookups})
 
     def compute(m: Metric) -> None:
-        value = m.func(*(scope[i] for i in m.inputs))
-        value = np.broadcast_to(np.asarray(value), (n,)).copy()
-        scope[m.name] = columns[m.name] = value
+        scope[m.name] = columns[m.name] = evaluate_metric(m, scope, n, columns)
 
     keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for m in keys_only:
+    for m in keys_only:
+        compute(m)
+    for lookup in lookups:
+        scope[lookup.name] = columns[lookup.name] = lookup_values(
+            lookup, pd.DataFrame(columns), inputs
+        )
+    for m in metrics:
+        if m not in keys_only:
             compute(m)
-        for lookup in lookups:
-            scope[lookup.name] = columns[lookup.name] = lookup_values(
-                lookup, pd.DataFrame(columns), inputs
-            )
-        for m in metrics:
-            if m not in keys_only:
-                compute(m)
     table = pd.DataFrame(columns)
     for m in metrics:
         if m.kind == "bool":

@@ -4,7 +4,7 @@ import pytest
 
 from planner import expr
 from planner.expr import Ref, to_excel, trace
-from planner.metric import REGISTRY
+from planner.metric import METRIC_MODULES, metrics
 
 
 def cells(name):
@@ -27,6 +27,9 @@ def cells(name):
         (lambda a, b, c: expr.where(a <= b, "yes", 'say "no"'), '=IF(A1<=B1,"yes","say ""no""")'),
         (lambda a, b, c: (a <= b) & (b > c), "=AND(A1<=B1,B1>C1)"),
         (lambda a, b, c: expr.power(a, 2), "=POWER(A1,2)"),
+        (lambda a, b, c: expr.where(a == 0, b, c), "=IF(A1=0,B1,C1)"),
+        (lambda a, b, c: expr.where(a + b != c, 1, 0), "=IF(A1+B1<>C1,1,0)"),
+        (lambda a, b, c: expr.where(a == "memory", 1, 0), '=IF(A1="memory",1,0)'),
         (lambda a, b, c: a * 1e-12, "=A1*1E-12"),
     ],
 )
@@ -62,10 +65,70 @@ def test_if_inside_a_metric_is_refused_while_tracing():
 
 
 def test_every_metric_has_a_description_unit_kind_and_traces():
-    for m in REGISTRY.values():
+    registry = metrics()
+    # every metric module registered, whichever test runs first
+    modules = {m.func.__module__ for m in registry.values()}
+    assert modules == set(METRIC_MODULES) and len(registry) >= 80
+    for m in registry.values():
         assert m.description, m.name
         m.expression().render(lambda n: n)  # every input resolves to a name
 
 
 def test_refs_render_through_mapping():
     assert Ref("x").render(lambda n: n.upper()) == "X"
+
+
+@pytest.mark.parametrize(
+    ("func", "values", "expected", "formula"),
+    [
+        (lambda a: expr.where(a == 0, 1.0, a), [0.0, 2.0], [1.0, 2.0], "=IF(A1=0,1,A1)"),
+        (lambda a: expr.where(a != 0, a, -1.0), [0.0, 3.0], [-1.0, 3.0], "=IF(A1<>0,A1,(-1))"),
+    ],
+)
+def test_equality_computes_in_python_as_it_traces(func, values, expected, formula):
+    """The same metric evaluates element-wise over numbers and traces to '=' and '<>'."""
+    assert list(func(np.array(values))) == expected
+    assert to_excel(trace(func, ("a",)), lambda n: "A1") == formula
+
+
+# Divisions by zero ---------------------------------------------------------------------------
+
+
+def test_a_division_by_zero_in_a_metric_is_an_error_naming_it():
+    from planner.metric import Metric, MetricError
+    from planner.sweep import evaluate_metric
+
+    per = Metric("per_device", lambda total, devices: total / devices, ("total", "devices"), "", "")
+    scope = {"total": np.array([4.0, 6.0]), "devices": np.array([2.0, 0.0])}
+    keys = {"candidate": np.array(["a|1", "b|2"])}
+    with pytest.raises(MetricError, match=r"per_device = total/devices: divide by zero.*b\|2"):
+        evaluate_metric(per, scope, 2, keys)
+    scope["devices"] = np.array([2.0, 3.0])
+    assert list(evaluate_metric(per, scope, 2, keys)) == [2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("capital", "rent", "opex", "expected"),
+    [
+        (200_000.0, 10_000.0, 613.2, 22.0),  # ⌈200,000 ÷ 9,386.8⌉ = ⌈21.3⌉
+        (200_000.0, 613.2, 613.2, None),  # renting costs the same: never, not a division by 0
+        (200_000.0, 500.0, 613.2, None),  # renting is cheaper: never
+    ],
+)
+def test_break_even_where_there_is_no_saving_is_missing(capital, rent, opex, expected):
+    from planner.cost import break_even_month
+
+    with np.errstate(divide="raise", invalid="raise"):
+        value = break_even_month(np.array([capital]), np.array([rent]), np.array([opex]))[0]
+    assert (np.isnan(value) and expected is None) or value == expected
+
+
+def test_a_replica_that_holds_no_sequence_completes_no_request():
+    from planner.capacity import requests_per_s_per_replica
+
+    with np.errstate(divide="raise", invalid="raise"):
+        rates = requests_per_s_per_replica(
+            np.array([0.0, 0.0, 4.0]), 0.5, np.array([1.0, 101.0, 101.0]), 0.02
+        )
+    assert np.isnan(rates[0]) and rates[1] == 0.0
+    assert rates[2] == pytest.approx(4 / (4 * 0.5 + 100 * 0.02))  # 4 ÷ 4 s = 1 request/s
