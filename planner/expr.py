@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 # Precedence of Excel operators, higher binds tighter.
 _PRECEDENCE = {"cmp": 1, "&": 2, "+": 3, "-": 3, "*": 4, "/": 4}
@@ -273,8 +274,10 @@ def power(base: Any, exponent: Any) -> Any:
 
 def _excel_text(value: Any) -> str:
     """How a spreadsheet's ``&`` turns a value into text: whole numbers without ``.0``."""
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        if number.is_integer() and abs(number) < _EXACT:
+            return str(int(number))
     return str(value)
 
 
@@ -285,14 +288,42 @@ def concat(*parts: Any) -> Any:
         for part in parts[1:]:
             node = BinOp("&", node, lift(part))
         return node
-    arrays = [np.asarray(p, dtype=object) for p in parts]
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    columns = [np.broadcast_to(a, shape).ravel() for a in arrays]
-    joined = np.array(
-        ["".join(_excel_text(v) for v in row) for row in zip(*columns, strict=True)],
-        dtype=object,
-    ).reshape(shape)
+    texts = [_texts(p) for p in parts]
+    shape = np.broadcast_shapes(*(t.shape for t in texts))
+    joined = np.broadcast_to(texts[0], shape).copy()
+    for text in texts[1:]:  # element-wise str + str (a 0-d sum is a plain str: keep an array)
+        joined = np.asarray(joined + np.broadcast_to(text, shape), dtype=object)
     return joined.item() if joined.ndim == 0 else joined
+
+
+#: Whole numbers below this are written without ".0" through an integer (exact in a float).
+_EXACT = 2.0**53
+
+
+def _texts(value: Any) -> np.ndarray:
+    """:func:`_excel_text` of every element, as an object array of str, vectorised by dtype."""
+    a = np.asarray(value)
+    if a.dtype.kind == "f":
+        whole = np.isfinite(a) & (np.abs(a) < _EXACT) & (a == np.trunc(np.nan_to_num(a)))
+        ints = np.where(whole, a, 0).astype(np.int64).astype(str)
+        return np.where(whole, ints, a.astype(str)).astype(object)
+    if a.dtype.kind in "iuUS":
+        return a.astype(str).astype(object)
+    flat = a.ravel()
+    out = np.empty(flat.shape, dtype=object)
+    missing = np.asarray(pd.isna(flat), dtype=bool)
+    none = np.array([v is None for v in flat], dtype=bool) if missing.any() else missing
+    out[none] = "None"
+    out[missing & ~none] = "nan"
+    present = flat[~missing]
+    kind = pd.api.types.infer_dtype(present, skipna=False)
+    if kind == "string":
+        out[~missing] = present
+    elif kind in ("floating", "integer", "mixed-integer-float"):
+        out[~missing] = _texts(present.astype(float))
+    else:
+        out[~missing] = [_excel_text(v) for v in present]
+    return out.reshape(a.shape)
 
 
 def is_missing(x: Any) -> Any:

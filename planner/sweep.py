@@ -7,7 +7,6 @@ This layer adds no arithmetic of its own. It looks inputs up from the input tabl
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -76,6 +75,8 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
     With ``scenarios.yaml``, the union of each scenario's cross product (a list left out means
     every entry); without it, every hardware × model × precision × workload. Rows are ordered by
     workload, model, precision, then hardware, so that a workload's options sit together.
+    A device without the precision's compute format (or its fallback) is left out; so are
+    tensor-parallel sizes above 1 on a device without an interconnect figure.
     """
     all_ids = {
         "hardware": [h.id for h in catalog.hardware],
@@ -83,7 +84,18 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
         "precision": [p.id for p in catalog.precisions],
         "workload": [w.id for w in catalog.workloads],
     }
-    scenario_lists = [
+    position = {k: {v: i for i, v in enumerate(ids)} for k, ids in all_ids.items()}
+    runs = np.array(
+        [
+            compute_format_for(h, p) is not None
+            for h in catalog.hardware
+            for p in catalog.precisions
+        ],
+        dtype=bool,
+    ).reshape(len(catalog.hardware), -1)
+    linked = np.array([h.interconnect_bandwidth is not None for h in catalog.hardware], bool)
+    sizes = np.array(sorted(set(catalog.assumptions.tensor_parallel_sizes)), dtype=np.int64)
+    chosen = [
         {
             "hardware": s.hardware or all_ids["hardware"],
             "model": s.models or all_ids["model"],
@@ -92,32 +104,33 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
         }
         for s in catalog.scenarios
     ] or [all_ids]
-    hardware = {h.id: h for h in catalog.hardware}
-    precisions = {p.id: p for p in catalog.precisions}
-    sizes = sorted(set(catalog.assumptions.tensor_parallel_sizes))
-    rows: dict[tuple[str, str, str, str, int], None] = {}
-    for lists in scenario_lists:
-        for w, m, p, h in itertools.product(
-            lists["workload"], lists["model"], lists["precision"], lists["hardware"]
-        ):
-            if compute_format_for(hardware[h], precisions[p]) is None:
-                continue
-            for tp in sizes:
-                if tp > 1 and hardware[h].interconnect_bandwidth is None:
-                    continue
-                rows.setdefault((h, m, p, w, tp))
-    order = {k: {v: i for i, v in enumerate(all_ids[k])} for k in all_ids}
-    keys = sorted(
-        rows,
-        key=lambda r: (
-            order["workload"][r[3]],
-            order["model"][r[1]],
-            order["precision"][r[2]],
-            order["hardware"][r[0]],
-            r[4],
-        ),
+    codes = []
+    for lists in chosen:
+        w, m, p, h, t = np.meshgrid(
+            *(
+                np.array([position[k][v] for v in lists[k]], dtype=np.int64)
+                for k in ("workload", "model", "precision", "hardware")
+            ),
+            np.arange(len(sizes)),
+            indexing="ij",
+        )
+        w, m, p, h, t = (a.ravel() for a in (w, m, p, h, t))
+        keep = runs[h, p] & ((sizes[t] <= 1) | linked[h])
+        codes.append(np.stack([w[keep], m[keep], p[keep], h[keep], t[keep]], axis=1))
+    rows = np.concatenate(codes)
+    if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
+        rows = np.unique(rows, axis=0)
+    ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
+    return pd.DataFrame(
+        {
+            "hardware": ids["hardware"][rows[:, 3]],
+            "model": ids["model"][rows[:, 1]],
+            "precision": ids["precision"][rows[:, 2]],
+            "workload": ids["workload"][rows[:, 0]],
+            TP_KEY: sizes[rows[:, 4]],
+        },
+        columns=ALL_KEYS,
     )
-    return pd.DataFrame(keys, columns=ALL_KEYS)
 
 
 def useful_parallelism(table: pd.DataFrame) -> pd.Series:
@@ -141,22 +154,38 @@ def _per_row_column(
     return pd.to_numeric(long.reindex(wanted), errors="coerce").to_numpy(dtype=float)
 
 
-def lookup_values(lookup: Lookup, plan: pd.DataFrame, inputs: InputTables) -> np.ndarray:
-    """The values of one looked-up column for every plan row (sheet value × scale)."""
+def lookup_values(
+    lookup: Lookup,
+    plan: Mapping[str, Any] | pd.DataFrame,
+    inputs: InputTables,
+    rows: dict[tuple[str, str], np.ndarray] | None = None,
+) -> np.ndarray:
+    """The values of one looked-up column for every plan row (sheet value × scale); ``plan``
+    maps the key columns (and any ``column_from``) to their values. ``rows`` keeps, per sheet and
+    key, the sheet row of every plan row (-1: none), so that each key is matched once."""
     sheet = inputs.sheets[lookup.sheet].set_index("id")
-    ids = plan[lookup.key].to_numpy()
+    ids = np.asarray(plan[lookup.key])
     if lookup.column_from is None and sheet.empty:
         return np.full(len(ids), np.nan, dtype=object if lookup.kind == "text" else float)
     if lookup.column_from is None:
-        values = sheet[lookup.column].reindex(ids).to_numpy()
+        rows = {} if rows is None else rows
+        at = rows.get((lookup.sheet, lookup.key))
+        if at is None:
+            at = rows[(lookup.sheet, lookup.key)] = sheet.index.get_indexer(pd.Index(ids))
+
+        def column(name: str) -> np.ndarray:
+            values = sheet[name].to_numpy()
+            taken = values[np.maximum(at, 0)] if len(values) else np.full(len(at), np.nan)
+            return np.where(at >= 0, taken, np.nan)
+
+        values = column(lookup.column)
         if lookup.fallback_column is not None:
-            fallback = sheet[lookup.fallback_column].reindex(ids).to_numpy()
-            values = np.where(pd.isna(values), fallback, values)
+            values = np.where(pd.isna(values), column(lookup.fallback_column), values)
     else:
-        values = _per_row_column(sheet, ids, plan[lookup.column_from].to_numpy(), lookup.column)
+        values = _per_row_column(sheet, ids, np.asarray(plan[lookup.column_from]), lookup.column)
         if lookup.fallback_from:
             fallback = _per_row_column(
-                sheet, ids, plan[lookup.fallback_from].to_numpy(), lookup.column
+                sheet, ids, np.asarray(plan[lookup.fallback_from]), lookup.column
             )
             values = np.where(np.isnan(values), fallback, values)
     if lookup.kind == "text":
@@ -274,10 +303,9 @@ def evaluate_plan(
     keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
     for m in keys_only:
         compute(m)
+    rows: dict[tuple[str, str], np.ndarray] = {}
     for lookup in lookups:
-        scope[lookup.name] = columns[lookup.name] = lookup_values(
-            lookup, pd.DataFrame(columns), inputs
-        )
+        scope[lookup.name] = columns[lookup.name] = lookup_values(lookup, columns, inputs, rows)
     for m in metrics:
         if m not in keys_only:
             compute(m)

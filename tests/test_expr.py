@@ -132,3 +132,20 @@ def test_a_replica_that_holds_no_sequence_completes_no_request():
         )
     assert np.isnan(rates[0]) and rates[1] == 0.0
     assert rates[2] == pytest.approx(4 / (4 * 0.5 + 100 * 0.02))  # 4 ÷ 4 s = 1 request/s
+
+
+@pytest.mark.parametrize(
+    ("parts", "expected"),
+    [
+        ((np.array(["h100", "l4"]), "|", np.array([1.0, 2.5])), ["h100|1", "l4|2.5"]),
+        (("x", np.array([3, 40])), ["x3", "x40"]),
+        ((np.array([float("nan"), 1e-05, -2.0, 1e16]),), ["nan", "1e-05", "-2", "1e+16"]),
+        ((np.array(["a", None], dtype=object), "!"), ["a!", "None!"]),
+        (("simulation: ", "meets targets"), "simulation: meets targets"),
+    ],
+)
+def test_concat_writes_numbers_as_the_spreadsheet_does(parts, expected):
+    """Whole numbers lose their '.0' as Excel's & writes them; element by element, as
+    ``_excel_text`` says, however many rows."""
+    joined = expr.concat(*parts)
+    assert (joined if isinstance(joined, str) else list(joined)) == expected
