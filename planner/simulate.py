@@ -1,4 +1,4 @@
-"""Discrete-event serving simulation of ONE inference replica (issue 4).
+"""Discrete-event serving simulation of ONE inference replica.
 
 Closed-form bounds cannot show queueing, rejection or preemption, so this
 module simulates one replica that serves an LLM with continuous batching

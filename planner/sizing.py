@@ -1,4 +1,4 @@
-"""Sizing by simulation: the fewest replicas that meet every latency target (issue 4, item 4).
+"""Sizing by simulation: the fewest replicas that meet every latency target.
 
 The closed form (:mod:`planner.capacity`) sizes a fleet from steady-state averages. This module
 asks the serving simulation (:mod:`planner.simulate`, one replica) instead: for a candidate row of

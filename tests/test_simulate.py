@@ -1,4 +1,4 @@
-"""Tests of the one-replica serving simulation (planner.simulate, issue 4).
+"""Tests of the one-replica serving simulation (planner.simulate).
 
 Expected values come from queueing theory or are worked out by hand in the
 comments from the StepModel numbers; none is copied from the program's output.

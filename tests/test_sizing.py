@@ -1,4 +1,4 @@
-"""Tests of sizing by simulation (planner.sizing, issue 4 item 4).
+"""Tests of sizing by simulation (planner.sizing).
 
 Hand-checked numbers use the seed catalog's invented device and model (catalogs/examples/seed):
 ``invented-4gib`` at bf16 on ``seed-16gib``.
