@@ -639,7 +639,7 @@ def test_cached_values_are_the_planner_values(built: Built, name: str) -> None:
 
 
 def test_plan_rows_written_in_several_chunks(built: Built, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workbook, "_ROWS_PER_CHUNK", 7)
+    monkeypatch.setattr(workbook.package, "_ROWS_PER_CHUNK", 7)
     path = write_workbook(built.rich, tmp_path / "chunks.xlsx")
     assert_plan_equals(cached(path, "Plan"), built.rich)
 
@@ -782,7 +782,7 @@ def test_no_eligible_option_rows_are_marked(built: Built) -> None:
 
 
 def test_too_many_groups_for_charts(built: Built, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workbook, "MAX_CHART_GROUPS", 3)
+    monkeypatch.setattr(workbook.charts, "MAX_CHART_GROUPS", 3)
     path = write_workbook(built.rich, tmp_path / "many.xlsx")
     with zipfile.ZipFile(path) as archive:
         assert not [n for n in archive.namelist() if n.startswith("xl/charts/")]
