@@ -35,6 +35,7 @@ from .architecture import (
     lm_head_parameters,
     mlp_parameters,
 )
+from .datafiles import DataFileError, read_column, read_trace
 from .yamlsafe import Document, YamlProblem, load
 
 CATALOG_FILES = ("hardware", "models", "precisions", "workloads", "assumptions")
@@ -768,7 +769,6 @@ def _workload_files(
     folder: Path, parsed: dict[str, Record], docs: dict[str, Document], used: list[str]
 ) -> list[Problem]:
     """CSV files named by workloads must exist inside the folder and hold what is asked."""
-    from .workloads import DataFileError, read_column, read_trace
 
     problems = []
     for i, w in enumerate(parsed["workloads"].workloads):  # type: ignore[attr-defined]

@@ -91,10 +91,11 @@ import numpy as np
 import pandas as pd
 
 from . import latency, recommend
+from .datafiles import read_trace
 from .simulate import Arrivals, Lengths, SimConfig, SimResult, StepModel, simulate
 from .tables import ALL_KEYS
 from .units import GB, GIB
-from .workloads import length_summary, read_trace, samples_of
+from .workloads import length_summary, samples_of
 
 if TYPE_CHECKING:
     from .catalog import Assumptions, Catalog, LengthDistribution, Workload

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
+from planner.datafiles import DataFileError
 from planner.simulate import simulate
 from planner.sizing import (
     DEFAULT_QUEUE_TIMEOUT_S,
@@ -40,7 +41,6 @@ from planner.sizing import (
     step_model,
 )
 from planner.sweep import evaluate
-from planner.workloads import DataFileError
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "catalogs" / "examples" / "seed"
