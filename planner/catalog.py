@@ -508,6 +508,13 @@ class Problem:
         return f"{where}: {' '.join(what) + ': ' if what else ''}{self.message}"
 
 
+class UnknownEntry(KeyError):
+    """An id that no entry of its catalog section has; the message lists the valid ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class CatalogError(Exception):
     """Raised with every problem found in a catalog folder."""
 
@@ -539,7 +546,7 @@ class Catalog:
             if entry.id == entry_id:
                 return entry
         valid = ", ".join(e.id for e in getattr(self, kind))
-        raise KeyError(f"no {kind} entry {entry_id!r}; valid: {valid}")
+        raise UnknownEntry(f"no {kind} entry {entry_id!r}; valid: {valid}")
 
 
 def _entry_label(section: str, data: Any, index: int) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .catalog import Catalog, CatalogError, load_catalog
+from .catalog import Catalog, CatalogError, UnknownEntry, load_catalog
 from .metric import MetricError
 from .recommend import closing_line
 from .resources import default_catalogs
@@ -154,8 +154,8 @@ def explain(
     catalog = _load(catalogs)
     try:
         text = explain_candidate(catalog, hardware, model, precision, workload, simulate)
-    except KeyError as exc:
-        click.echo(f"error: {exc.args[0]}", err=True)
+    except UnknownEntry as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     except MetricError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -216,20 +216,31 @@ def import_hf(
     append_to: Path | None,
 ) -> None:
     """Turn a local Hugging Face config.json into a models.yaml entry (no network)."""
-    from .hf import UnsupportedConfig, entry_to_yaml, load_hf_config, model_entry_from_hf_config
+    from .hf import (
+        AppendRefused,
+        UnsupportedConfig,
+        append_model_entry,
+        entry_to_yaml,
+        load_hf_config,
+        model_entry_from_hf_config,
+    )
 
     try:
         cfg = load_hf_config(config)
         entry_id = entry_id or _id_from_config(cfg, config)
         entry = model_entry_from_hf_config(cfg, entry_id, name, revision=revision)
-    except (UnsupportedConfig, OSError, ValueError) as exc:
+    except UnsupportedConfig as exc:
         click.echo(f"error: {config}: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     text = entry_to_yaml(entry, list_item=True)
     if append_to is None:
         click.echo(text, nl=False)
         return
-    _append_entry(append_to, text)
+    try:
+        append_model_entry(append_to, text)
+    except AppendRefused as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
     click.echo(f"appended {entry_id!r} to {append_to}")
 
 
@@ -239,31 +250,6 @@ def _id_from_config(cfg: dict, path: Path) -> str:
     fallback = path.parent.resolve().name if path.stem == "config" else path.stem
     source = str(cfg.get("_name_or_path") or fallback)
     return slug(source.split("/")[-1])
-
-
-def _append_entry(path: Path, text: str) -> None:
-    """Append a ``- id: ...`` entry under ``models:`` and validate the result before keeping it."""
-    from .catalog import ModelsFile
-    from .yamlsafe import YamlProblem, load
-
-    current = path.read_text() if path.exists() else "models:\n"
-    if not current.endswith("\n"):
-        current += "\n"
-    indented = "".join(f"  {line}" if line.strip() else line for line in text.splitlines(True))
-    updated = current + indented
-    try:
-        doc = load(updated)
-        models = ModelsFile.model_validate(doc.data)
-    except (YamlProblem, ValueError) as exc:
-        click.echo(f"error: {path} would not stay a valid models.yaml: {exc}", err=True)
-        sys.exit(EXIT_INVALID)
-    ids = [m.id for m in models.models]
-    if len(ids) != len(set(ids)):
-        click.echo(f"error: {path} already has a model with that id", err=True)
-        sys.exit(EXIT_INVALID)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(updated)
-    tmp.replace(path)
 
 
 if __name__ == "__main__":  # pragma: no cover

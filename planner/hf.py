@@ -573,9 +573,41 @@ def entry_to_yaml(entry: Mapping[str, Any], *, list_item: bool = False) -> str:
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json file into a dict (UTF-8 JSON)."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
+    """Read a config.json file into a dict (UTF-8 JSON); a file that cannot be read or is not
+    JSON raises :class:`UnsupportedConfig` saying why."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON
+        raise UnsupportedConfig([f"cannot read it: {exc}"]) from None
     if not isinstance(data, dict):
         raise UnsupportedConfig([f"{path}: config must be a JSON object"])
     return data
+
+
+class AppendRefused(Exception):
+    """An entry that would leave models.yaml invalid, or repeat an id there."""
+
+
+def append_model_entry(path: Path, text: str) -> None:
+    """Append a ``- id: ...`` entry (:func:`entry_to_yaml`) under ``models:`` of ``path``,
+    keeping the file only if the result is still a valid models.yaml with distinct ids; written
+    through a temporary file and renamed into place."""
+    from .catalog import ModelsFile
+    from .yamlsafe import YamlProblem, load
+
+    current = path.read_text() if path.exists() else "models:\n"
+    if not current.endswith("\n"):
+        current += "\n"
+    indented = "".join(f"  {line}" if line.strip() else line for line in text.splitlines(True))
+    updated = current + indented
+    try:
+        models = ModelsFile.model_validate(load(updated).data)
+    except (YamlProblem, ValueError) as exc:  # ValueError: pydantic's ValidationError
+        raise AppendRefused(f"{path} would not stay a valid models.yaml: {exc}") from None
+    ids = [m.id for m in models.models]
+    if len(ids) != len(set(ids)):
+        raise AppendRefused(f"{path} already has a model with that id")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(updated)
+    tmp.replace(path)

@@ -226,3 +226,35 @@ def test_explain_says_why_a_target_is_missed(seed_copy: Path):
     assert "= latency: inter-token p95 target" in result.output
     assert "Simulation (discrete-event" in result.output
     assert "target at any replica count: bandwidth" in result.output
+
+
+def test_the_cli_catches_only_the_librarys_own_exceptions():
+    """A bare KeyError or ValueError caught in the CLI would hide a bug as a user error."""
+    import ast
+    import builtins
+
+    import planner.cli
+
+    tree = ast.parse(Path(planner.cli.__file__).read_text())
+    caught = []
+    for handler in (n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)):
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        caught += [t.id for t in types if isinstance(t, ast.Name)]
+    assert caught and not [name for name in caught if hasattr(builtins, name)], caught
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"{not json", "cannot read it"),
+        (b"\xff\xfe\x00", "cannot read it"),
+        (b"[1, 2]", "config must be a JSON object"),
+    ],
+)
+def test_import_hf_refuses_an_unreadable_config(tmp_path: Path, content: bytes, words: str):
+    config = tmp_path / "config.json"
+    config.write_bytes(content)
+    result = invoke("import-hf", str(config))
+    assert result.exit_code == 1
+    assert f"error: {config}: unsupported Hugging Face config:" in result.output
+    assert words in result.output and "Traceback" not in result.output
