@@ -73,44 +73,18 @@ def run(
     manifest.json and a copy of the catalogs. It is written atomically and never replaces an
     earlier run unless --force.
     """
-    from .diff import NotARun, diff_against
-    from .runs import RunExists, default_run_dir, write_run
-    from .sizing import plan_with_simulation
+    from .diff import NotARun
+    from .pipeline import run as run_pipeline
+    from .runs import RunExists, default_run_dir
 
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
-    if destination.exists() and not force:
-        click.echo(
-            f"error: {destination} already exists; choose another --out or pass --force", err=True
-        )
-        sys.exit(EXIT_INVALID)
     try:
-        results = plan_with_simulation(catalog)
-    except MetricError as exc:
+        outcome = run_pipeline(catalog, destination, name=name, force=force, baseline=baseline)
+    except (RunExists, NotARun, MetricError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
-    comparison = None
-    extra = {}
-    if baseline is not None:
-        try:
-            comparison = diff_against(baseline, catalog, results.table, label=str(destination))
-        except NotARun as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_INVALID)
-        extra["diff.csv"] = comparison.write_csv
-    try:
-        folder = write_run(
-            catalog,
-            results,
-            destination,
-            name=name,
-            force=force,
-            extra_writers=extra,
-            baseline=comparison,
-        )
-    except RunExists as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_INVALID)
+    folder, results, comparison = outcome.folder, outcome.results, outcome.baseline
     if comparison is not None:
         click.echo(comparison.summary())
     click.echo(closing_line(results.table))

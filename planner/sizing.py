@@ -692,7 +692,7 @@ def simulate_rows(
     return frame
 
 
-def _unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
+def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
     """Per group whose first-ranked option was never simulated: the unsimulated options ranked
     above its best simulated one, at most ``per_group``."""
     picked = []
@@ -704,31 +704,3 @@ def _unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
         cut = int(simulated.argmax()) if simulated.any() else len(group)
         picked.append(group.iloc[:cut].head(per_group))
     return pd.concat(picked) if picked else ranks.iloc[:0]
-
-
-def plan_with_simulation(
-    catalog: Catalog, processes: int = 2, per_group: int = 3, max_rounds: int = 4
-) -> Results:
-    """Evaluate the catalog, size the leading candidates by simulation, and evaluate again.
-
-    Simulation can make its candidates dearer (more replicas) or rule them out, so an option
-    that was never simulated may then rank first; the unsimulated options ranked above a group's
-    best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
-    requests (``simulated_requests: 0``) this is :func:`planner.sweep.evaluate`.
-    """
-    from .sweep import evaluate
-
-    results = evaluate(catalog)
-    if catalog.assumptions.simulated_requests == 0 or results.table.empty:
-        return results
-    simulated = simulate_candidates(catalog, results, per_group=per_group, processes=processes)
-    for _ in range(max_rounds):
-        results = evaluate(catalog, simulated=simulated)
-        chosen = _unsimulated_leaders(recommend.ranked(results.table), per_group)
-        if chosen.empty:
-            break
-        extra = simulate_rows(catalog, results.table.loc[chosen.index], processes)
-        simulated = pd.concat([simulated, extra], ignore_index=True)
-    else:
-        results = evaluate(catalog, simulated=simulated)
-    return results

@@ -95,7 +95,7 @@ def test_a_simulated_miss_blocks_the_recommendation(seed_dir):
 
 
 def test_unsimulated_leaders_are_simulated_next():
-    from planner.sizing import _unsimulated_leaders
+    from planner.sizing import unsimulated_leaders
 
     ranks = pd.DataFrame(
         {
@@ -108,13 +108,13 @@ def test_unsimulated_leaders_are_simulated_next():
     ranks["rank"] = ranks["rank"].astype("Int64")
     # group w: ranks 1 and 2 were never simulated and stand above the simulated rank 3;
     # group v: its leader was simulated already
-    assert list(_unsimulated_leaders(ranks, 3).index) == [0, 1]
-    assert list(_unsimulated_leaders(ranks, 1).index) == [0]
+    assert list(unsimulated_leaders(ranks, 3).index) == [0, 1]
+    assert list(unsimulated_leaders(ranks, 1).index) == [0]
 
 
-def test_plan_with_simulation_simulates_every_leader(seed_copy):
+def test_the_plan_simulates_every_leader(seed_copy):
+    from planner.pipeline import plan
     from planner.recommend import ranked
-    from planner.sizing import plan_with_simulation
 
     hardware = (seed_copy / "hardware.yaml").read_text()
     hardware = hardware.replace(
@@ -126,7 +126,7 @@ def test_plan_with_simulation_simulates_every_leader(seed_copy):
     (seed_copy / "assumptions.yaml").write_text(
         text + "  electricity_usd_per_kwh: 0.1\n  simulated_requests: 300\n"
     )
-    results = plan_with_simulation(load_catalog(seed_copy), processes=1)
+    results = plan(load_catalog(seed_copy), processes=1)
     ranks = ranked(results.table)
     leaders = ranks[ranks["rank"] == 1]
     assert len(leaders) >= 1

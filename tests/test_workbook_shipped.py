@@ -20,7 +20,7 @@ from test_workbook import (
 )
 
 from planner.catalog import load_catalog
-from planner.sizing import plan_with_simulation
+from planner.pipeline import plan
 from planner.sweep import Results
 from planner.workbook import write_workbook
 
@@ -29,7 +29,7 @@ SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]:
-    results = plan_with_simulation(load_catalog(SHIPPED), processes=2)
+    results = plan(load_catalog(SHIPPED), processes=2)
     folder = tmp_path_factory.mktemp("shipped")
     return results, write_workbook(results, folder / "plan.xlsx")
 

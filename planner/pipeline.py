@@ -1,0 +1,101 @@
+"""A run of planner, told as one story.
+
+:func:`plan` is the arithmetic: cross the catalogs into candidates and evaluate every metric;
+choose what is worth simulating; simulate it; evaluate once more with the simulated figures as
+data; rank; and, where an option that was never simulated now leads its group, simulate that one
+too. :func:`run` adds what a run leaves behind: the comparison with a baseline run and the run
+folder (results, workbook, report, manifest). Each stage is a function of its own module that
+can be called alone; this module only puts them in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import recommend
+from .catalog import Catalog
+from .diff import RunDiff, compare, load_run, snapshot
+from .runs import RunExists, write_run
+from .sizing import select_candidates, simulate_rows, unsimulated_leaders
+from .sweep import Results, evaluate
+
+#: How many options per workload × model are simulated first, and how many more rounds may
+#: simulate options that come to lead their group without having been simulated.
+PER_GROUP = 3
+MAX_ROUNDS = 4
+
+
+def plan(
+    catalog: Catalog, processes: int = 2, per_group: int = PER_GROUP, max_rounds: int = MAX_ROUNDS
+) -> Results:
+    """Every candidate evaluated, the leading ones sized by simulation.
+
+    Simulation can make its candidates dearer (more replicas) or rule them out, so an option
+    that was never simulated may then rank first; the unsimulated options ranked above a group's
+    best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
+    requests (``simulated_requests: 0``) this is :func:`planner.sweep.evaluate`.
+    """
+    results = evaluate(catalog)  # candidates crossed; every metric over whole columns
+    if catalog.assumptions.simulated_requests == 0 or results.table.empty:
+        return results
+    chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
+    simulated = simulate_rows(catalog, chosen.sort_index(), processes)
+    for _ in range(max_rounds):
+        results = evaluate(catalog, simulated=simulated)  # the simulated figures as data
+        leaders = unsimulated_leaders(recommend.ranked(results.table), per_group)
+        if leaders.empty:
+            return results
+        more = simulate_rows(catalog, results.table.loc[leaders.index], processes)
+        simulated = pd.concat([simulated, more], ignore_index=True)
+    return evaluate(catalog, simulated=simulated)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :func:`run` produced: the folder written, its results, and the comparison with the
+    baseline run (None without one)."""
+
+    folder: Path
+    results: Results
+    baseline: RunDiff | None
+
+
+def run(
+    catalog: Catalog,
+    destination: Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    baseline: Path | None = None,
+    processes: int = 2,
+) -> RunOutcome:
+    """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.
+
+    Raises :class:`planner.runs.RunExists` before any work when ``destination`` exists and
+    ``force`` is false, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
+    run folder, and :class:`planner.metric.MetricError` when a formula meets inputs it does not
+    cover.
+    """
+    destination = Path(destination)
+    if destination.exists() and not force:
+        raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    earlier = load_run(baseline) if baseline is not None else None
+    results = plan(catalog, processes=processes)
+    comparison = None
+    extra = {}
+    if earlier is not None:
+        comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))
+        extra["diff.csv"] = comparison.write_csv
+    folder = write_run(
+        catalog,
+        results,
+        destination,
+        name=name,
+        force=force,
+        extra_writers=extra,
+        baseline=comparison,
+    )
+    return RunOutcome(folder, results, comparison)
