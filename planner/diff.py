@@ -39,10 +39,11 @@ import pandas as pd
 
 from . import __version__
 from .catalog import Catalog, CatalogError, load_catalog
+from .formatting import duration, memory
 from .recommend import recommendations
 from .runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, export_table
 from .tables import ALL_KEYS
-from .units import GB, TB, format_bytes, format_seconds
+from .units import GB, TB
 
 #: Every ``kind`` of change, in the order the text and the CSV list them.
 KINDS: dict[str, str] = {
@@ -168,13 +169,13 @@ def format_value(value: Any, unit: str = "") -> str:
     if number is None or isinstance(value, str):
         return str(value)
     if unit == "B":
-        return format_bytes(number)
+        return memory(number)
     if unit == "B/s":
         return f"{_sig(number / TB)} TB/s" if abs(number) >= TB else f"{_sig(number / GB)} GB/s"
     if unit == "FLOP/s":
         return f"{_sig(number / 1e12)} TFLOPS"
     if unit == "s":
-        return format_seconds(number)
+        return duration(number)
     if unit == "1/s":
         return f"{_sig(number)} /s"
     if unit.startswith("USD"):

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .catalog import Catalog
+from .formatting import duration, exact_binary, memory
 from .metric import Metric
 from .sweep import Results, evaluate_subset
 from .tables import GLOBALS
-from .units import format_binary, format_bytes, format_seconds
 
 _OPERATORS = {
     "*": " × ",
@@ -61,11 +61,11 @@ def _with_unit(m: Metric, value: Any) -> str:
     if m.kind in ("bool", "text"):
         return str(value)
     if m.unit == "B":
-        exact = format_binary(value) if value > 0 else ""
-        text = f"{_number(value)} B = {format_bytes(value)}"
+        exact = exact_binary(value) if value > 0 else ""
+        text = f"{_number(value)} B = {memory(value)}"
         return text + (f" = {exact}" if exact.endswith(("KiB", "MiB")) else "")
     if m.unit == "s":
-        return f"{_number(value)} s = {format_seconds(value)}"
+        return f"{_number(value)} s = {duration(value)}"
     return f"{_number(value)} {m.unit}".rstrip()
 
 
@@ -121,9 +121,9 @@ def simulation_text(catalog: Catalog, results: Results) -> str:
     at = sim["sim_replicas_simulated"]
     where_ = "one request at a time" if at != at else f"{int(at)} replica(s)"
     lines.append(
-        f"  at {where_}: TTFT p95 {format_seconds(sim['ttft_p95_s'])}, "
-        f"ITL p95 {format_seconds(sim['itl_p95_s'])}, e2e p95 {format_seconds(sim['e2e_p95_s'])}, "
-        f"task p95 {format_seconds(sim['task_p95_s'])}, rejected {sim['rejected_fraction']:.2%}, "
+        f"  at {where_}: TTFT p95 {duration(sim['ttft_p95_s'])}, "
+        f"ITL p95 {duration(sim['itl_p95_s'])}, e2e p95 {duration(sim['e2e_p95_s'])}, "
+        f"task p95 {duration(sim['task_p95_s'])}, rejected {sim['rejected_fraction']:.2%}, "
         f"queued {sim['queued_fraction']:.1%}"
     )
     return "\n".join(lines)

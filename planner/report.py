@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 import mimetypes
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,10 +30,20 @@ from markupsafe import Markup
 
 from . import __version__, charts
 from .catalog import Catalog, Workload
+from .formatting import (
+    bandwidth,
+    binary_decimal,
+    cents,
+    count,
+    duration,
+    finite,
+    memory,
+    short,
+    usd,
+)
 from .recommend import GROUP, ORDER, candidate_label, ranked, recommendations
 from .resources import templates_dir
 from .sweep import Results
-from .units import GB, GIB, KB, KIB, MB, MIB, format_seconds
 from .workloads import length_summary
 
 if TYPE_CHECKING:
@@ -111,81 +120,12 @@ def _fetcher_class() -> type[URLFetcher]:
     return LocalOnlyFetcher
 
 
-# Formatting ---------------------------------------------------------------------------------
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return value is not None and value is not pd.NA and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def usd(value: Any) -> str:
-    """Whole US dollars with thousands separators (``27,759``); ``n/a`` when missing."""
-    return f"{float(value):,.0f}" if _finite(value) else "n/a"
-
-
-def count(value: Any) -> str:
-    """A whole count with thousands separators; ``n/a`` when missing."""
-    return f"{float(value):,.0f}" if _finite(value) else "n/a"
-
-
-def seconds(value: Any) -> str:
-    """A duration in ms or s; ``n/a`` when missing."""
-    return format_seconds(float(value)) if _finite(value) else "n/a"
-
-
-def _binary_decimal(n_bytes: float) -> tuple[str, str]:
-    """A byte count in binary and decimal units: (``13.04 GiB``, ``14.00 GB``)."""
-    if abs(n_bytes) >= GIB:
-        return f"{n_bytes / GIB:,.2f} GiB", f"{n_bytes / GB:,.2f} GB"
-    if abs(n_bytes) >= MIB:
-        return f"{n_bytes / MIB:,.2f} MiB", f"{n_bytes / MB:,.2f} MB"
-    return f"{n_bytes / KIB:,.2f} KiB", f"{n_bytes / KB:,.2f} kB"
-
-
-def memory(value: Any) -> str:
-    """A memory figure in GiB with GB beside it (``13.04 GiB (14.00 GB)``); ``n/a`` if missing."""
-    if not _finite(value):
-        return "n/a"
-    binary, decimal = _binary_decimal(float(value))
-    return f"{binary} ({decimal})"
-
-
-def cents(value: Any) -> str:
-    """A price with cents (``2.80``); ``n/a`` when missing."""
-    return f"{float(value):,.2f}" if _finite(value) else "n/a"
-
-
-def bandwidth(value: Any) -> str:
-    """A bandwidth given in B/s, shown in decimal GB/s as datasheets state it."""
-    return f"{float(value) / GB:,.0f} GB/s" if _finite(value) else "n/a"
-
-
 def memory_cell(value: Any) -> Markup:
     """A memory figure for a table cell: GiB (or MiB) with GB (or MB) beneath it."""
-    if not _finite(value):
+    if not finite(value):
         return Markup("n/a")
-    binary, decimal = _binary_decimal(float(value))
+    binary, decimal = binary_decimal(float(value))
     return Markup(f'{binary}<br><span class="small">{decimal}</span>')
-
-
-def cell(value: Any) -> str:
-    """Any value of a generic table (the baseline comparison) as short text."""
-    if value is None or value is pd.NA:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return ""
-        if value == round(value) or abs(value) >= 100:
-            return f"{value:,.0f}"
-        return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.3g}"
-    return str(value)
 
 
 def environment(folder: Path | None = None) -> jinja2.Environment:
@@ -198,12 +138,12 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["bytes"] = memory
-    env.filters["seconds"] = seconds
+    env.filters["seconds"] = duration
     env.filters["thousands"] = count
     env.filters["usd"] = usd
     env.filters["cents"] = cents
     env.filters["bandwidth"] = bandwidth
-    env.filters["cell"] = cell
+    env.filters["cell"] = short
     return env
 
 
@@ -256,12 +196,12 @@ def targets_met(row: pd.Series | dict[str, Any]) -> list[str]:
     simulated = was_simulated(row)
     out = []
     for name, estimate, target, p95 in TARGETS:
-        if not _finite(row[target]):
+        if not finite(row[target]):
             continue
-        if simulated and _finite(row.get(p95)):
-            out.append(f"{name} p95 {seconds(row[p95])} ≤ {seconds(row[target])}")
+        if simulated and finite(row.get(p95)):
+            out.append(f"{name} p95 {duration(row[p95])} ≤ {duration(row[target])}")
         else:
-            out.append(f"{name} est. {seconds(row[estimate])} ≤ {seconds(row[target])}")
+            out.append(f"{name} est. {duration(row[estimate])} ≤ {duration(row[target])}")
     return out
 
 
@@ -274,7 +214,7 @@ def target_text(workload: Workload) -> str:
     """The workload's latency targets in words."""
     targets = workload.targets
     parts = [
-        f"{name} p95 ≤ {format_seconds(value)}"
+        f"{name} p95 ≤ {duration(value)}"
         for name, value in (
             ("TTFT", targets.ttft_p95),
             ("ITL", targets.itl_p95),
@@ -288,9 +228,9 @@ def target_text(workload: Workload) -> str:
 
 def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
     """When buying beats renting, in words, from ``break_even_month`` and the rental price."""
-    if not _finite(row["cloud_usd_per_month"]):
+    if not finite(row["cloud_usd_per_month"]):
         return "no rental price"
-    if not _finite(row["break_even_month"]):
+    if not finite(row["break_even_month"]):
         if short:
             return "never (rent ≤ running cost)"
         return "never: renting costs no more a month than running owned devices"
@@ -304,12 +244,12 @@ def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = 
 
 
 def _plural(n: Any, word: str) -> str:
-    return f"{count(n)} {word}{'' if _finite(n) and float(n) == 1 else 's'}"
+    return f"{count(n)} {word}{'' if finite(n) and float(n) == 1 else 's'}"
 
 
 def _renting(row: pd.Series, months: int) -> str:
     """The rental comparison of an option, as a sentence."""
-    if not _finite(row["cloud_usd_per_month"]):
+    if not finite(row["cloud_usd_per_month"]):
         return "No rental price is catalogued for this device. "
     return (
         f"Renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month; "
@@ -368,7 +308,7 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "cloud": usd(row["cloud_usd_per_month"]),
         "break_even": break_even_text(row, months, short=True),
         "per_million": f"{row['owned_usd_per_million_tokens']:,.2f}"
-        if _finite(row["owned_usd_per_million_tokens"])
+        if finite(row["owned_usd_per_million_tokens"])
         else "n/a",
         "targets": targets_met(row),
     }
@@ -428,11 +368,11 @@ def workload_record(catalog: Catalog, workload: Workload, rows: pd.DataFrame) ->
         [
             "Agent loop",
             f"{_plural(workload.requests_per_task, 'model call')} per task, "
-            f"{format_seconds(workload.tool_time)} of tool time between calls",
+            f"{duration(workload.tool_time)} of tool time between calls",
         ],
         [
             "Preprocessing / network",
-            f"{format_seconds(workload.preprocess_time)} / {format_seconds(workload.network_time)}",
+            f"{duration(workload.preprocess_time)} / {duration(workload.network_time)}",
         ],
         ["Latency targets", target_text(workload)],
         ["Admission policy", ADMISSION.get(workload.admission, workload.admission)],
@@ -465,7 +405,7 @@ def _memory_rows(
             "reserve": memory_cell(seg["reserve"]),
             "kv": memory_cell(seg["kv"]),
             "batch": count(row["decode_batch"]),
-            "per_sequence": f"{float(row['kv_bytes_per_sequence']) / MIB:,.2f} MiB",
+            "per_sequence": f"{float(row['kv_mib_per_sequence']):,.2f} MiB",  # the metric
             "free": memory_cell(seg["free"]),
             "total": memory_cell(seg["total"]),
         }
@@ -476,7 +416,7 @@ def _memory_rows(
 
 
 def _percent(value: Any) -> str:
-    return f"{float(value):.1%}" if _finite(value) else "n/a"
+    return f"{float(value):.1%}" if finite(value) else "n/a"
 
 
 def simulation_rows(shown: pd.DataFrame) -> list[dict[str, str]]:
@@ -492,7 +432,8 @@ def simulation_rows(shown: pd.DataFrame) -> list[dict[str, str]]:
                 "replicas": f"{count(row['replicas_needed'])} → "
                 f"{count(row.get('sim_replicas_needed')) if simulated else 'not simulated'}",
                 **{
-                    name: seconds(row.get(p95)) if simulated else "–" for name, _, _, p95 in TARGETS
+                    name: duration(row.get(p95)) if simulated else "–"
+                    for name, _, _, p95 in TARGETS
                 },
                 "rejected": _percent(row.get("rejected_fraction")) if simulated else "–",
                 "verdict": str(row.get("sim_reason") or "") if simulated else "",
@@ -648,7 +589,7 @@ def assumption_rows(catalog: Catalog) -> list[tuple[str, str]]:
         ("Achieved share of datasheet bandwidth", f"{a.bandwidth_efficiency:.0%}"),
         ("Achieved share of dense datasheet compute", f"{a.compute_efficiency:.0%}"),
         ("KV-cache block (paged allocation)", f"{a.kv_block_tokens} tokens"),
-        ("Fixed overhead per step", format_seconds(a.step_overhead)),
+        ("Fixed overhead per step", duration(a.step_overhead)),
         ("Tensor-parallel sizes tried", ", ".join(str(t) for t in a.tensor_parallel_sizes)),
         ("Engine batch limit", f"{a.max_batch_sequences} sequences"),
         (

@@ -1,4 +1,4 @@
-"""Quantities with units: parsing catalog text and formatting figures for people.
+"""Quantities with units: parsing catalog text (:mod:`planner.formatting` writes them out).
 
 Every quantity in a catalog carries its unit (``80 GiB``, ``3.35 TB/s``, ``989 TFLOPS``). Parsing
 returns the value in the base unit of its kind (bytes, bytes per second, FLOP per second, watts,
@@ -145,39 +145,3 @@ def gib(n_bytes: float) -> float:
 def gb(n_bytes: float) -> float:
     """Bytes to decimal gigabytes [GB], 1 GB = 1000**3 B."""
     return n_bytes / GB
-
-
-def format_bytes(n_bytes: float, digits: int = 2) -> str:
-    """A memory figure as people need it: GB and GiB side by side.
-
-    >>> format_bytes(14e9)
-    '14.00 GB (13.04 GiB)'
-    """
-    if n_bytes is None or (isinstance(n_bytes, float) and math.isnan(n_bytes)):
-        return "n/a"
-    if abs(n_bytes) < MIB:
-        return f"{n_bytes / KB:,.{digits}f} kB ({n_bytes / KIB:,.{digits}f} KiB)"
-    if abs(n_bytes) < GIB:
-        return f"{n_bytes / MB:,.{digits}f} MB ({n_bytes / MIB:,.{digits}f} MiB)"
-    return f"{n_bytes / GB:,.{digits}f} GB ({n_bytes / GIB:,.{digits}f} GiB)"
-
-
-def format_binary(n_bytes: float) -> str:
-    """The exact binary size when it is a whole number of KiB/MiB/GiB/TiB, else bytes.
-
-    >>> format_binary(131072)
-    '128 KiB'
-    """
-    for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n_bytes >= size and float(n_bytes / size).is_integer():
-            return f"{int(n_bytes // size)} {unit}"
-    return f"{n_bytes:,.0f} B"
-
-
-def format_seconds(seconds: float) -> str:
-    """A duration in ms below one second, else in s."""
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
-        return "n/a"
-    if abs(seconds) < 1:
-        return f"{seconds * 1e3:,.3g} ms"
-    return f"{seconds:,.3g} s"

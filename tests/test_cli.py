@@ -123,10 +123,10 @@ def test_explain_shows_the_seed_arithmetic(seed_dir: Path):
     text = result.output.replace("\u2009", " ")  # thin spaces separate thousands
     assert "IF(mla_kv_dim > 0, mla_kv_dim, 2 × kv_heads_per_device × head_dim)" in text
     assert "= IF(0 > 0, 0, 2 × 8 × 128)\n  = 2 048 values" in text
-    assert "= 32 × 2 048 × 2\n  = 131 072 B = 131.07 kB (128.00 KiB) = 128 KiB" in text
+    assert "= 32 × 2 048 × 2\n  = 131 072 B = 128.00 KiB (131.07 kB) = 128 KiB" in text
     assert "= 4 096 + 1 024" in text
-    assert "671 088 640 B = 671.09 MB (640.00 MiB) = 640 MiB" in text
-    assert "8 589 934 592 B = 8.59 GB (8.00 GiB)" in text
+    assert "671 088 640 B = 640.00 MiB (671.09 MB) = 640 MiB" in text
+    assert "8 589 934 592 B = 8.00 GiB (8.59 GB)" in text
     assert "= 12 sequences" in text
     assert "= IF(16 > 0, 16 ≤ 12, 12 ≥ 1)\n  = False" in text
     # the latency arithmetic follows: 4 GiB read at 700 GB/s

@@ -360,7 +360,7 @@ def test_candidate_that_stops_fitting_says_why(runs, tmp_path: Path):
     (rec,) = diff.recommendations
     assert rec.new is None  # beta misses the latency target: no eligible option is left
     assert "now: no eligible option (" in diff.to_text()
-    assert "memory: 40.00 GB (37.25 GiB) → 16.00 GB (14.90 GiB)" in diff.to_text()
+    assert "memory: 37.25 GiB (40.00 GB) → 14.90 GiB (16.00 GB)" in diff.to_text()
 
 
 # Inputs without a catalogs/ copy; comment-only edits; field paths -----------------------------
@@ -478,7 +478,7 @@ def test_results_without_key_columns_is_not_a_run(runs, tmp_path: Path):
 @pytest.mark.parametrize(
     ("value", "unit", "text"),
     [
-        (80 * units.GIB, "B", "85.90 GB (80.00 GiB)"),
+        (80 * units.GIB, "B", "80.00 GiB (85.90 GB)"),
         (3.35e12, "B/s", "3.35 TB/s"),
         (450e9, "B/s", "450 GB/s"),
         (989e12, "FLOP/s", "989 TFLOPS"),

@@ -19,7 +19,7 @@ import pytest
 pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("weasyprint")
 
-from planner import charts, report  # noqa: E402
+from planner import charts, formatting, report  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
 from planner.recommend import candidate_label, ranked, recommendations  # noqa: E402
 from planner.resources import templates_dir  # noqa: E402
@@ -199,10 +199,10 @@ def test_recommendation_and_its_cost_are_those_of_the_results(rendered):
     assert rec["hardware"] == "round-80"
     for expected in (
         candidate_label(winner),
-        f"{report.usd(rec['tco_usd'])} USD over 36 months",
-        report.usd(rec["capital_usd"]),
-        report.usd(rec["opex_usd_per_month"]),
-        report.usd(rec["cloud_usd_per_month"]),
+        f"{formatting.usd(rec['tco_usd'])} USD over 36 months",
+        formatting.usd(rec["capital_usd"]),
+        formatting.usd(rec["opex_usd_per_month"]),
+        formatting.usd(rec["cloud_usd_per_month"]),
     ):
         assert expected in rendered["flat"], expected
 
@@ -431,8 +431,8 @@ def test_memory_cell_shows_gib_with_gb():
     assert str(report.memory_cell(512 * MIB)) == (
         '512.00 MiB<br><span class="small">536.87 MB</span>'
     )
-    assert report.usd(float("nan")) == "n/a"
-    assert report.usd(27759.4) == "27,759"
+    assert formatting.usd(float("nan")) == "n/a"
+    assert formatting.usd(27759.4) == "27,759"
 
 
 def test_simulated_sizing_and_percentiles_are_reported(rendered):

@@ -1,7 +1,7 @@
 import pytest
 
 from planner import units
-from planner.units import UnitError, format_binary, format_bytes, parse
+from planner.units import UnitError, parse
 
 
 @pytest.mark.parametrize(
@@ -67,27 +67,6 @@ def test_error_lists_accepted_units():
         parse("80", "bytes")
     for unit in ("B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"):
         assert unit in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("n", "expected"),
-    [
-        (14e9, "14.00 GB (13.04 GiB)"),
-        (8 * 1024**3, "8.59 GB (8.00 GiB)"),
-        (512 * 1024**2, "536.87 MB (512.00 MiB)"),
-        (131072, "131.07 kB (128.00 KiB)"),
-    ],
-)
-def test_format_bytes_shows_gb_and_gib(n, expected):
-    assert format_bytes(n) == expected
-
-
-@pytest.mark.parametrize(
-    ("n", "expected"),
-    [(131072, "128 KiB"), (536_870_912, "512 MiB"), (8 * 1024**3, "8 GiB"), (1000, "1,000 B")],
-)
-def test_format_binary(n, expected):
-    assert format_binary(n) == expected
 
 
 def test_constants():
