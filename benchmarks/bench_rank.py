@@ -2,10 +2,10 @@
 
 The synthetic catalog of ``bench_workbook.py`` (20,000 candidates in 250 workload × model groups
 by default) is evaluated once; then each consumer of the one ranking is timed: the ranking itself
-(:func:`planner.recommend.rank`), the ranked table with verdicts, the per-group recommendations,
-the workbook Summary's groups and the choice of what to simulate. As a yardstick measured in the
-same run on the same machine, a pandas stable sort of the table by the ranking keys. Not a test:
-run it by hand::
+(:func:`planner.plan.recommend.rank`), the ranked table with verdicts, the per-group
+recommendations, the workbook Summary's groups and the choice of what to simulate. As a yardstick
+measured in the same run on the same machine, a pandas stable sort of the table by the ranking
+keys. Not a test: run it by hand::
 
     python benchmarks/bench_rank.py [--hardware 20 --models 25 --precisions 4 --workloads 10]
 """
@@ -18,10 +18,10 @@ from typing import Any
 
 from bench_workbook import catalog_arguments, catalog_of
 
-from planner import recommend
-from planner.sizing import select_candidates
-from planner.sweep import evaluate
-from planner.workbook import recommendation_groups
+from planner.outputs.workbook import recommendation_groups
+from planner.plan import recommend
+from planner.plan.sweep import evaluate
+from planner.serving.sizing import select_candidates
 
 
 def best_of(func: Callable[[], Any], repeat: int = 5) -> float:

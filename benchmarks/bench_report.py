@@ -18,10 +18,10 @@ from pathlib import Path
 
 from pypdf import PdfReader
 
-from planner import report
 from planner.catalog import load_catalog
+from planner.outputs import report
+from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs
-from planner.sweep import evaluate
 
 SCENARIO = """\
 scenarios:

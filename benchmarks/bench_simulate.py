@@ -1,4 +1,4 @@
-"""Time planner.simulate.simulate() for 10,000 requests with a realistic config.
+"""Time planner.serving.simulate.simulate() for 10,000 requests with a realistic config.
 
 Run: ``python benchmarks/bench_simulate.py [n_requests]``.  Not a test.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from planner.simulate import Arrivals, Lengths, SimConfig, StepModel, simulate
+from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel, simulate
 
 STEP = StepModel(
     weight_bytes=14e9,

@@ -1,4 +1,5 @@
-"""Time planner.sizing.simulate_candidates() on a catalog folder (default: the shipped catalogs).
+"""Time planner.serving.sizing.simulate_candidates() on a catalog folder (default: the shipped
+catalogs).
 
 Run: ``python benchmarks/bench_sizing.py [catalog folder] [processes] [per_group]``.  Not a test.
 
@@ -18,8 +19,8 @@ import time
 import pandas as pd
 
 from planner.catalog import load_catalog
-from planner.sizing import select_candidates, simulate_candidates
-from planner.sweep import evaluate
+from planner.plan.sweep import evaluate
+from planner.serving.sizing import select_candidates, simulate_candidates
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import load_catalog
-from planner.sweep import evaluate
+from planner.plan.sweep import evaluate
 
 
 def synthetic_catalog(

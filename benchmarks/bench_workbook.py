@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from planner.catalog import Assumptions, Catalog, Hardware, Model, Precision, Workload
-from planner.sweep import evaluate
-from planner.workbook import recommendation_groups, write_workbook
+from planner.outputs.workbook import recommendation_groups, write_workbook
+from planner.plan.sweep import evaluate
 
 FORMATS = ("bf16", "fp8", "int8", "fp4")
 

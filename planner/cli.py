@@ -11,11 +11,11 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .catalog import Catalog, CatalogError, UnknownEntry, load_catalog
-from .metric import MetricError
-from .recommend import closing_line
-from .resources import default_catalogs
+from planner import __version__
+from planner.catalog import Catalog, CatalogError, UnknownEntry, load_catalog
+from planner.model.metric import MetricError
+from planner.plan.recommend import closing_line
+from planner.resources import default_catalogs
 
 EXIT_INVALID = 1
 
@@ -73,9 +73,9 @@ def run(
     manifest.json and a copy of the catalogs. It is written atomically and never replaces an
     earlier run unless --force.
     """
-    from .diff import NotARun
-    from .pipeline import run as run_pipeline
-    from .runs import RunExists, default_run_dir
+    from planner.diff import NotARun
+    from planner.outputs.runs import RunExists, default_run_dir
+    from planner.pipeline import run as run_pipeline
 
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
@@ -123,7 +123,7 @@ def explain(
     simulate: bool,
 ) -> None:
     """Print the arithmetic of one candidate step by step, with GB and GiB side by side."""
-    from .explain import explain as explain_candidate
+    from planner.outputs.explain import explain as explain_candidate
 
     catalog = _load(catalogs)
     try:
@@ -156,7 +156,7 @@ def explain(
 def diff(old: Path, new: Path, csv_path: Path | None, limit: int) -> None:
     """Show what changed between two run folders: catalog entries (field by field),
     recommendations, candidates that newly fit or stop fitting, and cost changes."""
-    from .diff import NotARun, diff_runs
+    from planner.diff import NotARun, diff_runs
 
     try:
         result = diff_runs(old, new)
@@ -190,7 +190,7 @@ def import_hf(
     append_to: Path | None,
 ) -> None:
     """Turn a local Hugging Face config.json into a models.yaml entry (no network)."""
-    from .hf import (
+    from planner.catalog.hf import (
         AppendRefused,
         UnsupportedConfig,
         append_model_entry,
@@ -219,7 +219,7 @@ def import_hf(
 
 
 def _id_from_config(cfg: dict, path: Path) -> str:
-    from .runs import slug
+    from planner.outputs.runs import slug
 
     fallback = path.parent.resolve().name if path.stem == "config" else path.stem
     source = str(cfg.get("_name_or_path") or fallback)

@@ -1,13 +1,13 @@
 """What changed between two runs: the catalogs that went in and the plan that came out.
 
-A run folder (:mod:`planner.runs`) holds ``results.csv``, ``manifest.json`` and, from the runs
-that keep one, ``catalogs/``: a verbatim copy of the catalog files it was made from. Comparing two
-runs reports
+A run folder (:mod:`planner.outputs.runs`) holds ``results.csv``, ``manifest.json`` and, from the
+runs that keep one, ``catalogs/``: a verbatim copy of the catalog files it was made from. Comparing
+two runs reports
 
 - **inputs**: catalog entries added, removed and changed, field by field (``price.purchase_usd``,
   ``memory_bandwidth``), from the validated records of both ``catalogs/`` copies; where a run has
   no copy, only which catalog files changed, from the SHA-256 in the manifests;
-- **outputs**: the recommendation of each workload × model (:func:`planner.recommend
+- **outputs**: the recommendation of each workload × model (:func:`planner.plan.recommend
   .recommendations`), candidates that newly fit or stop fitting (``fits``), become eligible or
   stop being eligible (``eligible``), the cost of candidates present in both runs (``tco_usd``,
   ``devices_needed``), and candidates added or removed.
@@ -37,13 +37,13 @@ from typing import Any, cast
 
 import pandas as pd
 
-from . import __version__
-from .catalog import Catalog, CatalogError, load_catalog
-from .formatting import duration, memory
-from .recommend import recommendations
-from .runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, export_table
-from .tables import ALL_KEYS
-from .units import GB, TB
+from planner import __version__
+from planner.catalog import Catalog, CatalogError, load_catalog
+from planner.model.units import GB, TB
+from planner.outputs.formatting import duration, memory
+from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, export_table
+from planner.plan.recommend import recommendations
+from planner.plan.tables import ALL_KEYS
 
 #: Every ``kind`` of change, in the order the text and the CSV list them.
 KINDS: dict[str, str] = {
@@ -411,8 +411,8 @@ def load_run(folder: str | Path) -> RunSnapshot:
 def snapshot(catalog: Catalog, table: pd.DataFrame, label: str = "this run") -> RunSnapshot:
     """A run not yet written (``planner run --baseline``), read as its ``results.csv`` will be.
 
-    The table makes the same CSV round trip as :func:`planner.runs.write_run`'s, so comparing a
-    run before it is written and after gives the same diff.
+    The table makes the same CSV round trip as :func:`planner.outputs.runs.write_run`'s, so
+    comparing a run before it is written and after gives the same diff.
     """
     text = export_table(table).to_csv(index=False)
     return RunSnapshot(

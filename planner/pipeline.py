@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import recommend
-from .catalog import Catalog
-from .diff import RunDiff, compare, load_run, snapshot
-from .runs import RunExists, write_run
-from .sizing import select_candidates, simulate_rows, unsimulated_leaders
-from .sweep import Results, evaluate
+from planner.catalog import Catalog
+from planner.diff import RunDiff, compare, load_run, snapshot
+from planner.outputs.runs import RunExists, write_run
+from planner.plan import recommend
+from planner.plan.sweep import Results, evaluate
+from planner.serving.sizing import select_candidates, simulate_rows, unsimulated_leaders
 
 #: How many options per workload × model are simulated first, and how many more rounds may
 #: simulate options that come to lead their group without having been simulated.
@@ -36,7 +36,7 @@ def plan(
     Simulation can make its candidates dearer (more replicas) or rule them out, so an option
     that was never simulated may then rank first; the unsimulated options ranked above a group's
     best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
-    requests (``simulated_requests: 0``) this is :func:`planner.sweep.evaluate`.
+    requests (``simulated_requests: 0``) this is :func:`planner.plan.sweep.evaluate`.
     """
     results = evaluate(catalog)  # candidates crossed; every metric over whole columns
     if catalog.assumptions.simulated_requests == 0 or results.table.empty:
@@ -74,10 +74,10 @@ def run(
 ) -> RunOutcome:
     """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.
 
-    Raises :class:`planner.runs.RunExists` before any work when ``destination`` exists and
+    Raises :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
     ``force`` is false, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
-    run folder, and :class:`planner.metric.MetricError` when a formula meets inputs it does not
-    cover.
+    run folder, and :class:`planner.model.metric.MetricError` when a formula meets inputs it does
+    not cover.
     """
     destination = Path(destination)
     if destination.exists() and not force:

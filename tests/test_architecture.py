@@ -1,9 +1,9 @@
 """Parameter counts and KV-cache sizes against published figures.
 
 Architectures come from the real config.json files in tests/fixtures/hf/ (imported with
-planner.hf); expected figures come from model cards, technical reports and the Hub's safetensors
-metadata, recorded with their sources in each fixture's companion ``<name>.meta.json``. None of
-the expected numbers below was produced by this program.
+planner.catalog.hf); expected figures come from model cards, technical reports and the Hub's
+safetensors metadata, recorded with their sources in each fixture's companion ``<name>.meta.json``.
+None of the expected numbers below was produced by this program.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.architecture import (
+from planner.catalog.hf import architecture_from_hf_config, load_hf_config
+from planner.model.architecture import (
     MLA,
     Architecture,
     MoE,
@@ -27,7 +28,6 @@ from planner.architecture import (
     kv_cache_values_per_token,
     mla_attention_parameters,
 )
-from planner.hf import architecture_from_hf_config, load_hf_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 

@@ -209,7 +209,7 @@ def test_earlier_report_is_untouched_by_a_failed_run(seed_dir: Path, seed_copy: 
 
 
 def test_scenarios_restrict_the_cross(seed_copy: Path):
-    from planner.sweep import evaluate
+    from planner.plan.sweep import evaluate
 
     (seed_copy / "scenarios.yaml").write_text(
         "scenarios:\n  - id: small\n    models: [invented-4gib]\n    workloads: [seed-4k]\n"

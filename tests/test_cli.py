@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from planner import runs
 from planner.cli import main
-from planner.runs import default_run_dir, slug
+from planner.outputs import runs
+from planner.outputs.runs import default_run_dir, slug
 
 RUN_FILES = {"results.csv", "results.json", "plan.xlsx", "report.pdf", "manifest.json", "catalogs"}
 
@@ -82,12 +82,12 @@ def test_default_run_folder_is_dated_and_never_reused(tmp_path: Path):
 
 def test_failed_run_leaves_nothing(seed_dir: Path, tmp_path: Path, monkeypatch):
     from planner.catalog import load_catalog
-    from planner.sweep import evaluate
+    from planner.plan.sweep import evaluate
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("planner.report.write_report", broken)
+    monkeypatch.setattr("planner.outputs.report.write_report", broken)
     catalog = load_catalog(seed_dir)
     with pytest.raises(RuntimeError):
         runs.write_run(catalog, evaluate(catalog), tmp_path / "run")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from planner.cost import (
+from planner.model.cost import (
     break_even_month,
     capital_usd,
     cloud_usd_per_million_tokens,

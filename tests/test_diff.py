@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner import report, units, workbook
 from planner.catalog import load_catalog
 from planner.diff import (
     KINDS,
@@ -39,8 +38,10 @@ from planner.diff import (
     load_run,
     snapshot,
 )
-from planner.runs import CATALOG_COPY, write_run
-from planner.sweep import evaluate
+from planner.model import units
+from planner.outputs import report, workbook
+from planner.outputs.runs import CATALOG_COPY, write_run
+from planner.plan.sweep import evaluate
 
 HARDWARE = """\
 hardware:
@@ -122,7 +123,7 @@ def write_catalog(
 
 
 def make_run(catalogs: Path, destination: Path) -> Path:
-    """A run folder written by :func:`planner.runs.write_run`, with the workbook and the PDF
+    """A run folder written by :func:`planner.outputs.runs.write_run`, with the workbook and the PDF
     replaced by placeholders: rendering them takes far longer than this module's tests, and the
     diff reads neither."""
     catalog = load_catalog(catalogs)

@@ -2,9 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import expr
-from planner.expr import Ref, to_excel, trace
-from planner.metric import METRIC_MODULES, metrics
+from planner.model import expr
+from planner.model.expr import Ref, to_excel, trace
+from planner.model.metric import METRIC_MODULES, metrics
 
 
 def cells(name):
@@ -95,8 +95,8 @@ def test_equality_computes_in_python_as_it_traces(func, values, expected, formul
 
 
 def test_a_division_by_zero_in_a_metric_is_an_error_naming_it():
-    from planner.metric import Metric, MetricError
-    from planner.sweep import evaluate_metric
+    from planner.model.metric import Metric, MetricError
+    from planner.plan.sweep import evaluate_metric
 
     per = Metric("per_device", lambda total, devices: total / devices, ("total", "devices"), "", "")
     scope = {"total": np.array([4.0, 6.0]), "devices": np.array([2.0, 0.0])}
@@ -116,7 +116,7 @@ def test_a_division_by_zero_in_a_metric_is_an_error_naming_it():
     ],
 )
 def test_break_even_where_there_is_no_saving_is_missing(capital, rent, opex, expected):
-    from planner.cost import break_even_month
+    from planner.model.cost import break_even_month
 
     with np.errstate(divide="raise", invalid="raise"):
         value = break_even_month(np.array([capital]), np.array([rent]), np.array([opex]))[0]
@@ -124,7 +124,7 @@ def test_break_even_where_there_is_no_saving_is_missing(capital, rent, opex, exp
 
 
 def test_a_replica_that_holds_no_sequence_completes_no_request():
-    from planner.capacity import requests_per_s_per_replica
+    from planner.model.capacity import requests_per_s_per_replica
 
     with np.errstate(divide="raise", invalid="raise"):
         rates = requests_per_s_per_replica(

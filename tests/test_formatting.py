@@ -1,4 +1,4 @@
-"""One way to write a number for people (planner.formatting), checked against the seed."""
+"""One way to write a number for people (planner.outputs.formatting), checked against the seed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from planner import formatting
+from planner.outputs import formatting
 
 
 @pytest.mark.parametrize(

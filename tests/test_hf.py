@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.architecture import MLA, Architecture, MoE, SlidingWindow, count_parameters
-from planner.hf import (
+from planner.catalog.hf import (
     FAMILIES,
     UnsupportedConfig,
     architecture_from_entry,
@@ -22,6 +21,7 @@ from planner.hf import (
     moe_from_hf_config,
     sliding_window_from_hf_config,
 )
+from planner.model.architecture import MLA, Architecture, MoE, SlidingWindow, count_parameters
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CONFIGS = sorted(p.stem for p in FIXTURES.glob("*.json") if not p.name.endswith(".meta.json"))

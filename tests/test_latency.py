@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.capacity import (
+from planner.model.capacity import (
     forecast_requests_per_s,
     in_flight_requests,
     replicas_needed,
     requests_per_s_per_replica,
 )
-from planner.latency import (
+from planner.model.latency import (
     allreduce_s_per_token,
     compute_bound_s,
     decode_compute_s,
@@ -26,7 +26,7 @@ from planner.latency import (
     task_s,
     weight_read_s,
 )
-from planner.memory import kv_budget_bytes, max_sequences
+from planner.model.memory import kv_budget_bytes, max_sequences
 
 
 def test_weight_read_bound_seed_paragraph_7():

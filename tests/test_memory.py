@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from planner.catalog import load_catalog
-from planner.memory import (
+from planner.model.memory import (
     allocated_tokens_per_sequence,
     fits,
     full_attention_layers,
@@ -22,8 +22,8 @@ from planner.memory import (
     weight_bytes_per_param,
     windowed_tokens_per_sequence,
 )
-from planner.sweep import evaluate
-from planner.units import GIB, KIB, MIB
+from planner.model.units import GIB, KIB, MIB
+from planner.plan.sweep import evaluate
 
 GiB, MiB, KiB = GIB, MIB, KIB
 

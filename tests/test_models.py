@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from planner.catalog import CatalogError, load_catalog
 from planner.cli import main
-from planner.sweep import evaluate
+from planner.plan.sweep import evaluate
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "hf"

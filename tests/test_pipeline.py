@@ -9,8 +9,8 @@ import pytest
 from planner import pipeline
 from planner.catalog import load_catalog
 from planner.diff import NotARun
-from planner.runs import RunExists
-from planner.sweep import evaluate
+from planner.outputs.runs import RunExists
+from planner.plan.sweep import evaluate
 
 
 def _no_planning(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""The recommendation rule, computed once (:func:`planner.recommend.rank`) and read everywhere.
+"""The recommendation rule, computed once (:func:`planner.plan.recommend.rank`) and read everywhere.
 
 Hand-built groups whose order is worked out by the rule in words: among eligible options the
 lowest total cost of ownership wins; ties go to fewer devices, then lower inter-token latency (a
@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import recommend, workbook
 from planner.catalog import load_catalog
-from planner.report import featured
-from planner.sizing import select_candidates
-from planner.sweep import evaluate
+from planner.outputs import workbook
+from planner.outputs.report import featured
+from planner.plan import recommend
+from planner.plan.sweep import evaluate
+from planner.serving.sizing import select_candidates
 
 NAN = float("nan")
 

@@ -19,12 +19,12 @@ import pytest
 pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("weasyprint")
 
-from planner import charts, formatting, report  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
-from planner.recommend import candidate_label, ranked, recommendations  # noqa: E402
+from planner.model.units import GIB, MIB  # noqa: E402
+from planner.outputs import charts, formatting, report  # noqa: E402
+from planner.plan.recommend import candidate_label, ranked, recommendations  # noqa: E402
+from planner.plan.sweep import evaluate  # noqa: E402
 from planner.resources import templates_dir  # noqa: E402
-from planner.sweep import evaluate  # noqa: E402
-from planner.units import GIB, MIB  # noqa: E402
 
 SCRIPT = "<script>alert(1)</script>"
 IMG_FILE = '<img src="file:///etc/passwd">'
@@ -441,8 +441,8 @@ def test_simulated_sizing_and_percentiles_are_reported(rendered):
     153.30 USD a month, TCO 50,000 + 153.30 × 36 = 55,518.80 USD; round-48 with 2 devices:
     60,000 + 2 × 38.325 × 36 = 62,759.40 USD, so round-80 still wins.
     """
-    from planner.sizing import SIZING_COLUMNS
-    from planner.tables import ALL_KEYS
+    from planner.plan.tables import ALL_KEYS
+    from planner.serving.sizing import SIZING_COLUMNS
 
     rows = []
     for hardware, itl in (("round-80", 0.05), ("round-48", 0.09)):

@@ -1,4 +1,4 @@
-"""Tests of the one-replica serving simulation (planner.simulate).
+"""Tests of the one-replica serving simulation (planner.serving.simulate).
 
 Expected values come from queueing theory or are worked out by hand in the
 comments from the StepModel numbers; none is copied from the program's output.
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.simulate import (
+from planner.serving.simulate import (
     Arrivals,
     Lengths,
     SimConfig,

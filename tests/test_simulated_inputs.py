@@ -7,8 +7,8 @@ import math
 import pandas as pd
 
 from planner.catalog import load_catalog
-from planner.sweep import evaluate
-from planner.tables import SIMULATED_COLUMNS, SIMULATION_INPUTS, simulation_input_column
+from planner.plan.sweep import evaluate
+from planner.plan.tables import SIMULATED_COLUMNS, SIMULATION_INPUTS, simulation_input_column
 
 
 def sim_row(**overrides):
@@ -95,7 +95,7 @@ def test_a_simulated_miss_blocks_the_recommendation(seed_dir):
 
 
 def test_unsimulated_leaders_are_simulated_next():
-    from planner.sizing import unsimulated_leaders
+    from planner.serving.sizing import unsimulated_leaders
 
     ranks = pd.DataFrame(
         {
@@ -114,7 +114,7 @@ def test_unsimulated_leaders_are_simulated_next():
 
 def test_the_plan_simulates_every_leader(seed_copy):
     from planner.pipeline import plan
-    from planner.recommend import ranked
+    from planner.plan.recommend import ranked
 
     hardware = (seed_copy / "hardware.yaml").read_text()
     hardware = hardware.replace(

@@ -1,4 +1,4 @@
-"""Tests of sizing by simulation (planner.sizing).
+"""Tests of sizing by simulation (planner.serving.sizing).
 
 Hand-checked numbers use the seed catalog's invented device and model (catalogs/examples/seed):
 ``invented-4gib`` at bf16 on ``seed-16gib``.
@@ -26,9 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
-from planner.datafiles import DataFileError
-from planner.simulate import simulate
-from planner.sizing import (
+from planner.catalog.datafiles import DataFileError
+from planner.plan.sweep import evaluate
+from planner.serving.simulate import simulate
+from planner.serving.sizing import (
     DEFAULT_QUEUE_TIMEOUT_S,
     SIZING_COLUMNS,
     best_case_config,
@@ -40,7 +41,6 @@ from planner.sizing import (
     size_candidate,
     step_model,
 )
-from planner.sweep import evaluate
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "catalogs" / "examples" / "seed"

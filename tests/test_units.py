@@ -1,7 +1,7 @@
 import pytest
 
-from planner import units
-from planner.units import UnitError, parse
+from planner.model import units
+from planner.model.units import UnitError, parse
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """plan.xlsx: live formulas that LibreOffice recomputes to the planner's numbers.
 
-The expected values come from ``planner.sweep.evaluate`` (what ``results.csv`` holds) and, for the
-Summary, from ``planner.recommend`` (the recommendation); the workbook's values come from its cached
-values (no spreadsheet engine) or from LibreOffice after a forced recalculation
+The expected values come from ``planner.plan.sweep.evaluate`` (what ``results.csv`` holds) and, for
+the Summary, from ``planner.plan.recommend`` (the recommendation); the workbook's values come from
+its cached values (no spreadsheet engine) or from LibreOffice after a forced recalculation
 (:mod:`spreadsheet`). Every LibreOffice conversion of the module happens in one ``soffice``
 start (about two seconds each otherwise).
 """
@@ -28,12 +28,13 @@ from openpyxl.utils import get_column_letter
 from spreadsheet import ENGINES, computed_values, installed, recalculate_many
 from test_simulated_inputs import sim_row
 
-from planner import recommend, workbook
-from planner.capacity import STALE_SIMULATION
 from planner.catalog import load_catalog
-from planner.sweep import Results, evaluate
-from planner.tables import CANDIDATE, GLOBALS, SIMULATED
-from planner.workbook import cached_value_xml, write_workbook
+from planner.model.capacity import STALE_SIMULATION
+from planner.outputs import workbook
+from planner.outputs.workbook import cached_value_xml, write_workbook
+from planner.plan import recommend
+from planner.plan.sweep import Results, evaluate
+from planner.plan.tables import CANDIDATE, GLOBALS, SIMULATED
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 INJECTIONS = ['=HYPERLINK("http://example.com","x")', "+1+1", "-2+3", "@SUM(1,2)"]
@@ -329,7 +330,7 @@ def shown_same(expected: Any, got: Any) -> bool:
 
 
 def assert_recommendation(rows: list[list[Any]], table: pd.DataFrame) -> None:
-    """The Summary shows ``planner.recommend``'s recommendation of ``table``: the groups in
+    """The Summary shows ``planner.plan.recommend``'s recommendation of ``table``: the groups in
     plan order, each winner and runner-up with every shown column, the counts, and a line
     saying so where no option (or no runner-up) is eligible."""
     got = summary_by_group(rows)

@@ -20,9 +20,9 @@ from test_workbook import (
 )
 
 from planner.catalog import load_catalog
+from planner.outputs.workbook import write_workbook
 from planner.pipeline import plan
-from planner.sweep import Results
-from planner.workbook import write_workbook
+from planner.plan.sweep import Results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
 

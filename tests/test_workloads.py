@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from planner.catalog import CatalogError, load_catalog
-from planner.sweep import evaluate
+from planner.plan.sweep import evaluate
 
 
 def write_workloads(folder: Path, body: str) -> None:

@@ -1,0 +1,220 @@
+"""Capacity in closed form: throughput per replica, the forecast load, replicas and targets.
+
+Queueing is left to the simulation (:mod:`planner.serving.simulate`); these formulas give the steady
+state a fleet must at least provide, and they stay live formulas in the workbook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.expr import ceil, concat, is_missing, is_number, maximum, where
+from planner.model.metric import metric
+
+LITTLE = "Little's law: L = λ × W"
+
+
+@metric("", kind="text", source="the five key columns", group="keys")
+def candidate(
+    hardware: Any, model: Any, precision: Any, workload: Any, tensor_parallel: Any
+) -> Any:
+    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``.
+
+    Simulated figures are looked up by it from the ``Simulated`` sheet.
+    """
+    return concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
+
+
+@metric("1/s", source="steady state of continuous batching", group="serving")
+def requests_per_s_per_replica(
+    decode_batch: Any, prefill_s: Any, output_tokens_mean: Any, itl_s: Any
+) -> Any:
+    """Requests a replica completes per second at its batch [1/s].
+
+    B requests take B prefills (each stalls the batch) and (mean output − 1) shared decode steps:
+    B ÷ (B × prefill + (output − 1) × ITL). A replica that holds no sequence (B = 0) of a
+    one-token workload completes none: its time is missing, never 0 ÷ 0.
+    """
+    busy_s = decode_batch * prefill_s + (output_tokens_mean - 1) * itl_s
+    return decode_batch / where(busy_s > 0, busy_s, float("nan"))
+
+
+@metric("tokens/s", source="steady state of continuous batching", group="serving")
+def throughput_tokens_per_s(requests_per_s_per_replica: Any, output_tokens_mean: Any) -> Any:
+    """Output tokens a replica generates per second at its batch [tokens/s]."""
+    return requests_per_s_per_replica * output_tokens_mean
+
+
+@metric("1/s", source="workload forecast", group="serving")
+def forecast_requests_per_s(
+    arrival_rate_per_s: Any, concurrency: Any, requests_per_task: Any, task_s: Any, tool_time_s: Any
+) -> Any:
+    """Model requests per second the fleet must serve [1/s].
+
+    Open loop: task arrivals × calls per task. Closed loop: each user runs tasks back to back, so
+    users × calls per task ÷ task latency.
+    """
+    closed = concurrency * requests_per_task / task_s
+    return where(arrival_rate_per_s > 0, arrival_rate_per_s * requests_per_task, closed)
+
+
+@metric("requests", source=LITTLE, group="serving")
+def in_flight_requests(forecast_requests_per_s: Any, e2e_s: Any) -> Any:
+    """Requests in service at once on average: arrival rate × end-to-end latency [requests]."""
+    return forecast_requests_per_s * e2e_s
+
+
+@metric("replicas", source=LITTLE, group="serving")
+def replicas_needed(
+    concurrency: Any,
+    replica_capacity_sequences: Any,
+    in_flight_requests: Any,
+    forecast_requests_per_s: Any,
+    requests_per_s_per_replica: Any,
+) -> Any:
+    """Replicas for the forecast; missing when not one maximum-length sequence fits a replica.
+
+    Closed loop: ⌈users ÷ sequences per replica⌉ (users wait for their answers, so their rate
+    follows the capacity). Open loop: max(1, ⌈in flight ÷ sequences per replica⌉,
+    ⌈forecast ÷ per-replica rate⌉): room for the requests in flight and enough throughput.
+    """
+    # the guards only matter where no sequence fits, a branch that returns missing anyway
+    slots = maximum(replica_capacity_sequences, 1)
+    by_memory = ceil(in_flight_requests / slots)
+    by_rate = ceil(forecast_requests_per_s / maximum(requests_per_s_per_replica, 1e-12))
+    open_loop = maximum(1, maximum(by_memory, by_rate))
+    closed_loop = ceil(concurrency / slots)
+    return where(
+        replica_capacity_sequences >= 1,
+        where(concurrency > 0, closed_loop, open_loop),
+        float("nan"),
+    )
+
+
+@metric("", kind="bool", source="simulation run for this candidate", group="serving")
+def simulated(sim_meets_targets: Any) -> Any:
+    """Whether the serving simulation was run for this candidate (see the Simulated sheet)."""
+    return is_number(sim_meets_targets)
+
+
+#: What :func:`simulation` says of a candidate.
+SIMULATED_TEXT = "simulated"
+NOT_SIMULATED = "not simulated"
+STALE_SIMULATION = "simulated with other inputs: rerun planner"
+
+
+@metric("", kind="text", source="serving simulation; the Simulated sheet", group="serving")
+def simulation(simulated: Any, sim_inputs_unchanged: Any) -> Any:
+    """Whether the simulated figures hold for the inputs as they stand: "simulated", "not
+    simulated", or "simulated with other inputs: rerun planner" once an input the simulation
+    read (memory, bandwidth, compute, efficiencies, lengths, load, targets) has been edited."""
+    return where(
+        simulated,
+        where(sim_inputs_unchanged > 0, SIMULATED_TEXT, STALE_SIMULATION),
+        NOT_SIMULATED,
+    )
+
+
+@metric("replicas", source=f"{LITTLE}; serving simulation", group="serving")
+def replicas_planned(replicas_needed: Any, sim_replicas_needed: Any, simulated: Any) -> Any:
+    """Replicas to provision: the closed form, raised to what the simulation needed.
+
+    Where the simulation found that no replica count meets the targets, it stays missing.
+    """
+    return where(
+        simulated,
+        where(
+            is_missing(sim_replicas_needed),
+            float("nan"),
+            maximum(replicas_needed, sim_replicas_needed),
+        ),
+        replicas_needed,
+    )
+
+
+@metric("devices", source="a replica spans tensor_parallel devices", group="serving")
+def devices_needed(replicas_planned: Any, tensor_parallel: Any) -> Any:
+    """Devices to buy or rent for the forecast: replicas × devices per replica [devices]."""
+    return replicas_planned * tensor_parallel
+
+
+def _meets(value: Any, target: Any) -> Any:
+    return where(is_missing(target), True, value <= target)
+
+
+@metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
+def meets_ttft_target(ttft_s: Any, ttft_p95_target_s: Any) -> Any:
+    """Whether the no-queue TTFT is within the p95 target (true when no target is set)."""
+    return _meets(ttft_s, ttft_p95_target_s)
+
+
+@metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
+def meets_itl_target(itl_s: Any, itl_p95_target_s: Any) -> Any:
+    """Whether the inter-token latency at the batch is within the p95 target."""
+    return _meets(itl_s, itl_p95_target_s)
+
+
+@metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
+def meets_e2e_target(e2e_s: Any, e2e_p95_target_s: Any) -> Any:
+    """Whether the end-to-end latency is within the p95 target."""
+    return _meets(e2e_s, e2e_p95_target_s)
+
+
+@metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
+def meets_task_target(task_s: Any, task_p95_target_s: Any) -> Any:
+    """Whether the agent task latency is within the p95 target."""
+    return _meets(task_s, task_p95_target_s)
+
+
+@metric(
+    "",
+    kind="bool",
+    source="seed ¶10: state latency, throughput and failure together",
+    group="serving",
+)
+def meets_targets(
+    replica_fits: Any,
+    meets_ttft_target: Any,
+    meets_itl_target: Any,
+    meets_e2e_target: Any,
+    meets_task_target: Any,
+) -> Any:
+    """Whether a replica holds a maximum-length sequence and every closed-form target is met."""
+    return (
+        replica_fits & meets_ttft_target & meets_itl_target & meets_e2e_target & meets_task_target
+    )
+
+
+@metric("", kind="bool", source="seed ¶10; serving simulation", group="serving")
+def meets_targets_planned(meets_targets: Any, simulated: Any, sim_meets_targets: Any) -> Any:
+    """Closed-form targets met and, where simulated, the simulated p95 targets and the
+    rejection ceiling met too."""
+    return meets_targets & where(simulated, sim_meets_targets > 0, True)
+
+
+@metric("", kind="text", source="seed ¶10", group="serving")
+def target_miss_reason(
+    replica_fits: Any,
+    meets_ttft_target: Any,
+    meets_itl_target: Any,
+    meets_e2e_target: Any,
+    meets_task_target: Any,
+) -> Any:
+    """The first reason a candidate misses its targets, in words ("meets targets" otherwise)."""
+    return where(
+        replica_fits,
+        where(
+            meets_ttft_target,
+            where(
+                meets_itl_target,
+                where(
+                    meets_e2e_target,
+                    where(meets_task_target, "meets targets", "latency: task p95 target"),
+                    "latency: end-to-end p95 target",
+                ),
+                "latency: inter-token p95 target",
+            ),
+            "latency: time-to-first-token p95 target",
+        ),
+        "memory: no room for one maximum-length sequence",
+    )

@@ -1,0 +1,153 @@
+"""Cost: capital, operating cost, total cost of ownership, rental, cost per token, break-even.
+
+Prices and rates come from the hardware catalog and ``assumptions.yaml``, with the currency in
+each field name. A missing price stays missing (empty in results, ``#N/A`` in the workbook): it is
+never costed as zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.expr import ceil, concat, is_missing, logical_not, where
+from planner.model.metric import derived, metric
+
+HOURS = "hours_per_month from assumptions (730 = 8,760 h ÷ 12)"
+
+
+@metric("nodes", source="devices_per_node of the hardware", group="cost")
+def nodes_needed(devices_needed: Any, devices_per_node: Any) -> Any:
+    """Server nodes for the devices: ⌈devices ÷ devices per node⌉ [nodes]."""
+    return ceil(devices_needed / devices_per_node)
+
+
+@metric("USD", source="purchase_usd of the hardware; node_overhead_usd assumption", group="cost")
+def capital_usd(
+    purchase_usd: Any, devices_needed: Any, node_overhead_usd: Any, nodes_needed: Any
+) -> Any:
+    """Capital cost: device price × devices + per-node overhead × nodes [USD]."""
+    return purchase_usd * devices_needed + node_overhead_usd * nodes_needed
+
+
+@metric("kWh/month", source=f"board power × utilisation × PUE; {HOURS}", group="cost")
+def energy_kwh_per_month(
+    power_w: Any, utilisation: Any, pue: Any, devices_needed: Any, hours_per_month: Any
+) -> Any:
+    """Facility energy per month: W × utilisation × PUE × devices × hours ÷ 1000 [kWh]."""
+    return power_w * utilisation * pue * devices_needed * hours_per_month / 1000
+
+
+@metric("USD/month", source="electricity_usd_per_kwh; hosting_usd_per_node_month", group="cost")
+def opex_usd_per_month(
+    energy_kwh_per_month: Any,
+    electricity_usd_per_kwh: Any,
+    hosting_usd_per_node_month: Any,
+    nodes_needed: Any,
+) -> Any:
+    """Operating cost per month: energy × electricity price + hosting per node × nodes [USD]."""
+    return (
+        energy_kwh_per_month * electricity_usd_per_kwh + hosting_usd_per_node_month * nodes_needed
+    )
+
+
+@metric("USD", source="total cost of ownership over the amortisation period", group="cost")
+def tco_usd(capital_usd: Any, opex_usd_per_month: Any, amortisation_months: Any) -> Any:
+    """Total cost of ownership: capital + operating cost × amortisation months [USD]."""
+    return capital_usd + opex_usd_per_month * amortisation_months
+
+
+@metric("USD/month", source="straight-line amortisation", group="cost")
+def owned_usd_per_month(tco_usd: Any, amortisation_months: Any) -> Any:
+    """Owning cost per month: TCO spread over the amortisation period [USD/month]."""
+    return tco_usd / amortisation_months
+
+
+@metric("USD/month", source=f"cloud_usd_per_hour of the hardware; {HOURS}", group="cost")
+def cloud_usd_per_month(cloud_usd_per_hour: Any, devices_needed: Any, hours_per_month: Any) -> Any:
+    """Renting the same devices around the clock: price per device-hour × devices × hours [USD]."""
+    return cloud_usd_per_hour * devices_needed * hours_per_month
+
+
+@metric("tokens/month", source="forecast load", group="cost")
+def output_tokens_per_month(
+    forecast_requests_per_s: Any, output_tokens_mean: Any, hours_per_month: Any
+) -> Any:
+    """Output tokens generated per month at the forecast load [tokens]."""
+    return forecast_requests_per_s * output_tokens_mean * 3600 * hours_per_month
+
+
+@metric("USD", source="owning cost ÷ tokens at the forecast load", group="cost")
+def owned_usd_per_million_tokens(owned_usd_per_month: Any, output_tokens_per_month: Any) -> Any:
+    """Owning cost per million output tokens at the forecast load [USD]."""
+    return owned_usd_per_month / output_tokens_per_month * 1_000_000
+
+
+@metric("USD", source="rental cost ÷ tokens at the forecast load", group="cost")
+def cloud_usd_per_million_tokens(cloud_usd_per_month: Any, output_tokens_per_month: Any) -> Any:
+    """Rental cost per million output tokens at the forecast load [USD]."""
+    return cloud_usd_per_month / output_tokens_per_month * 1_000_000
+
+
+@metric("months", source="capital recovered by the monthly saving over renting", group="cost")
+def break_even_month(capital_usd: Any, cloud_usd_per_month: Any, opex_usd_per_month: Any) -> Any:
+    """First month by whose end buying has cost less than renting: ⌈capital ÷ (rent − opex)⌉.
+
+    Missing when renting costs no more per month than operating owned devices (never breaks even)
+    or when a price is missing.
+    """
+    saving = cloud_usd_per_month - opex_usd_per_month
+    # no saving: nothing to divide by (missing, never a division by zero)
+    return ceil(capital_usd / where(saving > 0, saving, float("nan")))
+
+
+@metric("", kind="bool", source="recommendation rule", group="cost")
+def eligible(meets_targets_planned: Any, tco_usd: Any) -> Any:
+    """Whether a candidate may be recommended: it meets every target and has a known cost."""
+    return meets_targets_planned & logical_not(is_missing(tco_usd))
+
+
+@metric("", kind="text", source="recommendation rule", group="cost")
+def status(
+    meets_targets: Any,
+    meets_targets_planned: Any,
+    target_miss_reason: Any,
+    sim_reason: Any,
+    tco_usd: Any,
+) -> Any:
+    """Why a candidate can or cannot be recommended: memory, latency (closed form, then
+    simulated), or a missing price."""
+    return where(
+        meets_targets,
+        where(
+            meets_targets_planned,
+            where(is_missing(tco_usd), "cost: price or electricity rate missing", "eligible"),
+            concat("simulation: ", sim_reason),
+        ),
+        target_miss_reason,
+    )
+
+
+#: The words of :func:`ruled_out_by`, in the order the recommendation rule tests them.
+RULED_OUT_REASONS = ("memory", "latency", "simulation", "cost")
+
+
+@metric("", kind="text", source="recommendation rule", group="cost")
+def ruled_out_by(
+    replica_fits: Any, meets_targets: Any, meets_targets_planned: Any, tco_usd: Any
+) -> Any:
+    """What keeps a candidate from being recommended, in one word: memory (a replica cannot
+    hold one maximum-length sequence), latency (a closed-form target is missed), simulation (a
+    simulated target or the rejection ceiling is missed) or cost (a price is missing); empty
+    when it is eligible. ``status`` says the same in a sentence."""
+    return where(
+        replica_fits,
+        where(
+            meets_targets,
+            where(meets_targets_planned, where(is_missing(tco_usd), "cost", ""), "simulation"),
+            "latency",
+        ),
+        "memory",
+    )
+
+
+derived("tco_kusd", "tco_usd", lambda v: v / 1000, "kUSD", "tco_usd in thousands", "cost")

@@ -1,0 +1,284 @@
+"""Latency in closed form: idealised bounds and a step-time model of continuous batching.
+
+Seed ¶7: "A simple bandwidth bound divides bytes that must be read by sustainable memory
+bandwidth ... This is an idealized bound, not measured token latency." Seed ¶8: "A compute bound
+instead divides required operations by sustainable compute throughput." The step-time model
+combines both per step: a decode step reads the weights once for the whole batch and each
+sequence's cache separately, and does 2 × active parameters FLOP per sequence; the step takes
+the larger of the two times plus a fixed overhead. These are estimates to guide measurement,
+never measurements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.expr import maximum, minimum, power, where
+from planner.model.metric import derived, metric
+
+SEED = "seed"
+KAPLAN = "Kaplan et al. 2020, §2.1 (forward pass ≈ 2N FLOP per token)"
+
+
+@metric("s", source=f"{SEED} ¶7", group="latency")
+def weight_read_s(
+    weight_bytes_per_device: Any, memory_bandwidth_bytes_per_s: Any, bandwidth_efficiency: Any
+) -> Any:
+    """Weight-read lower bound per decode step: weight bytes ÷ achieved bandwidth [s].
+
+    Achieved bandwidth = datasheet bandwidth × ``bandwidth_efficiency``; tensor-parallel devices
+    read their shares at once. Seed ¶7: 14 GB read at 700 GB/s is 0.02 s. An idealised bound,
+    not a measured token latency.
+    """
+    return weight_bytes_per_device / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+
+
+@metric("FLOP/s", source=f"{SEED} ¶8", group="latency")
+def achieved_compute_flops_per_s(
+    compute_flops_per_s: Any, compute_efficiency: Any, tensor_parallel: Any
+) -> Any:
+    """Compute a replica sustains: dense datasheet rate × efficiency × TP devices [FLOP/s]."""
+    return compute_flops_per_s * compute_efficiency * tensor_parallel
+
+
+@metric("FLOP", source=KAPLAN, group="latency")
+def decode_flops_per_token(active_parameters: Any) -> Any:
+    """Arithmetic for one generated token: about 2 × active parameters [FLOP]."""
+    return 2 * active_parameters
+
+
+@metric("s", source=f"{SEED} ¶8", group="latency")
+def compute_bound_s(decode_flops_per_token: Any, achieved_compute_flops_per_s: Any) -> Any:
+    """Compute lower bound for one token of one sequence: FLOP ÷ achieved compute [s].
+
+    Peak rates rarely equal achieved kernel performance (seed ¶8): an idealised bound.
+    """
+    return decode_flops_per_token / achieved_compute_flops_per_s
+
+
+@metric(
+    "sequences",
+    source="continuous batching (Yu et al. 2022, Orca); engine batch limit",
+    group="latency",
+)
+def replica_capacity_sequences(max_sequences: Any, max_batch_sequences: Any) -> Any:
+    """Sequences one replica may run at once: memory's limit, capped by the engine's batch limit."""
+    return minimum(max_sequences, max_batch_sequences)
+
+
+@metric("sequences", source="continuous batching (Yu et al. 2022, Orca)", group="latency")
+def decode_batch(concurrency: Any, replica_capacity_sequences: Any) -> Any:
+    """Sequences a replica decodes together: its users (closed loop), at most its capacity.
+
+    An open-loop replica is planned full: the batch is its capacity.
+    """
+    return where(
+        concurrency > 0,
+        minimum(concurrency, replica_capacity_sequences),
+        replica_capacity_sequences,
+    )
+
+
+@metric(
+    "",
+    source="Fedus et al. 2022; expected distinct experts under uniform top-k routing",
+    group="latency",
+)
+def experts_touched_fraction(experts: Any, experts_per_token: Any, decode_batch: Any) -> Any:
+    """Share of routed experts a decode step reads at batch B: 1 − (1 − k/E)^B (1 for dense).
+
+    Each token picks k of E experts; with B tokens an expert is missed by all with probability
+    (1 − k/E)^B, so weight reads of a mixture of experts grow with the batch towards all experts.
+    """
+    return where(
+        experts > 0, 1 - power(1 - experts_per_token / maximum(experts, 1), decode_batch), 1
+    )
+
+
+@metric("B", source=f"{SEED} ¶7 (batching shares weight reads)", group="latency")
+def decode_weight_bytes_per_step(
+    weight_bytes_per_device: Any,
+    routed_expert_parameters: Any,
+    weight_bytes_per_param: Any,
+    experts_touched_fraction: Any,
+    tensor_parallel: Any,
+) -> Any:
+    """Weight bytes a decode step reads per device: all weights less untouched experts [B]."""
+    untouched = routed_expert_parameters * weight_bytes_per_param * (1 - experts_touched_fraction)
+    return weight_bytes_per_device - untouched / tensor_parallel
+
+
+@metric("tokens", source="mean context while generating half the mean output", group="latency")
+def mean_context_tokens(prompt_tokens_mean: Any, output_tokens_mean: Any) -> Any:
+    """Average tokens in a sequence's cache during decoding: mean prompt + half the mean output."""
+    return prompt_tokens_mean + output_tokens_mean / 2
+
+
+@metric("B", source=f"{SEED} ¶7 (attention-cache reads add time)", group="latency")
+def kv_read_bytes_per_sequence_step(
+    mean_context_tokens: Any,
+    kv_bytes_per_token: Any,
+    window_tokens: Any,
+    kv_bytes_per_token_windowed: Any,
+    state_bytes_per_sequence: Any,
+) -> Any:
+    """Cache bytes one sequence reads per decode step at the mean context, per device [B]."""
+    return (
+        mean_context_tokens * kv_bytes_per_token
+        + minimum(window_tokens, mean_context_tokens) * kv_bytes_per_token_windowed
+        + state_bytes_per_sequence
+    )
+
+
+@metric(
+    "s",
+    source="Megatron-LM: two all-reduces per layer; ring all-reduce moves 2(n−1)/n",
+    group="latency",
+)
+def allreduce_s_per_token(
+    tensor_parallel: Any,
+    layers: Any,
+    hidden_size: Any,
+    activation_bytes: Any,
+    interconnect_bytes_per_s: Any,
+) -> Any:
+    """Tensor-parallel communication per token: 2 all-reduces per layer of 2(TP−1)/TP × activations.
+
+    Zero without tensor parallelism; missing when TP > 1 and the device has no interconnect figure.
+    """
+    per_layer = 2 * (2 * (tensor_parallel - 1) / tensor_parallel) * hidden_size * activation_bytes
+    return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0)
+
+
+@metric("s", source=f"{SEED} ¶7", group="latency")
+def decode_memory_s(
+    decode_weight_bytes_per_step: Any,
+    decode_batch: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
+) -> Any:
+    """Memory time of a decode step: (weights once + batch × cache reads) ÷ bandwidth [s]."""
+    read = decode_weight_bytes_per_step + decode_batch * kv_read_bytes_per_sequence_step
+    return read / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+
+
+@metric("s", source=f"{SEED} ¶8", group="latency")
+def decode_compute_s(
+    decode_flops_per_token: Any, decode_batch: Any, achieved_compute_flops_per_s: Any
+) -> Any:
+    """Compute time of a decode step: 2 × active parameters × batch ÷ achieved compute [s]."""
+    return decode_flops_per_token * decode_batch / achieved_compute_flops_per_s
+
+
+@metric("s", source="roofline: the slower of moving and multiplying values", group="latency")
+def itl_s(
+    decode_memory_s: Any,
+    decode_compute_s: Any,
+    allreduce_s_per_token: Any,
+    decode_batch: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """Inter-token latency at the replica's batch: one decode step [s].
+
+    max(memory time, compute time) + all-reduce for the batch + fixed step overhead. Queueing and
+    prefill stalls are not in it (see the simulated percentiles).
+    """
+    return (
+        maximum(decode_memory_s, decode_compute_s)
+        + decode_batch * allreduce_s_per_token
+        + step_overhead_s
+    )
+
+
+@metric("", source="roofline", kind="text", group="latency")
+def decode_bound(decode_memory_s: Any, decode_compute_s: Any) -> Any:
+    """Whether a decode step is limited by memory bandwidth or by compute."""
+    return where(decode_memory_s >= decode_compute_s, "memory-bound", "compute-bound")
+
+
+@metric(
+    "FLOP",
+    source=f"{KAPLAN}; causal attention ≈ 2 × layers × P² × heads × head dim",
+    group="latency",
+)
+def prefill_flops(
+    active_parameters: Any,
+    prompt_tokens_mean: Any,
+    layers: Any,
+    attention_heads: Any,
+    head_dim: Any,
+) -> Any:
+    """Arithmetic for a prompt of P tokens: 2 × active × P + attention growing with P² [FLOP].
+
+    Attention scores and weighted sums cost 4 × P² × heads × head dim per layer, halved by the
+    causal mask.
+    """
+    linear = 2 * active_parameters * prompt_tokens_mean
+    attention = 2 * layers * prompt_tokens_mean * prompt_tokens_mean * attention_heads * head_dim
+    return linear + attention
+
+
+@metric("s", source=f"{SEED} ¶7-8", group="latency")
+def prefill_s(
+    prefill_flops: Any,
+    achieved_compute_flops_per_s: Any,
+    weight_read_s: Any,
+    prompt_tokens_mean: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """Time to process the mean prompt: max(compute, one weight read) + all-reduce + overhead [s].
+
+    Long prompts are compute-bound; tiny ones are bound by reading the weights once.
+    """
+    return (
+        maximum(prefill_flops / achieved_compute_flops_per_s, weight_read_s)
+        + prompt_tokens_mean * allreduce_s_per_token
+        + step_overhead_s
+    )
+
+
+@metric("s", source="seed ¶1: queueing + preprocessing + prompt computation", group="latency")
+def ttft_s(preprocess_s: Any, prefill_s: Any) -> Any:
+    """Time to first token with no queueing: preprocessing + prefill [s] (a floor, not a p95)."""
+    return preprocess_s + prefill_s
+
+
+@metric("s", source="seed ¶1: output length, serialisation, network delivery", group="latency")
+def e2e_s(
+    ttft_s: Any,
+    output_tokens_mean: Any,
+    itl_s: Any,
+    decode_batch: Any,
+    prefill_s: Any,
+    network_s: Any,
+) -> Any:
+    """End-to-end request latency: TTFT + (mean output − 1) × ITL + stalls + network [s].
+
+    In a full batch each of the other B − 1 sequences is replaced, and so prefilled, once during
+    a request's life; each prefill stalls decoding (no chunked prefill is assumed).
+    """
+    stalls = maximum(decode_batch - 1, 0) * prefill_s
+    return ttft_s + (output_tokens_mean - 1) * itl_s + stalls + network_s
+
+
+@metric("s", source="seed ¶2: one user task can generate several requests", group="latency")
+def task_s(requests_per_task: Any, e2e_s: Any, tool_time_s: Any) -> Any:
+    """Agent task latency: calls × end-to-end + tool time between calls [s]."""
+    return requests_per_task * e2e_s + (requests_per_task - 1) * tool_time_s
+
+
+derived(
+    "weight_read_ms", "weight_read_s", lambda s: s * 1000, "ms", "weight_read_s in ms", "latency"
+)
+derived(
+    "compute_bound_ms",
+    "compute_bound_s",
+    lambda s: s * 1000,
+    "ms",
+    "compute_bound_s in ms",
+    "latency",
+)
+derived("itl_ms", "itl_s", lambda s: s * 1000, "ms", "itl_s in ms", "latency")
+derived("ttft_ms", "ttft_s", lambda s: s * 1000, "ms", "ttft_s in ms", "latency")

@@ -1,0 +1,247 @@
+"""Memory metrics: weight payload, KV cache, the per-device budget and safe concurrency.
+
+Sources are paragraphs of the seed text (``shared/seed``), numbered from 1 at its first paragraph:
+¶3 weight payload and GB vs GiB, ¶4 headroom for concurrent requests, ¶5 the KV-cache formula,
+¶6 its worked example, ¶9 the memory budget and the promised maximum tokens, ¶11 paging waste.
+All per-device figures divide by the tensor-parallel size of the replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.expr import ceil, floor, maximum, minimum, where
+from planner.model.metric import derived, metric
+from planner.model.units import GB, GIB, MIB
+
+SEED = "seed"
+
+
+@metric(
+    "B", source="GPTQ/AWQ group quantisation (Frantar et al. 2022; Lin et al. 2023)", group="memory"
+)
+def weight_bytes_per_param(weight_bits: Any, group_size: Any, scale_bits: Any) -> Any:
+    """Stored bytes per quantised weight: (bits + scale bits ÷ group size) ÷ 8 [B].
+
+    4-bit weights in groups of 128 with a 16-bit scale are 4 + 16/128 = 4.125 bits, 0.515625 B.
+    BF16 is 16 bits, 2 B (seed ¶3). Group size 0 means no per-group scales.
+    """
+    return (weight_bits + where(group_size > 0, scale_bits / maximum(group_size, 1), 0)) / 8
+
+
+@metric("B", source=f"{SEED} ¶3", group="memory")
+def weight_bytes(
+    parameters: Any, embedding_parameters: Any, weight_bytes_per_param: Any, embedding_bits: Any
+) -> Any:
+    """Weight payload: parameters × bytes per parameter, embeddings at their own bits [B].
+
+    Seed ¶3: 7e9 parameters at 2 bytes is a 14,000,000,000-byte payload, about 13.04 GiB. Memory
+    holds every expert of a mixture of experts. Runtime buffers and allocator overhead are not in
+    this figure; they are in ``runtime_overhead_bytes``.
+    """
+    return (parameters - embedding_parameters) * weight_bytes_per_param + embedding_parameters * (
+        embedding_bits / 8
+    )
+
+
+@metric("B", source="Megatron-LM tensor parallelism (Shoeybi et al. 2019)", group="memory")
+def weight_bytes_per_device(weight_bytes: Any, tensor_parallel: Any) -> Any:
+    """Weights held by each device of a tensor-parallel replica: payload ÷ TP size [B]."""
+    return weight_bytes / tensor_parallel
+
+
+@metric("heads", source="vLLM: KV heads are replicated when TP exceeds them", group="memory")
+def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any) -> Any:
+    """KV heads each device caches: ⌈KV heads ÷ TP⌉ (heads are replicated, never split)."""
+    return ceil(kv_heads / tensor_parallel)
+
+
+@metric(
+    "values", source=f"{SEED} ¶5; DeepSeek-V2 (arXiv:2405.04434) §2.1.2 for MLA", group="memory"
+)
+def kv_values_per_token_per_layer(mla_kv_dim: Any, kv_heads_per_device: Any, head_dim: Any) -> Any:
+    """Values cached per token in one layer: 2 × KV heads × head dim, or the MLA latent width.
+
+    The 2 counts keys and values (seed ¶5). Multi-head latent attention caches one compressed
+    vector of kv_lora_rank + rope dimensions per token per layer instead, with no head factor.
+    """
+    return where(mla_kv_dim > 0, mla_kv_dim, 2 * kv_heads_per_device * head_dim)
+
+
+@metric(
+    "layers",
+    source=f"{SEED} ¶5 (sliding windows and hybrid layers change the model)",
+    group="memory",
+)
+def full_attention_layers(layers: Any, windowed_layers: Any, cacheless_layers: Any) -> Any:
+    """Layers that cache every token: all layers less sliding-window and cacheless ones."""
+    return layers - windowed_layers - cacheless_layers
+
+
+@metric("B", source=f"{SEED} ¶5-6", group="memory")
+def kv_bytes_per_token(
+    full_attention_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
+) -> Any:
+    """KV-cache bytes per token per device over full-attention layers [B].
+
+    For a plain decoder this is the seed's 2 × layers × KV heads × head dim × bytes per value:
+    32 layers, 8 KV heads, head dim 128 and 2-byte values give 131,072 B (128 KiB) per token.
+    KV heads, not query heads: grouped-query attention shares keys and values.
+    """
+    return full_attention_layers * kv_values_per_token_per_layer * kv_bytes_per_value
+
+
+@metric("B", source="Beltagy et al. 2020 (Longformer) sliding-window attention", group="memory")
+def kv_bytes_per_token_windowed(
+    windowed_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
+) -> Any:
+    """KV-cache bytes per token per device over sliding-window layers, up to the window [B]."""
+    return windowed_layers * kv_values_per_token_per_layer * kv_bytes_per_value
+
+
+@metric("tokens", source=f"{SEED} ¶6, ¶9", group="memory")
+def tokens_per_sequence(prompt_tokens: Any, max_output_tokens: Any) -> Any:
+    """Tokens a sequence may hold: longest prompt + the promised maximum output [tokens].
+
+    Reserving the promised maximum, not the current length, is what guarantees that an admitted
+    request can complete (seed ¶9).
+    """
+    return prompt_tokens + max_output_tokens
+
+
+@metric(
+    "tokens", source="Kwon et al. 2023 (vLLM PagedAttention): blocks of N tokens", group="memory"
+)
+def allocated_tokens_per_sequence(tokens_per_sequence: Any, kv_block_tokens: Any) -> Any:
+    """Cache slots a sequence occupies with paged allocation: ⌈tokens ÷ block⌉ × block [tokens].
+
+    The seed's estimate excludes paging waste (its last paragraph); a block of 1 reproduces it.
+    """
+    return ceil(tokens_per_sequence / kv_block_tokens) * kv_block_tokens
+
+
+@metric("tokens", source="sliding-window cache holds at most the window", group="memory")
+def windowed_tokens_per_sequence(
+    tokens_per_sequence: Any, window_tokens: Any, kv_block_tokens: Any
+) -> Any:
+    """Cache slots a sliding-window layer keeps: min(window, tokens), paged [tokens]."""
+    return ceil(minimum(window_tokens, tokens_per_sequence) / kv_block_tokens) * kv_block_tokens
+
+
+@metric("B", source=f"{SEED} ¶6", group="memory")
+def kv_bytes_per_sequence(
+    allocated_tokens_per_sequence: Any,
+    kv_bytes_per_token: Any,
+    windowed_tokens_per_sequence: Any,
+    kv_bytes_per_token_windowed: Any,
+    state_bytes_per_sequence: Any,
+) -> Any:
+    """Cache reserved per sequence at its maximum length, per device [B].
+
+    Full layers × allocated tokens + windowed layers × tokens in the window + any fixed state of
+    cacheless layers. Seed ¶6: 4,096 tokens at 128 KiB per token need 512 MiB.
+    """
+    return (
+        allocated_tokens_per_sequence * kv_bytes_per_token
+        + windowed_tokens_per_sequence * kv_bytes_per_token_windowed
+        + state_bytes_per_sequence
+    )
+
+
+@metric("B", source="Kwon et al. 2023 (vLLM PagedAttention)", group="memory")
+def kv_paging_waste_bytes(
+    allocated_tokens_per_sequence: Any, tokens_per_sequence: Any, kv_bytes_per_token: Any
+) -> Any:
+    """Cache lost per sequence to rounding up to whole blocks [B]."""
+    return (allocated_tokens_per_sequence - tokens_per_sequence) * kv_bytes_per_token
+
+
+@metric("B", source=f"{SEED} ¶9", group="memory")
+def kv_budget_bytes(
+    memory_bytes: Any, weight_bytes_per_device: Any, runtime_overhead_bytes: Any, reserve_bytes: Any
+) -> Any:
+    """Memory left for the KV cache per device: memory − weights − runtime overhead − reserve [B].
+
+    Seed ¶9: 16 GiB − 4 GiB weights − 2 GiB runtime − 2 GiB reserve leaves 8 GiB. Negative when
+    the weights alone do not fit.
+    """
+    return memory_bytes - weight_bytes_per_device - runtime_overhead_bytes - reserve_bytes
+
+
+@metric("sequences", source=f"{SEED} ¶9", group="memory")
+def max_sequences(kv_budget_bytes: Any, kv_bytes_per_sequence: Any) -> Any:
+    """Concurrent sequences whose maximum-length cache fits: ⌊budget ÷ per sequence⌋, at least 0.
+
+    Seed ¶9: 8 GiB ÷ 512 MiB = 16; with 1,024 more output tokens per sequence (5,120 tokens,
+    640 MiB) it is 12.
+    """
+    return maximum(0, floor(kv_budget_bytes / kv_bytes_per_sequence))
+
+
+@metric("B", source=f"{SEED} ¶6", group="memory")
+def kv_bytes_at_concurrency(concurrency: Any, kv_bytes_per_sequence: Any) -> Any:
+    """KV cache the workload's concurrent users need at maximum length, per device [B].
+
+    Seed ¶6: sixteen 4,096-token sequences need 8 GiB. Zero for an open-loop workload.
+    """
+    return concurrency * kv_bytes_per_sequence
+
+
+@metric("", source=f"{SEED} ¶4, ¶9", kind="bool", group="memory")
+def replica_fits(max_sequences: Any) -> Any:
+    """Whether one replica holds at least one sequence at its promised maximum length."""
+    return max_sequences >= 1
+
+
+@metric("", source=f"{SEED} ¶4, ¶9", kind="bool", group="memory")
+def fits(concurrency: Any, max_sequences: Any) -> Any:
+    """Whether the workload's concurrency fits one replica with every sequence at its maximum.
+
+    Loading the weights is not enough (seed ¶4): the cache for the promised context and output
+    of every concurrent request must fit as well. An open-loop workload fits when one sequence
+    does; ``replicas_needed`` then sizes the fleet.
+    """
+    return where(concurrency > 0, concurrency <= max_sequences, max_sequences >= 1)
+
+
+@metric("", source=f"{SEED} ¶4, ¶9", kind="text", group="memory")
+def fit_reason(
+    weight_bytes_per_device: Any, memory_bytes: Any, max_sequences: Any, fits: Any
+) -> Any:
+    """Why a candidate fits or not, in words."""
+    return where(
+        fits,
+        "fits",
+        where(
+            weight_bytes_per_device > memory_bytes,
+            "weights exceed device memory",
+            where(
+                max_sequences < 1,
+                "no room for one maximum-length sequence",
+                "concurrency exceeds KV capacity of one replica",
+            ),
+        ),
+    )
+
+
+@metric("B", source=f"{SEED} ¶9", group="memory")
+def memory_headroom_bytes(kv_budget_bytes: Any, kv_bytes_at_concurrency: Any) -> Any:
+    """KV budget left after the workload's concurrency at maximum length [B]; negative if short."""
+    return kv_budget_bytes - kv_bytes_at_concurrency
+
+
+def _per(size: float) -> Any:
+    return lambda value: value / size
+
+
+for _name, _of, _size, _unit in (
+    ("memory_gib", "memory_bytes", GIB, "GiB"),
+    ("weight_gb", "weight_bytes", GB, "GB"),
+    ("weight_gib", "weight_bytes", GIB, "GiB"),
+    ("weight_gib_per_device", "weight_bytes_per_device", GIB, "GiB"),
+    ("kv_mib_per_sequence", "kv_bytes_per_sequence", MIB, "MiB"),
+    ("kv_budget_gib", "kv_budget_bytes", GIB, "GiB"),
+    ("kv_gib_at_concurrency", "kv_bytes_at_concurrency", GIB, "GiB"),
+    ("memory_headroom_gib", "memory_headroom_bytes", GIB, "GiB"),
+):
+    derived(_name, _of, _per(_size), _unit, f"{_of} in {_unit}", group="memory")

@@ -1,0 +1,145 @@
+"""Metric definitions: a registry of pure formula functions with their units and sources.
+
+Each metric is one function decorated with :func:`metric`. Its argument names are the names of
+the quantities it needs (inputs looked up from the catalogs, or other metrics), so the batch
+planner can evaluate metrics over a table in dependency order, and the workbook can render each
+one as a formula over the cells of the same row (see :mod:`planner.model.expr`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from planner.model.expr import Expr, trace
+
+Kind = Literal["number", "integer", "bool", "text"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named quantity computed by ``func`` from the quantities named in ``inputs``."""
+
+    name: str
+    func: Callable[..., Any]
+    inputs: tuple[str, ...]
+    unit: str
+    description: str
+    source: str = ""
+    kind: Kind = "number"
+    group: str = ""
+    restates: str | None = None  # the metric this one restates in another unit
+
+    def expression(self) -> Expr:
+        """The metric traced into a formula tree over its input names."""
+        return trace(self.func, self.inputs)
+
+    def formula_text(self) -> str:
+        """The formula over the names of its inputs, e.g. ``2*layers*kv_heads*...``."""
+        return self.expression().render(lambda name: name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+
+class MetricError(Exception):
+    """A metric divided by zero or produced an undefined value (0/0, ∞ − ∞) for some candidate:
+    a formula that does not cover its inputs, never a result to carry on with silently."""
+
+
+#: Every metric in definition order, by name, filled by :func:`metric` as the modules of
+#: :data:`METRIC_MODULES` are imported; read it through :func:`metrics`.
+REGISTRY: dict[str, Metric] = {}
+
+#: The modules that define metrics, in the order their definitions register.
+METRIC_MODULES = (
+    "planner.model.capacity",
+    "planner.model.cost",
+    "planner.model.latency",
+    "planner.model.memory",
+)
+
+
+def metrics() -> dict[str, Metric]:
+    """Every metric by name, in definition order: imports :data:`METRIC_MODULES` explicitly, so
+    the registry is whole whichever module asked first."""
+    for module in METRIC_MODULES:
+        importlib.import_module(module)
+    return REGISTRY
+
+
+def metric(
+    unit: str, *, source: str = "", kind: Kind = "number", group: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a formula function as a metric named after the function.
+
+    The first paragraph of the docstring becomes the metric's description (in the workbook's
+    Notes sheet and the report's appendix). The function itself is returned unchanged, so it stays
+    an ordinary pure function that tests call with numbers.
+    """
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        name = func.__name__
+        if name in REGISTRY:
+            raise ValueError(f"metric {name!r} is defined twice")
+        doc = inspect.getdoc(func) or ""
+        description = doc.split("\n\n")[0].replace("\n", " ").strip()
+        if not description:
+            raise ValueError(f"metric {name!r} needs a docstring")
+        REGISTRY[name] = Metric(
+            name=name,
+            func=func,
+            inputs=tuple(inspect.signature(func).parameters),
+            unit=unit,
+            description=description,
+            source=source,
+            kind=kind,
+            group=group,
+        )
+        return func
+
+    return register
+
+
+def derived(
+    name: str, of: str, func: Callable[[Any], Any], unit: str, description: str, group: str = ""
+) -> None:
+    """Register a metric that restates another in a unit people read (GiB, ms)."""
+    if name in REGISTRY:
+        raise ValueError(f"metric {name!r} is defined twice")
+    REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group, restates=of)
+
+
+GROUP_ORDER = ("keys", "memory", "latency", "serving", "cost")
+
+
+def ordered(names: list[str] | None, available: set[str]) -> list[Metric]:
+    """Metrics in an order where each comes after everything it reads.
+
+    Among the metrics that are ready, the first by group (:data:`GROUP_ORDER`) and then by
+    definition order goes next, so columns keep a readable order. ``available`` are the names the
+    table already has (looked-up inputs and global assumptions). Raises ``ValueError`` naming any
+    metric whose inputs can never be satisfied.
+    """
+    registry = metrics()
+    index = {name: i for i, name in enumerate(registry)}
+
+    def rank(m: Metric) -> tuple[int, int]:
+        group = GROUP_ORDER.index(m.group) if m.group in GROUP_ORDER else len(GROUP_ORDER)
+        return group, index[m.name]
+
+    pending = sorted((registry[n] for n in (names or list(registry))), key=rank)
+    done = set(available)
+    result: list[Metric] = []
+    while pending:
+        ready = next((m for m in pending if all(i in done for i in m.inputs)), None)
+        if ready is None:
+            missing = {m.name: sorted(set(m.inputs) - done) for m in pending}
+            raise ValueError(f"metrics with inputs nobody provides: {missing}")
+        result.append(ready)
+        done.add(ready.name)
+        pending.remove(ready)
+    return result

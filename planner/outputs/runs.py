@@ -1,0 +1,200 @@
+"""Run folders: results, workbook, report and manifest, written atomically, never overwritten.
+
+A run is assembled in a hidden temporary folder beside its destination and renamed into place
+only when every file is written, so an interrupted or failed run leaves no half-written report,
+and an existing run folder is replaced only when the caller asks (``force``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner import __version__
+from planner.catalog import Catalog
+from planner.plan.sweep import Results
+
+RESULTS_CSV = "results.csv"
+RESULTS_JSON = "results.json"
+WORKBOOK = "plan.xlsx"
+REPORT = "report.pdf"
+MANIFEST = "manifest.json"
+CATALOG_COPY = "catalogs"
+_NAME = re.compile(r"[^a-z0-9._-]+")
+
+
+class RunExists(Exception):
+    """The destination folder already holds something and overwriting was not asked for."""
+
+
+def slug(text: str) -> str:
+    """A short folder-safe name: lower case, ``[a-z0-9._-]``, at most 60 characters."""
+    cleaned = _NAME.sub("-", text.lower()).strip("-.")
+    return cleaned[:60] or "run"
+
+
+def default_run_dir(root: Path, name: str | None, today: dt.date | None = None) -> Path:
+    """``root/YYYY-MM-DD-name``, with ``-2``, ``-3``... when that run already exists."""
+    day = (today or dt.date.today()).isoformat()
+    base = f"{day}-{slug(name or 'run')}"
+    candidate = root / base
+    n = 2
+    while candidate.exists():
+        candidate = root / f"{base}-{n}"
+        n += 1
+    return candidate
+
+
+def export_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The results table for files: whole-number float columns as integers (no ``.0``)."""
+    out = table.copy()
+    for col in out.columns:
+        values = out[col]
+        if values.dtype.kind != "f":
+            continue
+        finite = values[np.isfinite(values)]
+        if len(finite) and (finite == np.round(finite)).all() and (finite.abs() < 2**53).all():
+            out[col] = values.round().astype("Int64")
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if not math.isfinite(value) else float(value)
+    return value
+
+
+def column_definitions(results: Results) -> list[dict[str, Any]]:
+    """Each results column in table order: unit, meaning, and its formula or origin."""
+    defined: dict[str, dict[str, Any]] = {
+        k: {"name": k, "unit": "", "description": f"{k} (key)"} for k in results.key_columns
+    }
+    for lk in results.lookups:
+        defined[lk.name] = {
+            "name": lk.name,
+            "unit": lk.unit,
+            "description": lk.description,
+            "lookup": f"{lk.sheet} sheet, by {lk.key}",
+        }
+    for m in results.metrics:
+        defined[m.name] = {
+            "name": m.name,
+            "unit": m.unit,
+            "description": m.description,
+            "formula": m.formula_text(),
+            "source": m.source,
+        }
+    return [defined[c] for c in results.table.columns]
+
+
+def results_json(results: Results) -> dict[str, Any]:
+    """Machine-readable results: column definitions (unit, meaning, formula) and the rows."""
+    table = export_table(results.table)
+    rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")]
+    return {
+        "planner_version": __version__,
+        "columns": column_definitions(results),
+        "rows": rows,
+    }
+
+
+def manifest(catalog: Catalog, results: Results, name: str | None) -> dict[str, Any]:
+    """What a run was made from: version, time, catalog files with their SHA-256, row counts."""
+    return {
+        "planner_version": __version__,
+        "name": name,
+        "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "catalog_folder": str(catalog.folder),
+        "catalog_files": dict(sorted(catalog.files.items())),
+        "counts": {
+            "hardware": len(catalog.hardware),
+            "models": len(catalog.models),
+            "precisions": len(catalog.precisions),
+            "workloads": len(catalog.workloads),
+            "candidates": len(results.table),
+            "fitting": int(results.table["fits"].sum()) if "fits" in results.table else None,
+        },
+        "files": [RESULTS_CSV, RESULTS_JSON, WORKBOOK, REPORT, MANIFEST, CATALOG_COPY + "/"],
+    }
+
+
+Writer = Callable[[Path], Any]
+
+
+def copy_catalogs(catalog: Catalog, destination: Path) -> None:
+    """Copy the catalog files a run was made from (verbatim), so later runs can be diffed."""
+    destination.mkdir()
+    for name in catalog.files:
+        shutil.copy2(catalog.folder / name, destination / name)
+    for relative in catalog.data_files:
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(catalog.folder / relative, target)
+
+
+def write_run(
+    catalog: Catalog,
+    results: Results,
+    destination: Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    extra_writers: Mapping[str, Writer] | None = None,
+    baseline: Any = None,
+) -> Path:
+    """Write a complete run folder at ``destination`` atomically.
+
+    Raises :class:`RunExists` when ``destination`` exists and ``force`` is false. The workbook and
+    report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
+    ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
+    :class:`planner.diff.RunDiff`) adds a comparison section to the report.
+    """
+    from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
+    from planner.outputs.workbook import write_workbook
+
+    destination = Path(destination)
+    if destination.exists() and not force:
+        raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        export_table(results.table).to_csv(staging / RESULTS_CSV, index=False)
+        copy_catalogs(catalog, staging / CATALOG_COPY)
+        (staging / RESULTS_JSON).write_text(json.dumps(results_json(results), indent=1) + "\n")
+        write_workbook(results, staging / WORKBOOK)
+        write_report(catalog, results, staging / REPORT, baseline=baseline)
+        for file_name, writer in (extra_writers or {}).items():
+            writer(staging / file_name)
+        info = manifest(catalog, results, name)
+        (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
+        os.chmod(staging, 0o755)
+        if destination.exists():
+            old = destination.with_name(f".{destination.name}.old-{os.getpid()}")
+            destination.rename(old)
+            staging.rename(destination)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return destination

@@ -1,0 +1,293 @@
+"""The Plan sheet: one row per candidate, every computed cell a formula.
+
+Lookups of inputs by id (INDEX/MATCH, scaled to base units) and each metric traced from its
+Python definition (:mod:`planner.model.expr`); the layout the Summary's formulas refer to; the
+values the cells compute (a simulated figure of a candidate never simulated reads "not simulated").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.formatting.rule import FormulaRule
+from openpyxl.utils import get_column_letter, quote_sheetname
+
+from planner.model.capacity import NOT_SIMULATED
+from planner.model.expr import Raw, to_excel
+from planner.model.metric import Metric
+from planner.outputs.workbook.cells import (
+    HIDDEN_BASE_UNITS,
+    MISFIT_FILL,
+    OUTPUT_TAB,
+    _cell,
+    _fit_row,
+    _formula_cell,
+    _header,
+    _hide,
+    _new_sheet,
+    _widths,
+    column_width,
+    number_format,
+)
+from planner.plan.sweep import Results
+from planner.plan.tables import CANDIDATE, GLOBALS, SIMULATED, Lookup
+
+#: What prints of the Plan: one line, below the rows the Summary reads. A printed workbook is
+#: the Summary, the inputs and the Notes, not hundreds of pages of formulas.
+PLAN_PRINT_NOTE = (
+    "The Plan ({rows:,} rows) is not printed: select the cells you want and set them as the "
+    "print area (Page Layout > Print Area) to print them."
+)
+
+#: Excel's last row: a plan longer than this cannot be one sheet.
+MAX_ROWS = 1_048_576
+
+#: Empty rows below the Plan and the input sheets that the Summary's ranges and the checks for
+#: unplanned ids already cover: room for options and entries finance adds by hand.
+SPARE_ROWS = 1000
+
+
+def hidden_columns(results: Results) -> list[str]:
+    """Plan columns in a base unit (:data:`HIDDEN_BASE_UNITS`) that another column restates in
+    a unit people read: grouped and hidden on the Plan, first-class in ``results.csv``."""
+    units = column_units(results)
+    restated = {m.restates for m in results.metrics if m.restates}
+    return [n for n in results.table.columns if n in restated and units[n] in HIDDEN_BASE_UNITS]
+
+
+def _sheet_range(sheet: str, letter: str) -> str:
+    return f"{quote_sheetname(sheet)}!${letter}:${letter}"
+
+
+def lookup_expression(lookup: Lookup, results: Results) -> Raw:
+    """The INDEX/MATCH formula that reads ``lookup`` for one Plan row, scaled to base units.
+
+    A blank input cell gives ``#N/A`` (NaN in Python). Text is read with ``&""`` so that a
+    blank stays an empty text, as in Python, not the 0 a bare reference to a blank cell gives.
+    With ``column_from`` the sheet column is found by its header; with ``fallback_from`` too, the
+    fallback's column is read where the first has no number. A figure of the serving simulation
+    reads "not simulated" for a candidate the Simulated sheet does not list: text, which a SUM
+    over the column passes over, where ``#N/A`` would break it.
+    """
+    if lookup.key == CANDIDATE:  # a figure of the simulation: text where there is none
+        value = _lookup_value(lookup, results).template
+        return Raw(f'IF(ISNA({_match_row(lookup)}),"{NOT_SIMULATED}",{value})', (lookup.key,))
+    return _lookup_value(lookup, results)
+
+
+def _match_row(lookup: Lookup) -> str:
+    """The row of the input sheet whose id is the Plan row's ``lookup.key``."""
+    return f"MATCH({{{lookup.key}}},{_sheet_range(lookup.sheet, 'A')},0)"
+
+
+def _lookup_value(lookup: Lookup, results: Results) -> Raw:
+    """:func:`lookup_expression` without the candidate lookup's "not simulated"."""
+    columns = [c.name for c in results.inputs.columns[lookup.sheet]]
+    sheet = quote_sheetname(lookup.sheet)
+    match_row = _match_row(lookup)
+    scale = "" if lookup.scale == 1 else f"*{_number(lookup.scale)}"
+    if lookup.column_from is None:
+        letter = get_column_letter(columns.index(lookup.column) + 1)
+        value = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
+        if lookup.kind == "text":
+            return Raw(f'{value}&""', (lookup.key,))
+        if lookup.fallback_column is not None:
+            letter = get_column_letter(columns.index(lookup.fallback_column) + 1)
+            fallback = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
+            otherwise = f'IF({fallback}="",NA(),{fallback}{scale})'
+            return Raw(f'IF({value}="",{otherwise},{value}{scale})', (lookup.key,))
+        if _has_blanks(results, lookup):
+            return Raw(f'IF({value}="",NA(),{value}{scale})', (lookup.key,))
+        return Raw(f"{value}{scale}", (lookup.key,))
+
+    def by_header(name: str) -> str:
+        last = get_column_letter(len(columns))
+        header = f'MATCH({{{name}}}&"{lookup.column}",{sheet}!$1:$1,0)'
+        return f"INDEX({sheet}!$A:${last},{match_row},{header})"
+
+    names: tuple[str, ...] = (lookup.key, lookup.column_from)
+    first = by_header(lookup.column_from)
+    otherwise = "NA()"
+    if lookup.fallback_from:
+        names += (lookup.fallback_from,)
+        second = by_header(lookup.fallback_from)
+        otherwise = f"IF(ISNUMBER({second}),{second}{scale},NA())"
+    return Raw(f"IF(ISNUMBER({first}),{first}{scale},{otherwise})", names)
+
+
+def _has_blanks(results: Results, lookup: Lookup) -> bool:
+    frame = results.inputs.sheets[lookup.sheet]
+    return bool(frame[lookup.column].isna().any()) if lookup.column in frame else True
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value).upper()
+
+
+def _global_ref(name: str) -> str | None:
+    for g in GLOBALS:
+        if g.name == name:
+            return g.cell if g.scale == 1 else f"({g.cell}*{_number(g.scale)})"
+    return None
+
+
+def plan_formulas(results: Results) -> dict[str, str]:
+    """For each computed Plan column, its formula with ``{r}`` standing for the row number."""
+    letters = letters_of(list(results.table.columns))
+    keys = set(results.key_columns)
+
+    def ref(name: str) -> str:
+        if name in letters:
+            prefix = "$" if name in keys else ""
+            return f"{prefix}{letters[name]}{{r}}"
+        g = _global_ref(name)
+        if g is None:
+            raise KeyError(
+                f"formula refers to {name!r}, which is neither a column nor an assumption"
+            )
+        return g
+
+    formulas: dict[str, str] = {}
+    for lookup in results.lookups:
+        formulas[lookup.name] = to_excel(lookup_expression(lookup, results), ref)
+    for m in results.metrics:
+        formulas[m.name] = to_excel(m.expression(), ref)
+    return formulas
+
+
+def formula_in_words(m: Metric) -> str:
+    """A metric's formula over the names of its inputs, for the Notes sheet and the report."""
+    return m.expression().render(lambda n: n)
+
+
+def letters_of(names: list[str]) -> dict[str, str]:
+    """Column letter of each column name."""
+    return {n: get_column_letter(i) for i, n in enumerate(names, start=1)}
+
+
+def column_units(results: Results) -> dict[str, str]:
+    """The unit of every computed Plan column."""
+    return {lk.name: lk.unit for lk in results.lookups} | {m.name: m.unit for m in results.metrics}
+
+
+@dataclass(frozen=True)
+class PlanLayout:
+    """Where things are on the Plan sheet: column letters and the data rows' extent."""
+
+    names: list[str]
+    letters: dict[str, str]
+    n_rows: int
+    keys: list[str]
+
+    @classmethod
+    def of(cls, results: Results) -> PlanLayout:
+        names = list(results.table.columns)
+        if len(results.table) + 1 > MAX_ROWS:
+            raise ValueError(
+                f"the plan has {len(results.table):,} rows; a sheet holds {MAX_ROWS - 1:,}: "
+                "split the run with scenarios.yaml"
+            )
+        keys = [k for k in results.key_columns if k in names]
+        return cls(names, letters_of(names), len(results.table), keys)
+
+    @property
+    def last_row(self) -> int:
+        """The last data row (row 2 even for an empty plan, so ranges stay valid)."""
+        return max(self.n_rows, 1) + 1
+
+    @property
+    def last_letter(self) -> str:
+        return get_column_letter(len(self.names))
+
+    @property
+    def first_computed(self) -> str:
+        """Letter of the first column right of the keys."""
+        return get_column_letter(len(self.keys) + 1)
+
+    @property
+    def range_end(self) -> int:
+        """The last row the Summary's ranges cover: the data and :data:`SPARE_ROWS` more."""
+        return min(self.last_row + SPARE_ROWS, MAX_ROWS)
+
+    def column(self, name: str) -> str:
+        """The cells of column ``name`` that the Summary reads, data and spare rows, absolute
+        (``Plan!$D$2:$D$1009``)."""
+        letter = self.letters[name]
+        return f"Plan!${letter}$2:${letter}${self.range_end}"
+
+
+@dataclass
+class PlanRows:
+    """What the Plan's data rows hold, for writing them as XML after openpyxl saved the frame.
+
+    ``columns`` lists, in column order, (letter, formula with ``{r}`` or None for a constant,
+    the column's values); ``styles`` the style attribute of each column, read off the template
+    row that openpyxl wrote.
+    """
+
+    columns: list[tuple[str, str | None, pd.Series]]
+    n_rows: int
+    styles: dict[str, str] = field(default_factory=dict)
+    note: tuple[int, str] | None = None  # (row, text) of the printing note below the data
+
+
+def shown_plan(results: Results) -> pd.DataFrame:
+    """The values the Plan's cells compute: the planner's table, except that a figure of the
+    serving simulation reads "not simulated" for a candidate that was not (see
+    :func:`lookup_expression`)."""
+    table = results.table
+    simulated_ids = set(results.inputs.sheets[SIMULATED]["id"])
+    if CANDIDATE not in table:
+        return table
+    missing = ~table[CANDIDATE].isin(simulated_ids).to_numpy()
+    if not missing.any():
+        return table
+    shown = table.copy()
+    for lookup in results.lookups:
+        if lookup.key == CANDIDATE and lookup.name in shown:
+            column = shown[lookup.name].astype(object)
+            column[missing] = NOT_SIMULATED
+            shown[lookup.name] = column
+    return shown
+
+
+def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
+    """The Plan sheet: header, the first data row (a template), formatting and filters."""
+    table = results.table
+    formulas = plan_formulas(results)
+    units = column_units(results)
+    ws = _new_sheet(wb, "Plan", OUTPUT_TAB)
+    ws.freeze_panes = f"{layout.first_computed}2"
+    formats = {n: number_format(units.get(n, ""), table[n].head(1000)) for n in layout.names}
+    shown = shown_plan(results)
+    widths = _widths(ws, [column_width(n, shown[n], formats[n]) for n in layout.names])
+    _hide(ws, [layout.letters[n] for n in hidden_columns(results)])
+    _fit_row(ws, 1, layout.names, widths)
+    ws.append(_header(ws, layout.names))
+    rows = PlanRows(
+        [(layout.letters[n], formulas.get(n), shown[n]) for n in layout.names], layout.n_rows
+    )
+    if layout.n_rows:
+        template = []
+        for n in layout.names:
+            if n in formulas:
+                template.append(_formula_cell(ws, formulas[n].replace("{r}", "2"), formats[n]))
+            else:
+                template.append(_cell(ws, table[n].iloc[0], formats[n]))
+        ws.append(template)
+    area = f"A1:{layout.last_letter}{layout.last_row}"
+    ruled_out = layout.letters.get(RULED_OUT_BY)
+    if ruled_out and layout.n_rows:  # a replica cannot hold one maximum-length sequence
+        ws.conditional_formatting.add(
+            f"A2:{layout.last_letter}{layout.range_end}",
+            FormulaRule(formula=[f'${ruled_out}2="memory"'], fill=MISFIT_FILL),
+        )
+    ws.auto_filter.ref = area
+    rows.note = (layout.range_end + 2, PLAN_PRINT_NOTE.format(rows=layout.n_rows))
+    ws.print_area = f"A{rows.note[0]}:H{rows.note[0]}"
+    return rows
+
+
+RULED_OUT_BY = "ruled_out_by"

@@ -1,0 +1,195 @@
+"""The recommendation: for each workload and model, the cheapest option that serves it.
+
+An option is eligible when a replica holds a maximum-length sequence, every latency target is
+met, and its cost is known (:func:`planner.model.cost.eligible`). The winner has the lowest total
+cost of ownership; ties go to fewer devices, then lower inter-token latency, then the earlier row of
+the plan. Every other option is listed with why it lost: memory, latency, a missing price, or how
+it compares with the winner.
+
+:func:`rank` is the one place this rule is computed; :func:`ranked`, :func:`recommendations`, the
+workbook's Summary (whose formulas spell the same rule and the same words), the report, the diff
+and the choice of what to simulate all read it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from planner.plan.tables import ALL_KEYS
+
+GROUP = ["workload", "model"]
+ORDER = ["tco_usd", "devices_needed", "itl_s"]
+
+#: A missing ranking key ranks after every number (as pandas sorts NaN last); the workbook
+#: writes the same number into its formulas.
+MISSING_LAST = 1e300
+
+#: Why the winner won, and why another eligible option lost when it costs no more: the words
+#: of the key that decided (the workbook's Summary writes the same words).
+WINS = "lowest total cost of ownership"
+RECOMMENDED = f"recommended: {WINS}"
+TIE_WORDS = {
+    "devices_needed": "same cost; more devices",
+    "itl_s": "same cost and devices; higher inter-token latency",
+}
+TIED = "tied on cost, devices and latency: later in the Plan"
+
+
+def half_up(value: float) -> int:
+    """Rounding to a whole number half away from zero, as the spreadsheet's TEXT does."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+def cost_words(extra_usd: float) -> str:
+    """Why an option lost on cost: ``cost: 822 USD more over the period``."""
+    return f"cost: {half_up(extra_usd):,} USD more over the period"
+
+
+def rank(table: pd.DataFrame) -> pd.DataFrame:
+    """For every candidate, its ``rank`` in its workload × model group (1 = recommended; 0 when
+    not eligible) and the table position of its group's winner (``winner``, -1 when none).
+
+    One stable sort of the eligible rows by group, then :data:`ORDER` (a missing key last), then
+    plan position: no loop over groups, so 20,000 candidates rank in milliseconds.
+    """
+    n = len(table)
+    eligible = table["eligible"].astype(bool).to_numpy() if n else np.zeros(0, bool)
+    positions = np.flatnonzero(eligible)
+    groups = table.groupby(GROUP, sort=False).ngroup().to_numpy() if n else np.zeros(0, int)
+    keys = [_key(table, k)[positions] for k in reversed(ORDER)]
+    order = positions[np.lexsort((positions, *keys, groups[positions]))]
+    in_group = groups[order]
+    first = np.r_[True, in_group[1:] != in_group[:-1]] if len(order) else np.zeros(0, bool)
+    index = np.arange(len(order))
+    start = np.maximum.accumulate(np.where(first, index, 0)) if len(order) else index
+    ranks = np.zeros(n, dtype=np.int64)
+    ranks[order] = index - start + 1
+    winner = np.full(n, -1, dtype=np.int64)
+    winner[order] = order[start]
+    return pd.DataFrame({"rank": ranks, "winner": winner}, index=table.index)
+
+
+def _key(table: pd.DataFrame, column: str) -> np.ndarray:
+    values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isnan(values), MISSING_LAST, values)
+
+
+def verdicts(table: pd.DataFrame, ranks: pd.DataFrame) -> np.ndarray:
+    """Why each candidate won or lost: :data:`RECOMMENDED`; how an eligible option compares
+    with its group's winner (cost, then the tie-breaking keys); else its ``status``."""
+    out = table["status"].astype(object).to_numpy(copy=True) if "status" in table else None
+    if out is None:
+        out = np.full(len(table), "", dtype=object)
+    rank_of, winner = ranks["rank"].to_numpy(), ranks["winner"].to_numpy()
+    out[rank_of == 1] = RECOMMENDED
+    losers = np.flatnonzero(rank_of > 1)
+    if not len(losers):
+        return out
+    decided = np.zeros(len(losers), dtype=bool)
+    words = np.full(len(losers), TIED, dtype=object)
+    for k in ORDER:
+        key = _key(table, k)
+        mine, best = key[losers], key[winner[losers]]
+        now = ~decided & (mine > best)
+        if k == ORDER[0]:
+            words[now] = [cost_words(m - b) for m, b in zip(mine[now], best[now], strict=True)]
+        else:
+            words[now] = TIE_WORDS.get(k, f"higher {k}")
+        decided |= now
+    out[losers] = words
+    return out
+
+
+def ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """Every candidate with its ``rank`` in its workload × model group (1 = recommended; NA when
+    not eligible) and a ``verdict`` saying why it won or lost."""
+    ranks = rank(table)
+    out = table.copy()
+    out["rank"] = pd.array(ranks["rank"].to_numpy(), dtype="Int64")
+    out.loc[ranks["rank"].to_numpy() == 0, "rank"] = pd.NA
+    out["verdict"] = verdicts(table, ranks)
+    return out
+
+
+#: What :func:`recommendations` gives of each group's winner and runner-up.
+SHOWN = ("hardware", "precision", "tensor_parallel", "devices_needed", "tco_usd")
+WINNER_DETAILS = (
+    "replicas_needed",
+    "nodes_needed",
+    "capital_usd",
+    "opex_usd_per_month",
+    "cloud_usd_per_month",
+    "break_even_month",
+    "owned_usd_per_million_tokens",
+    "itl_s",
+    "ttft_s",
+    "e2e_s",
+    "task_s",
+)
+
+
+def recommendations(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per workload × model, in plan order: the winner (or none) and the runner-up,
+    with the group's number of options and of eligible ones; ``why_none`` counts the reasons
+    where nothing is eligible."""
+    if table.empty:
+        return pd.DataFrame(columns=[*GROUP, "options", "eligible"])
+    ranks = rank(table)
+    grouped = table.groupby(GROUP, sort=False)
+    frame = grouped.size().rename("options").reset_index()
+    frame["eligible"] = grouped["eligible"].sum().astype(int).to_numpy()
+    keys = pd.MultiIndex.from_frame(frame[GROUP])
+    for prefix, place, columns in (("", 1, SHOWN + WINNER_DETAILS), ("runner_up_", 2, SHOWN)):
+        picked = table[ranks["rank"].to_numpy() == place]
+        picked = picked.set_index(GROUP).reindex(keys)
+        for column in columns:
+            if column in picked:
+                frame[f"{prefix}{column}"] = picked[column].to_numpy()
+    none = frame["eligible"] == 0
+    if none.any() and "status" in table:
+        why = {}
+        for key, group in grouped:
+            if not group["eligible"].astype(bool).any():
+                reasons = group["status"].value_counts()
+                why[key] = "; ".join(f"{n} × {reason}" for reason, n in reasons.items())
+        frame["why_none"] = [why.get(k, np.nan) for k in keys]
+    for column in ("hardware", "precision", "runner_up_hardware", "runner_up_precision"):
+        if column in frame:
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+    return frame
+
+
+def closing_line(table: pd.DataFrame) -> str:
+    """What a run ends with: candidates evaluated, eligible options, and recommendations (one
+    per workload × model that has an eligible option), naming the groups left without one."""
+    eligible = table["eligible"].astype(bool)
+    served = eligible.groupby([table[g] for g in GROUP], sort=False).any()
+    line = (
+        f"{len(table):,} candidates evaluated; {int(eligible.sum()):,} eligible; "
+        f"{int(served.sum())} recommendations (workload × model)"
+    )
+    if not served.all():
+        line += f", {int((~served).sum())} with no eligible option"
+    return line + "."
+
+
+def candidate_label(row: pd.Series) -> str:
+    """A short human label of an option: ``4 × h100-sxm-80gb (TP 2) · fp8``."""
+    return (
+        f"{int(row['devices_needed']) if pd.notna(row['devices_needed']) else '?'} × "
+        f"{row['hardware']} (TP {int(row['tensor_parallel'])}) · {row['precision']}"
+    )
+
+
+__all__ = [
+    "ALL_KEYS",
+    "candidate_label",
+    "closing_line",
+    "rank",
+    "ranked",
+    "recommendations",
+    "verdicts",
+]

@@ -1,0 +1,708 @@
+"""Sizing by simulation: the fewest replicas that meet every latency target.
+
+The closed form (:mod:`planner.model.capacity`) sizes a fleet from steady-state averages. This
+module asks the serving simulation (:mod:`planner.serving.simulate`, one replica) instead: for a
+candidate row of the results table, what is the smallest number of replicas R whose *most loaded*
+replica meets every p95 latency target of the workload (``ttft_p95``, ``itl_p95``, ``e2e_p95``,
+``task_p95``) at the forecast load, with rejected requests at most
+``assumptions.max_rejected_fraction``?
+
+Decisions a reader must know
+----------------------------
+*One replica stands for the fleet.*  Replicas share nothing, so the fleet is as good as its most
+loaded replica.  Closed loop: the ``concurrency`` users are spread over R replicas and the
+simulated one gets ``⌈users ÷ R⌉`` of them.  Poisson arrivals: a random split of a Poisson
+stream is Poisson, so one replica sees rate ÷ R.  Bursty arrivals: rate ÷ R with the *same* burst
+factor (bursts are traffic surges that hit every replica at once; thinning would smooth them
+away, which is not conservative).  Trace: tasks go round-robin in arrival order and the simulated
+replica gets tasks 0, R, 2R, ... (the most: ⌈n ÷ R⌉); a row's ``prompt_tokens``/``output_tokens``
+apply to every request of its task.  The trace length, not ``simulated_requests``, sets the
+number of tasks.
+
+*Step times come from the row* (:func:`step_model`), so the simulation and the closed form share
+one set of numbers: decode weight bytes per device at the replica's batch (for a mixture of
+experts the share of experts a step touches grows with the batch; the batch used is
+:func:`planned_batch`), cache bytes read per cached token such that a batch at the mean context
+reads exactly ``kv_read_bytes_per_sequence_step`` per sequence (sliding windows and fixed state
+are therefore charged as at the mean context), achieved bandwidth and compute, prefill attention
+``2 × layers × attention_heads × head_dim × P²`` (as :func:`planner.model.latency.prefill_flops`),
+and the step overhead.  Tensor-parallel all-reduce time ``a`` per token is charged twice over, to
+stay exact where it matters and conservative elsewhere: ``batch × a`` is added to the step overhead
+(so a memory-bound decode step at the planned batch equals the closed-form ``itl_s``), and ``a``
+is added to the time per processed token of the compute term (so a long, compute-bound prefill
+pays ``P × a`` as :func:`planner.model.latency.prefill_s` does).  A compute-bound decode step
+therefore pays ``batch × a`` once too often; all-reduce takes microseconds per token (about 0.4 ms
+per step at batch 64 for a 70B model at TP 2 over NVLink), so this is small.
+
+*Cache budget in tokens* (:func:`kv_budget_tokens`): ``⌊kv_budget_bytes ÷ (kv_bytes_per_sequence
+÷ tokens_per_sequence)⌋``: every token is charged what a maximum-length sequence pays per token,
+including paging waste, sliding-window layers and fixed state, so that exactly ``max_sequences``
+maximum-length sequences fit, as in the closed form.  Shorter sequences are charged at the same
+rate (a sliding-window model's short sequences are then charged slightly less than they hold).
+The engine's batch limit ``max_batch_sequences`` caps the batch.
+
+*Queue timeout* (:func:`queue_timeout_s`): a request still waiting for admission after
+``QUEUE_TIMEOUT_TARGET_MULTIPLE`` (3) × the tightest target that its wait counts against (TTFT,
+else end-to-end, else task) is given up by its client and counts as rejected; without any such
+target, after ``DEFAULT_QUEUE_TIMEOUT_S`` (60 s, a common proxy timeout).  Why 3: when waits have
+an exponential tail their p99.9 is about 2.3 × their p95, so with a timeout at 3 × the target
+the p95 target binds before the 0.1 % rejection ceiling does, and the ceiling acts as the guard
+against overload (an overloaded open-loop replica rejects more and more; without a timeout an
+overload would only show as latency, which a workload without targets never checks).  The queue
+itself is unbounded.
+
+*Search* (:func:`size_candidate`).  First a memory check (a maximum-length request must fit the
+cache), then the *best case*: one user on the replica, one request at a time, which is what any
+replica count tends to as R grows (closed loop: R = users).  A target missed even there cannot be
+met by adding replicas; the reason names the bound (bandwidth- or compute-bound decode step,
+compute- or bandwidth-bound prefill, tool time, preprocessing).  Otherwise the search starts at
+the closed-form ``replicas_needed``, doubles until the targets are met (up to ``max_replicas``;
+closed loop: up to the number of users, where the best case is reached) and bisects between the
+last miss and the first hit.  This assumes that more replicas never raise a p95.  Every
+simulation uses the same seed, so two replica counts see the same lengths (common random numbers)
+and open-loop arrival times that are rescaled copies of each other; still, near the unloaded floor
+a p95 wobbles by a few per cent as the replica's users change (the tests allow 10 %), so at a
+target's edge a count below the one found may meet it too.
+
+*Which rows* (:func:`select_candidates`): simulating all ~1,100 rows of the shipped catalogs is too
+slow, so per workload × model the ``per_group`` cheapest closed-form-eligible rows (by
+``tco_usd``, then ``devices_needed``) are simulated; when none is eligible, the ``per_group``
+closest ones (a replica holds a maximum-length sequence; fewest closed-form targets missed; then
+cost).  A row that the closed form ranks fourth may be cheaper once simulated: raise
+``per_group`` to check.
+
+*What to expect.*  The simulation does not chunk prefills (:mod:`planner.serving.simulate`): a
+prefill stalls every running sequence, and the stall is an inter-token gap.  With many users and
+short answers a sizeable share of the gaps holds a stall, so the simulated ITL p95 can be several
+times the closed-form ``itl_s`` (its p50 stays close) and the simulation then asks for more replicas
+than the closed form; the reason of a met row says what the count below missed.
+
+Everything is deterministic: the same catalog, rows and seed give the same table.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog.datafiles import read_trace
+from planner.catalog.workloads import length_summary, samples_of
+from planner.model import latency
+from planner.model.units import GB, GIB
+from planner.plan import recommend
+from planner.plan.tables import ALL_KEYS
+from planner.serving.simulate import Arrivals, Lengths, SimConfig, SimResult, StepModel, simulate
+
+if TYPE_CHECKING:
+    from planner.catalog import Assumptions, Catalog, LengthDistribution, Workload
+    from planner.plan.sweep import Results
+
+__all__ = [
+    "DEFAULT_MAX_REPLICAS",
+    "DEFAULT_QUEUE_TIMEOUT_S",
+    "QUEUE_TIMEOUT_TARGET_MULTIPLE",
+    "SIZING_COLUMNS",
+    "best_case_config",
+    "kv_budget_tokens",
+    "planned_batch",
+    "queue_timeout_s",
+    "select_candidates",
+    "sim_config",
+    "simulate_candidates",
+    "size_candidate",
+    "step_model",
+]
+
+QUEUE_TIMEOUT_TARGET_MULTIPLE = 3.0
+"""Queue timeout ÷ the tightest target a request's wait counts against [-] (see module doc)."""
+
+DEFAULT_QUEUE_TIMEOUT_S = 60.0
+"""Queue timeout of a workload with no TTFT, end-to-end or task target [s]."""
+
+DEFAULT_MAX_REPLICAS = 256
+"""Open loop: the search gives up beyond this many replicas [replicas]."""
+
+#: (label, workload target field, SimResult p95 field), in the order reasons are reported.
+TARGETS = (
+    ("ttft", "ttft_p95", "ttft_p95_s"),
+    ("itl", "itl_p95", "itl_p95_s"),
+    ("e2e", "e2e_p95", "e2e_p95_s"),
+    ("task", "task_p95", "task_p95_s"),
+)
+
+#: Columns of :func:`simulate_candidates` after the key columns (units in the names).
+SIZING_COLUMNS = [
+    "sim_replicas_needed",
+    "sim_devices_needed",
+    "meets_targets_sim",
+    "sim_bound",
+    "sim_reason",
+    "sim_replicas_simulated",
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "ttft_p99_s",
+    "itl_p50_s",
+    "itl_p95_s",
+    "itl_p99_s",
+    "e2e_p50_s",
+    "e2e_p95_s",
+    "e2e_p99_s",
+    "task_p95_s",
+    "sim_throughput_tokens_per_s",
+    "queued_fraction",
+    "rejected_fraction",
+    "preempted_fraction",
+    "sim_requests",
+    "sim_runs",
+]
+
+#: Simulated figures among :data:`SIZING_COLUMNS`: SimResult fields of the same name, except
+#: ``sim_throughput_tokens_per_s`` (``throughput_tokens_per_s``, per replica).
+_FIGURES = SIZING_COLUMNS[SIZING_COLUMNS.index("ttft_p50_s") : SIZING_COLUMNS.index("sim_requests")]
+
+
+# Inputs of one simulation -------------------------------------------------------------------
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def users_per_replica(concurrency: int, replicas: int) -> int:
+    """Closed loop: users on the most loaded of R replicas, ⌈users ÷ R⌉ [users]."""
+    return -(-int(concurrency) // int(replicas))
+
+
+def planned_batch(row: Mapping[str, Any], replicas: int) -> int:
+    """The batch the most loaded of R replicas is planned to run [sequences].
+
+    Closed loop: ⌈users ÷ R⌉, at most the replica's capacity (``replica_capacity_sequences``).
+    Open loop: Little's law, ⌈closed-form requests in flight ÷ R⌉, between 1 and the capacity.
+    It sets only the weight bytes a mixture of experts reads per step and the all-reduce charge
+    (see the module docstring); the simulation itself batches whatever is running.
+    """
+    capacity = max(1, int(row["replica_capacity_sequences"]))
+    if row["concurrency"] > 0:
+        return min(capacity, users_per_replica(int(row["concurrency"]), replicas))
+    in_flight = float(row["in_flight_requests"])
+    if not math.isfinite(in_flight):
+        return capacity
+    return int(min(capacity, max(1, math.ceil(in_flight / replicas))))
+
+
+def step_model(
+    row: Mapping[str, Any], assumptions: Assumptions, batch: int | None = None
+) -> StepModel:
+    """The simulation's step times for one results row at a decode batch (default: the row's).
+
+    See the module docstring for what each field takes from the row. With ``batch`` equal to the
+    row's ``decode_batch``, ``decode_step_s(batch, batch × mean_context_tokens)`` is the
+    closed-form ``itl_s`` of a memory-bound row.
+    """
+    b = int(row["decode_batch"]) if batch is None else int(batch)
+    touched = latency.experts_touched_fraction(row["experts"], row["experts_per_token"], b)
+    weights = latency.decode_weight_bytes_per_step(
+        row["weight_bytes_per_device"],
+        row["routed_expert_parameters"],
+        row["weight_bytes_per_param"],
+        touched,
+        row["tensor_parallel"],
+    )
+    allreduce = float(row["allreduce_s_per_token"])
+    allreduce = allreduce if math.isfinite(allreduce) else 0.0
+    compute = float(row["achieved_compute_flops_per_s"])
+    return StepModel(
+        weight_bytes=float(weights),
+        kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
+        / float(row["mean_context_tokens"]),
+        bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
+        * assumptions.bandwidth_efficiency,
+        flops_per_token=float(row["decode_flops_per_token"]) + allreduce * compute,
+        compute_flops_per_s=compute,
+        attention_flops_per_token_sq=2.0
+        * float(row["layers"])
+        * float(row["attention_heads"])
+        * float(row["head_dim"]),
+        step_overhead_s=assumptions.step_overhead + b * allreduce,
+    )
+
+
+def kv_budget_tokens(row: Mapping[str, Any]) -> int:
+    """Cache tokens one replica holds: budget ÷ (bytes of a maximum-length sequence per token).
+
+    Zero when the weights leave no room. ``⌊result ÷ tokens_per_sequence⌋ = max_sequences``.
+    """
+    budget = float(row["kv_budget_bytes"])
+    per_token = float(row["kv_bytes_per_sequence"]) / float(row["tokens_per_sequence"])
+    if not budget > 0 or not per_token > 0:
+        return 0
+    # the tiny slack keeps floor() from losing a whole token to rounding
+    return int(math.floor(budget / per_token * (1 + 1e-12)))
+
+
+def _lengths(catalog: Catalog, value: int | LengthDistribution | None, default: int) -> Lengths:
+    """A workload length (fixed, summary, samples or CSV column) as a simulation distribution."""
+    if value is None:
+        return Lengths.fixed(default)
+    if isinstance(value, int):
+        return Lengths.fixed(value)
+    samples = samples_of(catalog, value)
+    if samples is not None:
+        return Lengths.samples(samples.tolist())
+    return Lengths.from_summary(float(value.mean or 0), float(value.p95 or 0), int(value.max or 0))
+
+
+def queue_timeout_s(workload: Workload) -> float:
+    """How long a request may wait for admission before its client gives up [s].
+
+    ``QUEUE_TIMEOUT_TARGET_MULTIPLE`` × the tightest of the TTFT, end-to-end and task p95 targets
+    that are set; ``DEFAULT_QUEUE_TIMEOUT_S`` when none is.
+    """
+    t = workload.targets
+    bounds = [v for v in (t.ttft_p95, t.e2e_p95, t.task_p95) if v is not None]
+    if not bounds:
+        return DEFAULT_QUEUE_TIMEOUT_S
+    return QUEUE_TIMEOUT_TARGET_MULTIPLE * min(bounds)
+
+
+def _trace(catalog: Catalog, workload: Workload) -> pd.DataFrame:
+    """The workload's arrival trace, read from inside the catalog folder (or DataFileError)."""
+    if workload.arrival is None or workload.arrival.file is None:
+        raise ValueError(f"workload {workload.id!r} has no arrival trace")
+    return read_trace(catalog.folder, workload.arrival.file)
+
+
+def _tokens(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """A trace's token column as integers (None when the trace has no such column)."""
+    if column not in frame.columns:
+        return None
+    return np.round(pd.to_numeric(frame[column]).to_numpy()).astype(np.int64)
+
+
+def _trace_arrivals(catalog: Catalog, workload: Workload, replicas: int) -> Arrivals:
+    """The simulated replica's share of a trace: tasks 0, R, 2R, ... with their lengths."""
+    share = _trace(catalog, workload).iloc[::replicas]
+    lengths = {}
+    for column in ("prompt_tokens", "output_tokens"):
+        values = _tokens(share, column)
+        lengths[column] = (
+            None if values is None else np.repeat(values, workload.requests_per_task).tolist()
+        )
+    return Arrivals.trace(share["arrival_s"].to_numpy(dtype=float).tolist(), **lengths)
+
+
+def _assemble(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    arrivals: Arrivals,
+    batch: int,
+    n_requests: int | None,
+    seed: int | None,
+    prompt: Lengths | None = None,
+) -> SimConfig:
+    a = catalog.assumptions
+    return SimConfig(
+        step=step_model(row, a, batch),
+        kv_budget_tokens=max(1, kv_budget_tokens(row)),
+        prompt=prompt or _lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
+        output=_lengths(catalog, workload.output_tokens, workload.max_output_tokens),
+        max_output_tokens=workload.max_output_tokens,
+        arrivals=arrivals,
+        admission=workload.admission,
+        preemption="recompute",
+        max_batch=a.max_batch_sequences,
+        queue_timeout_s=queue_timeout_s(workload),
+        requests_per_task=workload.requests_per_task,
+        tool_time_s=workload.tool_time,
+        preprocess_s=workload.preprocess_time,
+        network_s=workload.network_time,
+        n_requests=max(1, a.simulated_requests if n_requests is None else n_requests),
+        seed=a.seed if seed is None else seed,
+    )
+
+
+def sim_config(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    replicas: int,
+    n_requests: int | None = None,
+    seed: int | None = None,
+) -> SimConfig:
+    """The simulation of the most loaded of ``replicas`` replicas serving ``workload``.
+
+    ``n_requests`` and ``seed`` default to ``simulated_requests`` and ``seed`` of the catalog's
+    assumptions. Arrivals per replica, cache budget, step times and queue timeout as the module
+    docstring says; admission from the workload, recompute on preemption.
+    """
+    if replicas < 1:
+        raise ValueError("replicas must be >= 1")
+    arrival = workload.arrival
+    if arrival is None:
+        arrivals = Arrivals.closed(users_per_replica(workload.concurrency or 1, replicas))
+    elif arrival.pattern == "trace":
+        arrivals = _trace_arrivals(catalog, workload, replicas)
+    elif arrival.pattern == "bursty":
+        arrivals = Arrivals.bursty(float(arrival.rate or 0) / replicas, arrival.burst_factor)
+    else:
+        arrivals = Arrivals.poisson(float(arrival.rate or 0) / replicas)
+    batch = planned_batch(row, replicas)
+    return _assemble(catalog, workload, row, arrivals, batch, n_requests, seed)
+
+
+def best_case_config(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    n_requests: int | None = None,
+    seed: int | None = None,
+) -> SimConfig:
+    """One user running the workload's tasks back to back: no other request on the replica.
+
+    What any replica count tends to as R grows; a trace's own prompt lengths are drawn from.
+    """
+    prompt = None
+    if workload.arrival is not None and workload.arrival.pattern == "trace":
+        prompts = _tokens(_trace(catalog, workload), "prompt_tokens")
+        if prompts is not None:
+            prompt = Lengths.samples(prompts.tolist())
+    return _assemble(catalog, workload, row, Arrivals.closed(1), 1, n_requests, seed, prompt=prompt)
+
+
+# Judging one simulation -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A target one simulation misses: ``label`` (ttft/itl/e2e/task/rejected), value, limit."""
+
+    label: str
+    value: float
+    limit: float
+
+    def text(self) -> str:
+        """``itl p95 0.081 s > 0.050 s target`` (more digits where three would show a tie)."""
+        if self.label == "rejected":
+            return f"rejected {self.value:.2%} > {self.limit:.2%} ceiling"
+        digits = 3
+        while digits < 6 and f"{self.value:.{digits}f}" == f"{self.limit:.{digits}f}":
+            digits += 1
+        return f"{self.label} p95 {self.value:.{digits}f} s > {self.limit:.{digits}f} s target"
+
+
+def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
+    """The targets a simulated replica misses (a missing figure counts as a miss)."""
+    out = []
+    for label, target_field, result_field in TARGETS:
+        limit = getattr(workload.targets, target_field)
+        if limit is None:
+            continue
+        value = getattr(result, result_field)
+        if not value <= limit:
+            out.append(Miss(label, value, limit))
+    if not result.rejected_fraction <= ceiling:
+        out.append(Miss("rejected", result.rejected_fraction, ceiling))
+    return out
+
+
+def _bound(
+    miss: Miss, cfg: SimConfig, catalog: Catalog, workload: Workload, result: SimResult
+) -> tuple[str, str]:
+    """Why a best-case miss cannot be fixed by replicas: (bound, explanation)."""
+    step = cfg.step
+    mean_prompt, p95_prompt, _ = length_summary(catalog, workload, "prompt")
+    _, p95_output, _ = length_summary(catalog, workload, "output")
+
+    def prefill() -> tuple[str, str]:
+        compute = step.prefill_compute_s(p95_prompt)
+        memory = step.prefill_memory_s()
+        kind = "compute" if compute >= memory else "bandwidth"
+        return kind, (
+            f"{kind}-bound prefill ({step.prefill_s(p95_prompt):.3f} s for the p95 prompt of "
+            f"{p95_prompt:,.0f} tokens)"
+        )
+
+    def decode() -> tuple[str, str]:
+        ctx = mean_prompt + p95_output / 2
+        memory = step.decode_memory_s(ctx)
+        compute = step.decode_compute_s(1)
+        read = (step.weight_bytes + step.kv_bytes_per_token * ctx) / GB
+        if memory >= compute:
+            return "bandwidth", (
+                f"bandwidth-bound decode step (reading {read:.1f} GB of weights and cache per "
+                f"token takes {memory:.3f} s even at batch 1)"
+            )
+        return "compute", f"compute-bound decode step ({compute:.3f} s at batch 1)"
+
+    if miss.label == "ttft":
+        if workload.preprocess_time >= miss.limit:
+            return "preprocessing", f"preprocessing alone takes {workload.preprocess_time:.3f} s"
+        return prefill()
+    if miss.label == "itl":
+        return decode()
+    if miss.label == "rejected":
+        return "memory", "requests are rejected even one at a time (longer than the cache holds)"
+    tools = (workload.requests_per_task - 1) * workload.tool_time
+    if miss.label == "task" and tools >= miss.limit:
+        return "tool time", f"tool time alone is {tools:.1f} s per task"
+    prefill_time = step.prefill_s(p95_prompt)
+    decode_time = max(p95_output - 1, 0) * result.itl_p50_s
+    if prefill_time >= decode_time:
+        return prefill()
+    kind, text = decode()
+    return kind, f"{text}; {p95_output:,.0f} output tokens at the p95"
+
+
+# The search ------------------------------------------------------------------------------------
+
+
+def _figures(result: SimResult | None) -> dict[str, float]:
+    """The simulated figures of one run (all NaN for none)."""
+    if result is None:
+        return dict.fromkeys(_FIGURES, math.nan)
+    values = result.to_dict()
+    values["sim_throughput_tokens_per_s"] = values["throughput_tokens_per_s"]
+    return {c: float(values[c]) for c in _FIGURES}
+
+
+def _memory_reason(row: Mapping[str, Any], need: int, have: int) -> str:
+    weights = float(row["weight_bytes_per_device"]) / GIB
+    memory = float(row["memory_bytes"]) / GIB
+    if weights > memory:
+        return f"memory: weights of {weights:.1f} GiB per device exceed its {memory:.1f} GiB"
+    if not float(row["kv_budget_bytes"]) > 0:
+        return (
+            f"memory: weights of {weights:.1f} GiB per device, runtime overhead and reserve leave "
+            f"no room for the KV cache in {memory:.1f} GiB"
+        )
+    return (
+        f"memory: a maximum-length request needs {need:,} tokens of cache; "
+        f"a replica holds {max(have, 0):,}"
+    )
+
+
+def size_candidate(
+    catalog: Catalog,
+    row: Mapping[str, Any],
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    n_requests: int | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The fewest replicas of one results row that meet every target, by simulation.
+
+    Returns a flat dict (the :data:`SIZING_COLUMNS`): ``sim_replicas_needed`` (NaN when no count
+    up to the limit serves), ``sim_devices_needed`` (× tensor parallel), ``meets_targets_sim``,
+    ``sim_bound`` (``""`` when met; else ``memory``, ``bandwidth``, ``compute``, ``queueing``,
+    ``tool time`` or ``preprocessing``), ``sim_reason`` in words, the simulated figures at
+    ``sim_replicas_simulated`` replicas (NaN: the best case, one request at a time), the requests
+    measured in that run (``sim_requests``) and the simulations run (``sim_runs``). See the
+    module docstring for the search.
+    """
+    workload = catalog.get("workloads", row["workload"])
+    a = catalog.assumptions
+    ceiling = a.max_rejected_fraction
+    tp = int(row["tensor_parallel"])
+    out: dict[str, Any] = {
+        "sim_replicas_needed": math.nan,
+        "sim_devices_needed": math.nan,
+        "meets_targets_sim": False,
+        "sim_bound": "",
+        "sim_reason": "",
+        "sim_replicas_simulated": math.nan,
+        **_figures(None),
+        "sim_requests": 0,
+        "sim_runs": 0,
+    }
+
+    need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
+    have = kv_budget_tokens(row)
+    if not bool(row["replica_fits"]) or have < need:
+        out.update(sim_bound="memory", sim_reason=_memory_reason(row, need, have))
+        return out
+
+    runs: dict[SimConfig, SimResult] = {}
+
+    def run(cfg: SimConfig) -> SimResult:
+        if cfg not in runs:
+            runs[cfg] = simulate(cfg)
+        return runs[cfg]
+
+    def record(result: SimResult, replicas: float) -> None:
+        out.update(_figures(result))
+        out["sim_replicas_simulated"] = replicas
+        out["sim_requests"] = int(result.n_measured)
+
+    best_cfg = best_case_config(catalog, workload, row, n_requests, seed)
+    best = run(best_cfg)
+    best_misses = misses(best, workload, ceiling)
+    if best_misses:
+        record(best, math.nan)
+        explained = [(m, *_bound(m, best_cfg, catalog, workload, best)) for m in best_misses]
+        out["sim_bound"] = explained[0][1]
+        out["sim_reason"] = "; ".join(
+            f"{m.text()} at any replica count: {why}" for m, _, why in explained
+        )
+        out["sim_runs"] = len(runs)
+        return out
+
+    closed = workload.arrival is None
+    upper = int(workload.concurrency or 1) if closed else int(max_replicas)
+    start = row["replicas_needed"]
+    start = min(int(start) if _finite(start) and start >= 1 else 1, upper)
+    at: dict[int, tuple[list[Miss], SimResult]] = {}
+
+    def met(replicas: int) -> bool:
+        if replicas not in at:
+            result = run(sim_config(catalog, workload, row, replicas, n_requests, seed))
+            at[replicas] = (misses(result, workload, ceiling), result)
+        return not at[replicas][0]
+
+    def texts(replicas: int) -> str:
+        return "; ".join(m.text() for m in at[replicas][0])
+
+    # exponential search up from the closed form, then bisection between a miss and a hit
+    lo, hi = 0, start
+    while not met(hi):
+        if hi >= upper:
+            record(at[hi][1], hi)
+            out.update(
+                sim_bound="queueing",
+                sim_reason=f"queueing: {texts(hi)} with {hi} replicas (the search limit), "
+                "although one request at a time meets every target",
+                sim_runs=len(runs),
+            )
+            return out
+        lo, hi = hi, min(2 * hi, upper)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if met(mid) else (mid, hi)
+    record(at[hi][1], hi)
+    reason = f"meets targets with {hi} replica{'s' if hi > 1 else ''}"
+    reason += f" ({hi * tp} devices)" if tp > 1 else ""
+    if hi - 1 in at:
+        reason += f"; with {hi - 1}: {texts(hi - 1)}"
+    out.update(
+        sim_replicas_needed=hi,
+        sim_devices_needed=hi * tp,
+        meets_targets_sim=True,
+        sim_reason=reason,
+        sim_runs=len(runs),
+    )
+    return out
+
+
+# Many candidates --------------------------------------------------------------------------
+
+
+def _target_misses(table: pd.DataFrame) -> pd.Series:
+    cols = ["meets_ttft_target", "meets_itl_target", "meets_e2e_target", "meets_task_target"]
+    return (~table[cols].astype(bool)).sum(axis=1)
+
+
+def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
+    """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
+    eligible in closed form (``meets_targets`` with a known ``tco_usd``: what ``eligible`` says
+    before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
+    where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
+    closed-form targets missed; then cost). Keeps the table's index and columns.
+    """
+    ok = table["meets_targets"].astype(bool) & table["tco_usd"].notna()
+    ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
+    groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
+    leading = np.flatnonzero((ranks >= 1) & (ranks <= per_group))
+    leading = leading[np.lexsort((ranks[leading], groups[leading]))]  # by group, then rank
+    picked = [table.iloc[leading]]
+    served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
+    for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
+        near = group[group["replica_fits"].astype(bool)]
+        near = near.assign(_misses=_target_misses(near))
+        best = near.sort_values(
+            ["_misses", "tco_usd", "devices_needed"], kind="stable", na_position="last"
+        ).drop(columns="_misses")
+        picked.append(best.head(per_group))
+    return pd.concat(picked)
+
+
+_WORKER_CATALOG: Catalog | None = None
+
+
+def _init_worker(catalog: Catalog) -> None:
+    global _WORKER_CATALOG
+    _WORKER_CATALOG = catalog
+
+
+def _job(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+    row, options = job
+    assert _WORKER_CATALOG is not None
+    return size_candidate(_WORKER_CATALOG, row, **options)
+
+
+def simulate_candidates(
+    catalog: Catalog,
+    results: Results | pd.DataFrame,
+    per_group: int = 3,
+    processes: int = 2,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    n_requests: int | None = None,
+) -> pd.DataFrame:
+    """Size the selected candidates (:func:`select_candidates`) by simulation.
+
+    One row per simulated candidate: the key columns (hardware, model, precision, workload,
+    tensor_parallel) then :data:`SIZING_COLUMNS`, in the results table's order. ``processes``
+    > 1 spreads candidates over that many worker processes; the table is the same either way.
+    ``simulated_requests: 0`` in the assumptions turns the simulation off (an empty table).
+    """
+    table = results if isinstance(results, pd.DataFrame) else results.table
+    if n_requests is None and catalog.assumptions.simulated_requests == 0:
+        return pd.DataFrame(columns=[*ALL_KEYS, *SIZING_COLUMNS])
+    chosen = select_candidates(table, per_group).sort_index()
+    return simulate_rows(catalog, chosen, processes, max_replicas, n_requests)
+
+
+def simulate_rows(
+    catalog: Catalog,
+    chosen: pd.DataFrame,
+    processes: int = 2,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    n_requests: int | None = None,
+) -> pd.DataFrame:
+    """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`."""
+    columns = [*ALL_KEYS, *SIZING_COLUMNS]
+    # The results columns are named by strings, so each row's dict is keyed by them.
+    rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
+    options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}
+    jobs = [(r, options) for r in rows]
+    if processes <= 1 or len(jobs) <= 1:
+        sized = [size_candidate(catalog, r, **options) for r in rows]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=processes, initializer=_init_worker, initargs=(catalog,)
+        ) as pool:
+            sized = list(pool.map(_job, jobs, chunksize=1))
+    frame = pd.DataFrame(
+        [{**{k: r[k] for k in ALL_KEYS}, **s} for r, s in zip(rows, sized, strict=True)],
+        columns=columns,
+    )
+    frame["meets_targets_sim"] = frame["meets_targets_sim"].astype(bool)
+    return frame
+
+
+def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
+    """Per group whose first-ranked option was never simulated: the unsimulated options ranked
+    above its best simulated one, at most ``per_group``."""
+    picked = []
+    for _, group in ranks[ranks["rank"].notna()].groupby(["workload", "model"], sort=False):
+        group = group.sort_values("rank")
+        if bool(group["simulated"].iloc[0]):
+            continue
+        simulated = group["simulated"].astype(bool).to_numpy()
+        cut = int(simulated.argmax()) if simulated.any() else len(group)
+        picked.append(group.iloc[:cut].head(per_group))
+    return pd.concat(picked) if picked else ranks.iloc[:0]
