@@ -1,0 +1,115 @@
+"""What a diff reports: one changed input or output (:class:`Change`), and a recommendation that
+moved (:class:`RecommendationChange`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from planner.diff.values import WINNER_FIELDS, _number, delta, format_value, same
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between two runs (one row of ``diff.csv``).
+
+    ``old`` and ``new`` are in base units (``unit``); None means absent or not set. ``note`` adds
+    context people need: a new entry's name, why a candidate stopped fitting.
+    """
+
+    kind: str
+    key: str
+    field: str = ""
+    old: Any = None
+    new: Any = None
+    unit: str = ""
+    note: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        return delta(self.old, self.new)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "field": self.field,
+            "old": self.old,
+            "new": self.new,
+            "delta": self.delta,
+            "unit": self.unit,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class RecommendationChange:
+    """The recommended option of one workload × model in each run.
+
+    ``old``/``new`` hold :data:`WINNER_FIELDS` (None where no option is eligible); ``*_why``
+    says why none is, and ``*_present`` whether the run plans that workload × model at all.
+    """
+
+    workload: str
+    model: str
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    old_present: bool = True
+    new_present: bool = True
+    old_why: str = ""
+    new_why: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload}/{self.model}"
+
+    @property
+    def winner_changed(self) -> bool:
+        """Whether a different option wins (not only its cost)."""
+        pick = ("hardware", "precision", "tensor_parallel")
+        if self.old is None or self.new is None:
+            return (self.old is None) != (self.new is None)
+        return any(not same(self.old[k], self.new[k]) for k in pick)
+
+    def describe(self, side: str) -> str:
+        """The option of one side (``old`` or ``new``) for people: ``1 × beta (TP 1) · bf16,
+        TCO 16,314 USD``, or why there is none."""
+        present = self.old_present if side == "old" else self.new_present
+        pick = self.old if side == "old" else self.new
+        why = self.old_why if side == "old" else self.new_why
+        if not present:
+            return "not planned in this run"
+        if pick is None:
+            return f"no eligible option ({why})" if why else "no eligible option"
+        devices = _number(pick["devices_needed"])
+        count = f"{devices:,.0f}" if devices is not None else "?"
+        return (
+            f"{count} × {pick['hardware']} (TP {int(pick['tensor_parallel'])}) · "
+            f"{pick['precision']}, TCO {format_value(pick['tco_usd'], 'USD')}"
+        )
+
+    def changes(self) -> list[Change]:
+        if not self.old_present:
+            return [Change("recommendation_added", self.key, "", None, self.describe("new"))]
+        if not self.new_present:
+            return [Change("recommendation_removed", self.key, "", self.describe("old"), None)]
+        units = {"tco_usd": "USD", "devices_needed": "devices"}
+        rows = []
+        for name in WINNER_FIELDS:
+            old = self.old[name] if self.old else None
+            new = self.new[name] if self.new else None
+            if not same(old, new):
+                note = self.new_why if self.new is None else ""
+                rows.append(
+                    Change(
+                        "recommendation_changed",
+                        self.key,
+                        name,
+                        old,
+                        new,
+                        units.get(name, ""),
+                        note,
+                    )
+                )
+        return rows

@@ -1,0 +1,173 @@
+"""Values in a comparison: when two are the same, their difference, and how each is written.
+
+What a diff calls equal (numbers to a relative 1e-9, missing equals missing) and the text of a
+value, a change and a delta in the units of its field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from planner.model.units import GB, TB
+from planner.outputs.formatting import duration, memory
+
+#: Every ``kind`` of change, in the order the text and the CSV list them.
+KINDS: dict[str, str] = {
+    "input_added": "catalog entry (or file) added",
+    "input_removed": "catalog entry (or file) removed",
+    "input_changed": "a field of a catalog entry (or a file's SHA-256) changed",
+    "recommendation_added": "a workload × model only the new run plans",
+    "recommendation_removed": "a workload × model only the old run plans",
+    "recommendation_changed": "a field of the recommended option changed",
+    "newly_fits": "a candidate that did not fit now fits (fits: False → True)",
+    "stops_fitting": "a candidate that fit no longer fits (fits: True → False)",
+    "newly_eligible": "a candidate may now be recommended (eligible: False → True)",
+    "stops_eligible": "a candidate may no longer be recommended (eligible: True → False)",
+    "cost_changed": "tco_usd or devices_needed of a candidate present in both runs changed",
+    "candidate_added": "a candidate only the new run evaluates",
+    "candidate_removed": "a candidate only the old run evaluates",
+}
+
+#: Catalog sections compared entry by entry: Catalog attribute → singular name used in keys.
+SECTIONS: dict[str, str] = {
+    "hardware": "hardware",
+    "models": "model",
+    "precisions": "precision",
+    "workloads": "workload",
+    "scenarios": "scenario",
+}
+
+#: Base unit of catalog fields, by the last part of the field path (values are in base units).
+FIELD_UNITS: dict[str, str] = {
+    "memory": "B",
+    "usable_memory": "B",
+    "runtime_overhead": "B",
+    "reserve": "B",
+    "state_per_sequence": "B",
+    "memory_bandwidth": "B/s",
+    "interconnect_bandwidth": "B/s",
+    "power": "W",
+    "step_overhead": "s",
+    "tool_time": "s",
+    "preprocess_time": "s",
+    "network_time": "s",
+    "rate": "1/s",
+    "purchase_usd": "USD",
+    "node_overhead_usd": "USD",
+    "cloud_usd_per_hour": "USD/h",
+    "electricity_usd_per_kwh": "USD/kWh",
+    "hosting_usd_per_node_month": "USD/month",
+}
+
+#: Base unit of fields under a nested block, by the first part of the path.
+BLOCK_UNITS: dict[str, str] = {"compute": "FLOP/s", "targets": "s"}
+
+#: The recommended option's fields compared between runs.
+WINNER_FIELDS = ("hardware", "precision", "tensor_parallel", "devices_needed", "tco_usd")
+
+#: Relative tolerance below which two numbers count as equal (CSV round trips are exact; this
+#: only absorbs float noise, never a real change).
+REL_TOL = 1e-9
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or _missing(value):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy/pandas scalar as a Python value; missing as None."""
+    if _missing(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        return value.item()
+    return value
+
+
+def same(old: Any, new: Any) -> bool:
+    """Whether two values are equal: missing equals missing, numbers within :data:`REL_TOL`."""
+    if _missing(old) or _missing(new):
+        return _missing(old) and _missing(new)
+    a, b = _number(old), _number(new)
+    if a is not None and b is not None and not isinstance(old, str):
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=0.0)
+    return bool(old == new)
+
+
+def delta(old: Any, new: Any) -> float | None:
+    """``new - old`` when both are numbers, else None."""
+    a, b = _number(old), _number(new)
+    return None if a is None or b is None or isinstance(old, str) else b - a
+
+
+def _sig(value: float) -> str:
+    return f"{value:,.4g}" if abs(value) < 1e15 else f"{value:.4g}"
+
+
+def format_value(value: Any, unit: str = "") -> str:
+    """A value for people, in the unit people read: GB with GiB, TB/s, TFLOPS, ms, USD."""
+    if _missing(value):
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
+    number = _number(value)
+    if number is None or isinstance(value, str):
+        return str(value)
+    if unit == "B":
+        return memory(number)
+    if unit == "B/s":
+        return f"{_sig(number / TB)} TB/s" if abs(number) >= TB else f"{_sig(number / GB)} GB/s"
+    if unit == "FLOP/s":
+        return f"{_sig(number / 1e12)} TFLOPS"
+    if unit == "s":
+        return duration(number)
+    if unit == "1/s":
+        return f"{_sig(number)} /s"
+    if unit.startswith("USD"):
+        rest = unit[3:]
+        money = f"{number:,.0f}" if abs(number) >= 1000 else f"{number:,.2f}"
+        return f"{money} USD{rest}"
+    if unit == "devices":
+        return f"{number:,.0f}"
+    if float(number).is_integer() and abs(number) < 2**53:
+        return f"{int(number):,}"
+    return f"{number:,.6g}"
+
+
+def format_delta(old: Any, new: Any, unit: str = "") -> str:
+    """The signed difference, with the percentage of ``old`` where it is not zero (``-50.0%``);
+    empty unless both are numbers."""
+    d = delta(old, new)
+    if d is None:
+        return ""
+    text = ("+" if d >= 0 else "") + format_value(d, unit)
+    base = _number(old)
+    if not base:
+        return text
+    percent = d / abs(base) * 100
+    share = f"{percent:+.1f}%" if abs(percent) >= 0.1 or percent == 0 else f"{percent:+.1g}%"
+    return f"{text}, {share}"
+
+
+def format_change(old: Any, new: Any, unit: str = "") -> str:
+    """``old → new``, with the difference in brackets where both are numbers."""
+    text = f"{format_value(old, unit)} → {format_value(new, unit)}"
+    extra = format_delta(old, new, unit)
+    return f"{text} ({extra})" if extra else text
