@@ -243,15 +243,24 @@ def ceil(x: Any) -> Any:
     return np.sign(x) * np.ceil(np.abs(x))
 
 
+#: Plain Python numbers: the simulation's step times call metrics with such scalars, thousands
+#: of times a run, and :func:`minimum` and :func:`maximum` then skip numpy's call overhead.
+_SCALARS = (float, int)
+
+
 def minimum(a: Any, b: Any) -> Any:
-    """Element-wise minimum (Excel ``MIN``)."""
+    """Element-wise minimum (Excel ``MIN``); NaN wins, as in numpy."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return math.nan if a != a or b != b else (a if a <= b else b)
     if _symbolic(a, b):
         return Call("MIN", (lift(a), lift(b)))
     return np.minimum(a, b)
 
 
 def maximum(a: Any, b: Any) -> Any:
-    """Element-wise maximum (Excel ``MAX``)."""
+    """Element-wise maximum (Excel ``MAX``); NaN wins, as in numpy."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return math.nan if a != a or b != b else (a if a >= b else b)
     if _symbolic(a, b):
         return Call("MAX", (lift(a), lift(b)))
     return np.maximum(a, b)

@@ -121,6 +121,8 @@ from typing import Literal
 
 import numpy as np
 
+from planner.model import latency
+
 __all__ = [
     "Arrivals",
     "Lengths",
@@ -166,6 +168,11 @@ class StepModel:
     """Prefill attention coefficient: attention FLOPs = coeff x P^2 [FLOP]."""
     step_overhead_s: float = 0.0
     """Fixed overhead per decode step and per prefill launch [s]."""
+    allreduce_s_per_token: float = 0.0
+    """Tensor-parallel communication per processed token [s] (0 without tensor parallelism)."""
+    prefill_weight_bytes: float | None = None
+    """Bytes a prefill reads once [B]: every weight (a prompt's many tokens touch every expert
+    of a mixture); None: ``weight_bytes``."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
@@ -176,71 +183,94 @@ class StepModel:
             "flops_per_token",
             "attention_flops_per_token_sq",
             "step_overhead_s",
+            "allreduce_s_per_token",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
 
-    def prefill_compute_s(self, prompt_tokens: float) -> float:
-        """Arithmetic time of prefilling P tokens [s].
+    # Every time below is a metric of :mod:`planner.model.latency` called with numbers, so the
+    # simulation and the closed form share one physics: the bandwidth passed in is already
+    # achieved (efficiency 1), the FLOP per token is 2 × active parameters, and the attention
+    # coefficient 2 × layers × heads × head dim (``prefill_flops`` with active = FLOP ÷ 2,
+    # layers = coefficient ÷ 2, one head of dimension 1: the same products, exactly).
 
-        ``(flops_per_token * P + attention_flops_per_token_sq * P^2) / compute``:
-        the linear (matmul) term plus the quadratic self-attention term.
-        """
+    def prefill_flops(self, prompt_tokens: float) -> float:
+        """Arithmetic of prefilling P tokens [FLOP] (:func:`latency.prefill_flops`)."""
         p = float(prompt_tokens)
-        flops = self.flops_per_token * p + self.attention_flops_per_token_sq * p * p
-        return flops / self.compute_flops_per_s
-
-    def prefill_memory_s(self) -> float:
-        """Memory time of a prefill launch: the weights are read once [s]."""
-        return self.weight_bytes / self.bandwidth_bytes_per_s
-
-    def prefill_s(self, prompt_tokens: float) -> float:
-        """Prefill time of one prompt of P tokens [s].
-
-        Roofline: ``max(compute, memory) + step_overhead_s``.
-        """
-        return (
-            max(self.prefill_compute_s(prompt_tokens), self.prefill_memory_s())
-            + self.step_overhead_s
+        return float(
+            latency.prefill_flops(
+                self.flops_per_token / 2, p, self.attention_flops_per_token_sq / 2, 1, 1
+            )
         )
 
-    def prefill_batch_s(self, prompt_tokens: Sequence[float]) -> float:
-        """Time of one prefill step over several prompts [s].
+    def prefill_compute_s(self, prompt_tokens: float) -> float:
+        """Arithmetic time of prefilling P tokens [s]: FLOP ÷ achieved compute."""
+        return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s
 
-        Compute terms add up, weights are read once, one overhead:
-        ``max(sum_i compute(P_i), memory) + step_overhead_s``.  Equals
-        :meth:`prefill_s` for a single prompt; 0 for no prompts.
-        """
+    def prefill_memory_s(self) -> float:
+        """Memory time of a prefill launch: the weights are read once [s]
+        (:func:`latency.weight_read_s`)."""
+        weights = (
+            self.weight_bytes if self.prefill_weight_bytes is None else self.prefill_weight_bytes
+        )
+        return float(latency.weight_read_s(weights, self.bandwidth_bytes_per_s, 1.0))
+
+    def prefill_s(self, prompt_tokens: float) -> float:
+        """Prefill time of one prompt of P tokens [s] (:func:`latency.prefill_s`):
+        ``max(compute, one weight read) + P × all-reduce + step_overhead_s``."""
+        return self.prefill_batch_s([prompt_tokens])
+
+    def prefill_batch_s(self, prompt_tokens: Sequence[float]) -> float:
+        """Time of one prefill step over several prompts [s]: :func:`latency.prefill_s` of their
+        total arithmetic and tokens (the weights are read once, one overhead); 0 for none."""
         if len(prompt_tokens) == 0:
             return 0.0
-        if len(prompt_tokens) == 1:
-            return self.prefill_s(prompt_tokens[0])
-        compute = sum(self.prefill_compute_s(p) for p in prompt_tokens)
-        return max(compute, self.prefill_memory_s()) + self.step_overhead_s
+        flops = sum(self.prefill_flops(p) for p in prompt_tokens)
+        return float(
+            latency.prefill_s(
+                flops,
+                self.compute_flops_per_s,
+                self.prefill_memory_s(),
+                float(sum(prompt_tokens)),
+                self.allreduce_s_per_token,
+                self.step_overhead_s,
+            )
+        )
 
     def decode_memory_s(self, context_tokens_total: float) -> float:
-        """Memory time of one decode step [s].
-
-        ``(weight_bytes + kv_bytes_per_token * context_tokens_total) / bandwidth``:
-        the weights once for the batch plus every sequence's KV cache.
-        """
-        kv = self.kv_bytes_per_token * float(context_tokens_total)
-        return (self.weight_bytes + kv) / self.bandwidth_bytes_per_s
+        """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights
+        once for the batch plus every sequence's cache, ``context_tokens_total`` tokens."""
+        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        return float(
+            latency.decode_memory_s(self.weight_bytes, 1, cache, self.bandwidth_bytes_per_s, 1.0)
+        )
 
     def decode_compute_s(self, batch: int) -> float:
-        """Arithmetic time of one decode step, one token per sequence [s]."""
-        return self.flops_per_token * batch / self.compute_flops_per_s
+        """Arithmetic time of one decode step, one token per sequence [s]
+        (:func:`latency.decode_compute_s`)."""
+        return float(
+            latency.decode_compute_s(self.flops_per_token, batch, self.compute_flops_per_s)
+        )
 
     def decode_step_s(self, batch: int, context_tokens_total: float) -> float:
-        """Time of one decode step of ``batch`` sequences [s].
+        """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
+        ``max(memory, compute) + batch × all-reduce + step_overhead_s``, with
+        ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so far)."""
+        return float(
+            latency.itl_s(
+                self.decode_memory_s(context_tokens_total),
+                self.decode_compute_s(batch),
+                self.allreduce_s_per_token,
+                batch,
+                self.step_overhead_s,
+            )
+        )
 
-        Roofline: ``max(memory, compute) + step_overhead_s`` with
-        ``context_tokens_total`` the sum over the batch of cached tokens read
-        (in this simulator: prompt + tokens generated so far).
-        """
-        return (
-            max(self.decode_memory_s(context_tokens_total), self.decode_compute_s(batch))
-            + self.step_overhead_s
+    def decode_overhead_s(self, batch: int) -> float:
+        """The part of a decode step that neither reads nor computes: ``itl_s`` with no memory
+        or compute time, i.e. batch × all-reduce + step overhead [s]."""
+        return float(
+            latency.itl_s(0.0, 0.0, self.allreduce_s_per_token, batch, self.step_overhead_s)
         )
 
 
@@ -257,11 +287,11 @@ class _DecodeRun:
     __slots__ = ("alpha", "beta", "c", "o")
 
     def __init__(self, step: StepModel, batch: int, ctx0: float) -> None:
-        bw = step.bandwidth_bytes_per_s
-        self.alpha = (step.weight_bytes + step.kv_bytes_per_token * ctx0) / bw
-        self.beta = step.kv_bytes_per_token * batch / bw
-        self.c = step.flops_per_token * batch / step.compute_flops_per_s
-        self.o = step.step_overhead_s
+        # the step's own terms, each a metric of the closed form (linear in the context)
+        self.alpha = step.decode_memory_s(ctx0)
+        self.beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
+        self.c = step.decode_compute_s(batch)
+        self.o = step.decode_overhead_s(batch)
 
     def step_s(self, k: int) -> float:
         """Duration of step k [s]."""

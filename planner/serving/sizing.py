@@ -19,20 +19,19 @@ replica gets tasks 0, R, 2R, ... (the most: ⌈n ÷ R⌉); a row's ``prompt_toke
 apply to every request of its task.  The trace length, not ``simulated_requests``, sets the
 number of tasks.
 
-*Step times come from the row* (:func:`step_model`), so the simulation and the closed form share
-one set of numbers: decode weight bytes per device at the replica's batch (for a mixture of
-experts the share of experts a step touches grows with the batch; the batch used is
-:func:`planned_batch`), cache bytes read per cached token such that a batch at the mean context
-reads exactly ``kv_read_bytes_per_sequence_step`` per sequence (sliding windows and fixed state
-are therefore charged as at the mean context), achieved bandwidth and compute, prefill attention
-``2 × layers × attention_heads × head_dim × P²`` (as :func:`planner.model.latency.prefill_flops`),
-and the step overhead.  Tensor-parallel all-reduce time ``a`` per token is charged twice over, to
-stay exact where it matters and conservative elsewhere: ``batch × a`` is added to the step overhead
-(so a memory-bound decode step at the planned batch equals the closed-form ``itl_s``), and ``a``
-is added to the time per processed token of the compute term (so a long, compute-bound prefill
-pays ``P × a`` as :func:`planner.model.latency.prefill_s` does).  A compute-bound decode step
-therefore pays ``batch × a`` once too often; all-reduce takes microseconds per token (about 0.4 ms
-per step at batch 64 for a 70B model at TP 2 over NVLink), so this is small.
+*Step times are the closed form's own metrics* (:func:`step_model`): the simulation's
+:class:`StepModel` calls the metric functions of :mod:`planner.model.latency` with numbers
+(``itl_s`` for a decode step, ``prefill_s`` for a prefill step over its prompts' total
+arithmetic and tokens), so a change to those formulas changes the simulation too, and at the
+row's batch and mean context a decode step is exactly ``itl_s`` and a prefill of the mean prompt
+exactly ``prefill_s``. From the row: decode weight bytes per device at the replica's batch (for
+a mixture of experts the share of experts a step touches grows with the batch; the batch used is
+:func:`planned_batch`), all weights for a prefill (a prompt's many tokens touch every expert),
+cache bytes read per cached token such that a batch at the mean context reads exactly
+``kv_read_bytes_per_sequence_step`` per sequence (sliding windows and fixed state are therefore
+charged as at the mean context), achieved bandwidth and compute, the prefill attention of
+:func:`planner.model.latency.prefill_flops`, the tensor-parallel all-reduce per token (charged
+once: ``batch × a`` per decode step, ``P × a`` per prefill) and the step overhead.
 
 *Cache budget in tokens* (:func:`kv_budget_tokens`): ``⌊kv_budget_bytes ÷ (kv_bytes_per_sequence
 ÷ tokens_per_sequence)⌋``: every token is charged what a maximum-length sequence pays per token,
@@ -215,21 +214,21 @@ def step_model(
         row["tensor_parallel"],
     )
     allreduce = float(row["allreduce_s_per_token"])
-    allreduce = allreduce if math.isfinite(allreduce) else 0.0
-    compute = float(row["achieved_compute_flops_per_s"])
     return StepModel(
         weight_bytes=float(weights),
         kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
         / float(row["mean_context_tokens"]),
         bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
         * assumptions.bandwidth_efficiency,
-        flops_per_token=float(row["decode_flops_per_token"]) + allreduce * compute,
-        compute_flops_per_s=compute,
+        flops_per_token=float(row["decode_flops_per_token"]),
+        compute_flops_per_s=float(row["achieved_compute_flops_per_s"]),
         attention_flops_per_token_sq=2.0
         * float(row["layers"])
         * float(row["attention_heads"])
         * float(row["head_dim"]),
-        step_overhead_s=assumptions.step_overhead + b * allreduce,
+        step_overhead_s=assumptions.step_overhead,
+        allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
+        prefill_weight_bytes=float(row["weight_bytes_per_device"]),
     )
 
 
