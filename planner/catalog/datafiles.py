@@ -16,15 +16,20 @@ class DataFileError(ValueError):
     """A CSV named by a workload that cannot be read or lacks the column asked for."""
 
 
-def read_column(folder: Path, file: str, column: str) -> np.ndarray:
-    """Positive integer token lengths from ``column`` of CSV ``file`` inside ``folder``."""
+def _read_csv(folder: Path, file: str) -> pd.DataFrame:
+    """CSV ``file``, which must lie inside ``folder``."""
     path = (folder / file).resolve()
     if not path.is_relative_to(folder.resolve()):
         raise DataFileError(f"{file} is outside the catalog folder")
     try:
-        frame = pd.read_csv(path)
+        return pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise DataFileError(f"cannot read {file}: {exc}") from None
+
+
+def read_column(folder: Path, file: str, column: str) -> np.ndarray:
+    """Positive integer token lengths from ``column`` of CSV ``file`` inside ``folder``."""
+    frame = _read_csv(folder, file)
     if column not in frame.columns:
         raise DataFileError(f"{file} has no column {column!r}; columns: {', '.join(frame.columns)}")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy()
@@ -35,13 +40,7 @@ def read_column(folder: Path, file: str, column: str) -> np.ndarray:
 
 def read_trace(folder: Path, file: str) -> pd.DataFrame:
     """An arrival trace: column ``arrival_s`` (seconds, non-decreasing), optional lengths."""
-    path = (folder / file).resolve()
-    if not path.is_relative_to(folder.resolve()):
-        raise DataFileError(f"{file} is outside the catalog folder")
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise DataFileError(f"cannot read {file}: {exc}") from None
+    frame = _read_csv(folder, file)
     if "arrival_s" not in frame.columns:
         raise DataFileError(
             f"{file} needs a column 'arrival_s'; columns: {', '.join(frame.columns)}"
