@@ -1,0 +1,209 @@
+"""Step times of one replica for the serving simulation: :class:`StepModel`, whose every time
+is a metric of :mod:`planner.model.latency` called with numbers, and consecutive decode steps of
+a fixed batch summed in closed form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.model import latency
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Closed-form (roofline) step times of one replica [s].
+
+    Plain numbers only, so the model is picklable and hashable.  Each step
+    is bound by the slower of memory traffic and arithmetic, plus a fixed
+    launch overhead.
+    """
+
+    weight_bytes: float
+    """Bytes read once per step, shared by the whole batch [B]."""
+    kv_bytes_per_token: float
+    """KV-cache bytes per cached token [B/token]."""
+    bandwidth_bytes_per_s: float
+    """Achieved memory bandwidth (already x efficiency) [B/s]."""
+    flops_per_token: float
+    """Dense FLOPs per processed token, ~ 2 x active parameters [FLOP]."""
+    compute_flops_per_s: float
+    """Achieved compute throughput [FLOP/s]."""
+    attention_flops_per_token_sq: float = 0.0
+    """Prefill attention coefficient: attention FLOPs = coeff x P^2 [FLOP]."""
+    step_overhead_s: float = 0.0
+    """Fixed overhead per decode step and per prefill launch [s]."""
+    allreduce_s_per_token: float = 0.0
+    """Tensor-parallel communication per processed token [s] (0 without tensor parallelism)."""
+    prefill_weight_bytes: float | None = None
+    """Bytes a prefill reads once [B]: every weight (a prompt's many tokens touch every expert
+    of a mixture); None: ``weight_bytes``."""
+
+    def __post_init__(self) -> None:
+        if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
+            raise ValueError("bandwidth and compute must be positive")
+        for name in (
+            "weight_bytes",
+            "kv_bytes_per_token",
+            "flops_per_token",
+            "attention_flops_per_token_sq",
+            "step_overhead_s",
+            "allreduce_s_per_token",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+
+    # Every time below is a metric of :mod:`planner.model.latency` called with numbers, so the
+    # simulation and the closed form share one physics: the bandwidth passed in is already
+    # achieved (efficiency 1), the FLOP per token is 2 × active parameters, and the attention
+    # coefficient 2 × layers × heads × head dim (``prefill_flops`` with active = FLOP ÷ 2,
+    # layers = coefficient ÷ 2, one head of dimension 1: the same products, exactly).
+
+    def prefill_flops(self, prompt_tokens: float) -> float:
+        """Arithmetic of prefilling P tokens [FLOP] (:func:`latency.prefill_flops`)."""
+        p = float(prompt_tokens)
+        return float(
+            latency.prefill_flops(
+                self.flops_per_token / 2, p, self.attention_flops_per_token_sq / 2, 1, 1
+            )
+        )
+
+    def prefill_compute_s(self, prompt_tokens: float) -> float:
+        """Arithmetic time of prefilling P tokens [s]: FLOP ÷ achieved compute."""
+        return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s
+
+    def prefill_memory_s(self) -> float:
+        """Memory time of a prefill launch: the weights are read once [s]
+        (:func:`latency.weight_read_s`)."""
+        weights = (
+            self.weight_bytes if self.prefill_weight_bytes is None else self.prefill_weight_bytes
+        )
+        return float(latency.weight_read_s(weights, self.bandwidth_bytes_per_s, 1.0))
+
+    def prefill_s(self, prompt_tokens: float) -> float:
+        """Prefill time of one prompt of P tokens [s] (:func:`latency.prefill_s`):
+        ``max(compute, one weight read) + P × all-reduce + step_overhead_s``."""
+        return self.prefill_batch_s([prompt_tokens])
+
+    def prefill_batch_s(self, prompt_tokens: Sequence[float]) -> float:
+        """Time of one prefill step over several prompts [s]: :func:`latency.prefill_s` of their
+        total arithmetic and tokens (the weights are read once, one overhead); 0 for none."""
+        if len(prompt_tokens) == 0:
+            return 0.0
+        flops = sum(self.prefill_flops(p) for p in prompt_tokens)
+        return float(
+            latency.prefill_s(
+                flops,
+                self.compute_flops_per_s,
+                self.prefill_memory_s(),
+                float(sum(prompt_tokens)),
+                self.allreduce_s_per_token,
+                self.step_overhead_s,
+            )
+        )
+
+    def decode_memory_s(self, context_tokens_total: float) -> float:
+        """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights
+        once for the batch plus every sequence's cache, ``context_tokens_total`` tokens."""
+        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        return float(
+            latency.decode_memory_s(self.weight_bytes, 1, cache, self.bandwidth_bytes_per_s, 1.0)
+        )
+
+    def decode_compute_s(self, batch: int) -> float:
+        """Arithmetic time of one decode step, one token per sequence [s]
+        (:func:`latency.decode_compute_s`)."""
+        return float(
+            latency.decode_compute_s(self.flops_per_token, batch, self.compute_flops_per_s)
+        )
+
+    def decode_step_s(self, batch: int, context_tokens_total: float) -> float:
+        """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
+        ``max(memory, compute) + batch × all-reduce + step_overhead_s``, with
+        ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so far)."""
+        return float(
+            latency.itl_s(
+                self.decode_memory_s(context_tokens_total),
+                self.decode_compute_s(batch),
+                self.allreduce_s_per_token,
+                batch,
+                self.step_overhead_s,
+            )
+        )
+
+    def decode_overhead_s(self, batch: int) -> float:
+        """The part of a decode step that neither reads nor computes: ``itl_s`` with no memory
+        or compute time, i.e. batch × all-reduce + step overhead [s]."""
+        return float(
+            latency.itl_s(0.0, 0.0, self.allreduce_s_per_token, batch, self.step_overhead_s)
+        )
+
+
+class _DecodeRun:
+    """Step times of consecutive decode steps with a fixed batch.
+
+    Step k (k = 0, 1, ...) has context ``ctx0 + batch * k``, so by
+    :meth:`StepModel.decode_step_s` its time is ``max(alpha + beta * k, c) + o``
+    with alpha = memory time at ctx0 [s], beta = extra KV read per step
+    [s/step], c = compute time [s] and o = overhead [s].  A plain slotted
+    class because one is built per scheduler iteration.
+    """
+
+    __slots__ = ("alpha", "beta", "c", "o")
+
+    def __init__(self, step: StepModel, batch: int, ctx0: float) -> None:
+        # the step's own terms, each a metric of the closed form (linear in the context)
+        self.alpha = step.decode_memory_s(ctx0)
+        self.beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
+        self.c = step.decode_compute_s(batch)
+        self.o = step.decode_overhead_s(batch)
+
+    def step_s(self, k: int) -> float:
+        """Duration of step k [s]."""
+        return max(self.alpha + self.beta * k, self.c) + self.o
+
+    def _knee(self, k0: int, k1: int) -> int:
+        """First k in [k0, k1] at which the memory term reaches the compute term."""
+        if self.alpha >= self.c:
+            return k0
+        if self.beta <= 0.0:
+            return k1
+        return min(k1, max(k0, math.ceil((self.c - self.alpha) / self.beta)))
+
+    def total_s(self, k0: int, k1: int) -> float:
+        """Sum of the durations of steps k0 .. k1-1 [s] (closed form)."""
+        if k1 <= k0:
+            return 0.0
+        ks = self._knee(k0, k1)
+        m = k1 - ks
+        linear = m * self.alpha + self.beta * (k1 * (k1 - 1) - ks * (ks - 1)) / 2.0
+        return (ks - k0) * self.c + linear + (k1 - k0) * self.o
+
+    def pieces(self, k0: int, k1: int) -> list[tuple[float, float, int]]:
+        """Steps k0 .. k1-1 as linear pieces ``(first value [s], slope [s/step], count)``."""
+        if k1 <= k0:
+            return []
+        ks = self._knee(k0, k1)
+        out: list[tuple[float, float, int]] = []
+        if ks > k0:
+            out.append((self.c + self.o, 0.0, ks - k0))
+        if k1 > ks:
+            out.append((self.alpha + self.beta * ks + self.o, self.beta, k1 - ks))
+        return out
+
+    def steps_to_reach(self, target_s: float, n_max: int) -> int:
+        """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none."""
+        if n_max <= 1 or self.total_s(0, 1) >= target_s:
+            return 1
+        if self.total_s(0, n_max) < target_s:
+            return n_max
+        lo, hi = 1, n_max
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.total_s(0, mid) >= target_s:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo

@@ -1,0 +1,224 @@
+"""What the simulation serves: token lengths (:class:`Lengths`), arrivals (:class:`Arrivals`:
+closed loop, Poisson, bursty, trace) and a run's configuration (:class:`SimConfig`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from planner.serving.steps import StepModel
+
+_Z95 = 1.6448536269514722
+"""Standard normal quantile at 0.95 [-]."""
+
+
+def _lognormal_sigma(mean: float, p95: float) -> float:
+    """Log-space sigma of a lognormal with the given mean and 95th percentile [-].
+
+    From ``ln mean = mu + sigma^2/2`` and ``ln p95 = mu + z sigma``:
+    ``sigma^2/2 - z sigma + ln(p95/mean) = 0``; the smaller root is taken.  If
+    p95/mean exceeds what a lognormal can reach (``exp(z^2/2)`` ~ 3.87) the
+    closest value, ``sigma = z``, is used.
+    """
+    r = math.log(p95 / mean)
+    disc = _Z95 * _Z95 - 2.0 * r
+    if disc <= 0.0:
+        return _Z95
+    return _Z95 - math.sqrt(disc)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts (prompt or output lengths).
+
+    Build it with :meth:`fixed`, :meth:`samples` (empirical, drawn uniformly
+    with replacement), :meth:`from_summary` (lognormal fitted to mean and p95,
+    clipped at max) or :meth:`geometric` (memoryless, mean given).
+    """
+
+    kind: Literal["fixed", "samples", "lognormal", "geometric"]
+    value: int = 0
+    values: tuple[int, ...] = ()
+    mu: float = 0.0
+    sigma: float = 0.0
+    mean_tokens: float = 0.0
+    max_tokens: int | None = None
+
+    @classmethod
+    def fixed(cls, n: int) -> Lengths:
+        """Always n tokens."""
+        if n < 1:
+            raise ValueError("length must be >= 1")
+        return cls(kind="fixed", value=int(n))
+
+    @classmethod
+    def samples(cls, values: Sequence[int]) -> Lengths:
+        """Empirical distribution: draws uniformly, with replacement, from ``values``."""
+        vals = tuple(int(v) for v in values)
+        if not vals or min(vals) < 1:
+            raise ValueError("need at least one sample, all >= 1")
+        return cls(kind="samples", values=vals)
+
+    @classmethod
+    def from_summary(cls, mean: float, p95: float, max: int) -> Lengths:
+        """Lognormal with the given (unclipped) mean and p95, clipped at ``max``.
+
+        ``sigma`` from :func:`_lognormal_sigma`, ``mu = ln(mean) - sigma^2/2``.
+        Draws are rounded to integers and clipped to ``[1, max]``, so the
+        realised mean is slightly below ``mean`` when ``max`` cuts the tail.
+        """
+        if not 0 < mean <= p95 <= max:
+            raise ValueError("need 0 < mean <= p95 <= max")
+        sigma = _lognormal_sigma(mean, p95)
+        mu = math.log(mean) - sigma * sigma / 2.0
+        return cls(kind="lognormal", mu=mu, sigma=sigma, max_tokens=int(max))
+
+    @classmethod
+    def geometric(cls, mean: float, max: int | None = None) -> Lengths:
+        """Geometric on {1, 2, ...} with the given mean (p = 1/mean), optional clip.
+
+        The discrete analogue of an exponential; with a constant step time it
+        makes service times (nearly) exponential.
+        """
+        if mean < 1:
+            raise ValueError("mean must be >= 1")
+        return cls(kind="geometric", mean_tokens=float(mean), max_tokens=max)
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n token counts (int64, >= 1)."""
+        if self.kind == "fixed":
+            out = np.full(n, self.value, dtype=np.int64)
+        elif self.kind == "samples":
+            out = rng.choice(np.asarray(self.values, dtype=np.int64), size=n)
+        elif self.kind == "lognormal":
+            out = np.rint(rng.lognormal(self.mu, self.sigma, size=n)).astype(np.int64)
+        else:
+            out = rng.geometric(1.0 / self.mean_tokens, size=n).astype(np.int64)
+        hi = self.max_tokens if self.max_tokens is not None else np.iinfo(np.int64).max
+        return np.clip(out, 1, hi)
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """How requests arrive: closed loop, Poisson, bursty or a trace.
+
+    ``bursty``: renewal process with gamma inter-arrival times of mean
+    ``1/rate_per_s`` and squared coefficient of variation ``burst_factor``
+    (shape ``1/burst_factor``); ``burst_factor = 1`` is Poisson, larger is
+    burstier.  For ``trace`` the times are task start times [s] (sorted
+    here); optional per-request lengths are in task-major order and must
+    have ``len(times_s) * requests_per_task`` entries.
+    """
+
+    kind: Literal["closed", "poisson", "bursty", "trace"]
+    concurrency: int = 0
+    rate_per_s: float = 0.0
+    burst_factor: float = 1.0
+    times_s: tuple[float, ...] = ()
+    prompt_tokens: tuple[int, ...] | None = None
+    output_tokens: tuple[int, ...] | None = None
+
+    @classmethod
+    def closed(cls, concurrency: int) -> Arrivals:
+        """``concurrency`` users, each sending the next task when the previous completes."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        return cls(kind="closed", concurrency=int(concurrency))
+
+    @classmethod
+    def poisson(cls, rate_per_s: float) -> Arrivals:
+        """Poisson task arrivals at ``rate_per_s`` [1/s]."""
+        if rate_per_s <= 0:
+            raise ValueError("rate must be positive")
+        return cls(kind="poisson", rate_per_s=float(rate_per_s))
+
+    @classmethod
+    def bursty(cls, rate_per_s: float, burst_factor: float) -> Arrivals:
+        """Gamma-renewal arrivals at ``rate_per_s`` [1/s] with CV^2 = ``burst_factor``."""
+        if rate_per_s <= 0 or burst_factor <= 0:
+            raise ValueError("rate and burst_factor must be positive")
+        return cls(kind="bursty", rate_per_s=float(rate_per_s), burst_factor=float(burst_factor))
+
+    @classmethod
+    def trace(
+        cls,
+        times_s: Sequence[float],
+        prompt_tokens: Sequence[int] | None = None,
+        output_tokens: Sequence[int] | None = None,
+    ) -> Arrivals:
+        """Replay task start times [s], optionally with per-request lengths."""
+        if len(times_s) == 0:
+            raise ValueError("empty trace")
+        return cls(
+            kind="trace",
+            times_s=tuple(float(t) for t in times_s),
+            prompt_tokens=None if prompt_tokens is None else tuple(int(p) for p in prompt_tokens),
+            output_tokens=None if output_tokens is None else tuple(int(o) for o in output_tokens),
+        )
+
+    def start_times_s(self, rng: np.random.Generator, n_tasks: int) -> np.ndarray:
+        """Task start times of an open-loop process [s], sorted (not for ``closed``)."""
+        if self.kind == "poisson":
+            return np.cumsum(rng.exponential(1.0 / self.rate_per_s, size=n_tasks))
+        if self.kind == "bursty":
+            shape = 1.0 / self.burst_factor
+            scale = self.burst_factor / self.rate_per_s
+            return np.cumsum(rng.gamma(shape, scale, size=n_tasks))
+        if self.kind == "trace":
+            return np.sort(np.asarray(self.times_s, dtype=float), kind="stable")
+        raise ValueError("closed-loop arrivals have no start times")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything one simulation run needs (see the module docstring for semantics)."""
+
+    step: StepModel
+    kv_budget_tokens: int
+    prompt: Lengths
+    output: Lengths
+    max_output_tokens: int
+    arrivals: Arrivals
+    admission: Literal["reserve-max", "current-length"] = "reserve-max"
+    preemption: Literal["recompute", "swap"] = "recompute"
+    max_batch: int | None = None
+    queue_capacity: int | None = None
+    queue_timeout_s: float | None = None
+    requests_per_task: int = 1
+    tool_time_s: float = 0.0
+    preprocess_s: float = 0.0
+    network_s: float = 0.0
+    n_requests: int = 10_000
+    seed: int = 0
+    warmup_fraction: float = 0.1
+    swap_bandwidth_bytes_per_s: float = 25e9
+    """Host<->device copy bandwidth for swap preemption [B/s] (~PCIe 4.0 x16)."""
+    reject_backoff_s: float = 1.0
+    """Closed loop: pause of a user after a rejection before its next task [s]."""
+
+    def __post_init__(self) -> None:
+        if self.kv_budget_tokens < 1 or self.max_output_tokens < 1:
+            raise ValueError("kv_budget_tokens and max_output_tokens must be >= 1")
+        if self.admission not in ("reserve-max", "current-length"):
+            raise ValueError(f"unknown admission {self.admission!r}")
+        if self.preemption not in ("recompute", "swap"):
+            raise ValueError(f"unknown preemption {self.preemption!r}")
+        if self.max_batch is not None and self.max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
+        if self.queue_capacity is not None and self.queue_capacity < 0:
+            raise ValueError("queue_capacity must be >= 0")
+        if self.requests_per_task < 1 or self.n_requests < 1:
+            raise ValueError("requests_per_task and n_requests must be >= 1")
+        if not 0.0 <= self.warmup_fraction < 1.0:
+            raise ValueError("warmup_fraction must be in [0, 1)")
+        if self.arrivals.kind == "closed" and self.reject_backoff_s <= 0:
+            raise ValueError("reject_backoff_s must be positive")
+        if min(self.tool_time_s, self.preprocess_s, self.network_s) < 0:
+            raise ValueError("times must be >= 0")
+        if self.swap_bandwidth_bytes_per_s <= 0:
+            raise ValueError("swap bandwidth must be positive")
