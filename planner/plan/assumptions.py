@@ -1,0 +1,155 @@
+"""Planning assumptions that apply to every candidate (:data:`GLOBALS`): each a named cell of the
+workbook's Assumptions sheet, in the unit people edit, with its scale to base units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from planner.model.units import GIB
+from planner.plan.columns import _nan
+
+
+@dataclass(frozen=True)
+class Global:
+    """An assumption: one named cell on the ``Assumptions`` sheet, scaled to base units."""
+
+    name: str  # base-unit name the metrics use
+    cell: str  # defined name of the cell, with its unit
+    scale: float
+    unit: str
+    description: str
+    get: Callable[[Any], float]
+
+
+def _g(
+    name: str, cell: str, scale: float, unit: str, description: str, get: Callable[[Any], float]
+) -> Global:
+    return Global(name, cell, scale, unit, description, get)
+
+
+GLOBALS = [
+    _g(
+        "runtime_overhead_bytes",
+        "runtime_overhead_gib",
+        GIB,
+        "GiB",
+        "per device: runtime buffers, graphs, allocator",
+        lambda a: a.runtime_overhead / GIB,
+    ),
+    _g(
+        "reserve_bytes",
+        "reserve_gib",
+        GIB,
+        "GiB",
+        "per device: held back for uncertainty and transient peaks",
+        lambda a: a.reserve / GIB,
+    ),
+    _g(
+        "bandwidth_efficiency",
+        "bandwidth_efficiency",
+        1,
+        "fraction",
+        "share of datasheet memory bandwidth achieved",
+        lambda a: a.bandwidth_efficiency,
+    ),
+    _g(
+        "compute_efficiency",
+        "compute_efficiency",
+        1,
+        "fraction",
+        "share of datasheet compute achieved",
+        lambda a: a.compute_efficiency,
+    ),
+    _g(
+        "kv_block_tokens",
+        "kv_block_tokens",
+        1,
+        "tokens",
+        "KV cache allocation block (paged attention); 1 = no paging waste",
+        lambda a: a.kv_block_tokens,
+    ),
+    _g(
+        "step_overhead_s",
+        "step_overhead_ms",
+        1e-3,
+        "ms",
+        "fixed time per decode or prefill step (launches, scheduling)",
+        lambda a: a.step_overhead * 1e3,
+    ),
+    _g(
+        "max_batch_sequences",
+        "max_batch_sequences",
+        1,
+        "sequences",
+        "most sequences a replica decodes at once (engine limit)",
+        lambda a: a.max_batch_sequences,
+    ),
+    _g(
+        "activation_bytes",
+        "activation_bytes",
+        1,
+        "B",
+        "bytes per activation value exchanged by tensor-parallel all-reduce",
+        lambda a: a.activation_bytes,
+    ),
+    _g(
+        "max_rejected_fraction",
+        "max_rejected_fraction",
+        1,
+        "fraction",
+        "ceiling on rejected requests when sizing",
+        lambda a: a.max_rejected_fraction,
+    ),
+    _g(
+        "electricity_usd_per_kwh",
+        "electricity_usd_per_kwh",
+        1,
+        "USD/kWh",
+        "electricity price",
+        lambda a: _nan(a.electricity_usd_per_kwh),
+    ),
+    _g("pue", "pue", 1, "ratio", "power usage effectiveness of the data centre", lambda a: a.pue),
+    _g(
+        "utilisation",
+        "utilisation",
+        1,
+        "fraction",
+        "average share of board power drawn",
+        lambda a: a.utilisation,
+    ),
+    _g(
+        "amortisation_months",
+        "amortisation_months",
+        1,
+        "months",
+        "period over which purchases are written off",
+        lambda a: a.amortisation_months,
+    ),
+    _g(
+        "node_overhead_usd",
+        "node_overhead_usd",
+        1,
+        "USD",
+        "capital cost per server node beyond its devices",
+        lambda a: a.node_overhead_usd,
+    ),
+    _g(
+        "hosting_usd_per_node_month",
+        "hosting_usd_per_node_month",
+        1,
+        "USD/month",
+        "hosting (space, network, support) per node",
+        lambda a: a.hosting_usd_per_node_month,
+    ),
+    _g(
+        "hours_per_month",
+        "hours_per_month",
+        1,
+        "h",
+        "hours in a month",
+        lambda a: a.hours_per_month,
+    ),
+]

@@ -1,0 +1,94 @@
+"""The vocabulary of the input tables: the key columns, a sheet column (:class:`Column`), a
+lookup from a sheet into the plan (:class:`Lookup`), and the tables themselves
+(:class:`InputTables`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+#: Plan columns that identify a candidate; each id names the input sheet it is looked up in.
+KEYS: dict[str, str] = {
+    "hardware": "Hardware",
+    "model": "Models",
+    "precision": "Precisions",
+    "workload": "Workloads",
+}
+
+#: A key that is a number, not an id: the devices one replica spans (tensor parallel size).
+TP_KEY = "tensor_parallel"
+
+ALL_KEYS = [*KEYS, TP_KEY]
+
+#: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.
+CANDIDATE = "candidate"
+
+SIMULATED = "Simulated"
+
+SHEET_OF_KEY = {**KEYS, CANDIDATE: SIMULATED}
+
+TFLOPS = 1e12
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of an input sheet: header (with its unit), how to read it off a record."""
+
+    name: str
+    unit: str
+    description: str
+    get: Callable[[Any], Any]
+    kind: str = "number"  # number | text | bool
+
+
+def _optional(value: float | None, scale: float) -> float:
+    return math.nan if value is None else value / scale
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A plan column read from an input sheet by the row's id, times ``scale``.
+
+    When ``column_from`` is set, the sheet column is chosen per row: its name is the value of
+    the plan column ``column_from`` followed by ``column`` (e.g. ``bf16`` + ``_tflops``).
+    """
+
+    name: str
+    key: str
+    column: str
+    scale: float = 1
+    unit: str = ""
+    description: str = ""
+    kind: str = "number"
+    column_from: str | None = None
+    fallback_from: str | None = None
+    fallback_column: str | None = None  # read where ``column`` is blank
+
+    @property
+    def sheet(self) -> str:
+        return SHEET_OF_KEY[self.key]
+
+
+@dataclass(frozen=True)
+class InputTables:
+    """The input sheets as DataFrames (units as in their headers) and the assumption values."""
+
+    sheets: dict[str, pd.DataFrame]
+    columns: dict[str, list[Column]]
+    globals: dict[str, float]  # defined name -> value in the sheet's unit
+
+
+def _frame(entries: tuple[Any, ...], columns: list[Column]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {c.name: [c.get(e) for e in entries] for c in columns},
+        columns=[c.name for c in columns],
+    )

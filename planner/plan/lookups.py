@@ -1,0 +1,165 @@
+"""The plan columns read from the input sheets by id (:data:`LOOKUPS`), each scaled to base
+units, exactly as the workbook's Plan reads them with INDEX/MATCH.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.units import GB, GIB, MIB
+from planner.plan.columns import TFLOPS, Lookup
+
+
+def _lk(
+    name: str,
+    key: str,
+    column: str,
+    scale: float = 1,
+    unit: str = "",
+    description: str = "",
+    **kw: Any,
+) -> Lookup:
+    return Lookup(name, key, column, scale, unit, description, **kw)
+
+
+LOOKUPS = [
+    _lk(
+        "memory_bytes",
+        "hardware",
+        "usable_memory_gib",
+        GIB,
+        "B",
+        "device memory usable for planning (usable_memory_gib, else memory_gib)",
+        fallback_column="memory_gib",
+    ),
+    _lk(
+        "memory_bandwidth_bytes_per_s",
+        "hardware",
+        "memory_bandwidth_gb_s",
+        GB,
+        "B/s",
+        "datasheet memory bandwidth",
+    ),
+    _lk(
+        "interconnect_bytes_per_s",
+        "hardware",
+        "interconnect_gb_s",
+        GB,
+        "B/s",
+        "interconnect bandwidth per direction",
+    ),
+    _lk("power_w", "hardware", "power_w", 1, "W", "board power"),
+    _lk("purchase_usd", "hardware", "purchase_usd", 1, "USD", "purchase price per device"),
+    _lk(
+        "cloud_usd_per_hour",
+        "hardware",
+        "cloud_usd_per_hour",
+        1,
+        "USD/h",
+        "rental price per device-hour",
+    ),
+    _lk("devices_per_node", "hardware", "devices_per_node", 1, "devices", "devices per node"),
+    _lk("parameters", "model", "parameters", 1, "", "total parameters"),
+    _lk("active_parameters", "model", "active_parameters", 1, "", "parameters used per token"),
+    _lk(
+        "embedding_parameters",
+        "model",
+        "embedding_parameters",
+        1,
+        "",
+        "embeddings + untied LM head",
+    ),
+    _lk(
+        "routed_expert_parameters", "model", "routed_expert_parameters", 1, "", "all routed experts"
+    ),
+    _lk("experts", "model", "experts", 1, "", "routed experts per MoE layer"),
+    _lk("experts_per_token", "model", "experts_per_token", 1, "", "experts per token"),
+    _lk("layers", "model", "layers", 1, "", "decoder layers"),
+    _lk("attention_heads", "model", "attention_heads", 1, "", "query heads"),
+    _lk("kv_heads", "model", "kv_heads", 1, "", "key/value heads"),
+    _lk("head_dim", "model", "head_dim", 1, "", "head dimension"),
+    _lk("hidden_size", "model", "hidden_size", 1, "", "model width"),
+    _lk("windowed_layers", "model", "windowed_layers", 1, "", "sliding-window layers"),
+    _lk("window_tokens", "model", "window_tokens", 1, "tokens", "sliding window"),
+    _lk("mla_kv_dim", "model", "mla_kv_dim", 1, "", "MLA values per token per layer"),
+    _lk("cacheless_layers", "model", "cacheless_layers", 1, "", "layers without KV cache"),
+    _lk(
+        "state_bytes_per_sequence",
+        "model",
+        "state_mib_per_sequence",
+        MIB,
+        "B",
+        "fixed state per sequence",
+    ),
+    _lk("weight_bits", "precision", "weight_bits", 1, "bit", "bits per quantised weight"),
+    _lk("group_size", "precision", "group_size", 1, "", "weights per quantisation group"),
+    _lk("scale_bits", "precision", "scale_bits", 1, "bit", "scale bits per group"),
+    _lk(
+        "embedding_bits",
+        "precision",
+        "embedding_bits",
+        1,
+        "bit",
+        "bits per embedding/LM-head weight",
+    ),
+    _lk("kv_bytes_per_value", "precision", "kv_bytes_per_value", 1, "B", "bytes per cached value"),
+    _lk("compute_format", "precision", "compute", 1, "", "compute format", kind="text"),
+    _lk(
+        "compute_fallback",
+        "precision",
+        "compute_fallback",
+        1,
+        "",
+        "fallback compute format",
+        kind="text",
+    ),
+    _lk(
+        "compute_flops_per_s",
+        "hardware",
+        "_tflops",
+        TFLOPS,
+        "FLOP/s",
+        "datasheet dense compute for the precision's format (or its fallback)",
+        column_from="compute_format",
+        fallback_from="compute_fallback",
+    ),
+    _lk("prompt_tokens", "workload", "prompt_tokens", 1, "tokens", "longest prompt (reserved)"),
+    _lk(
+        "prompt_tokens_mean",
+        "workload",
+        "prompt_tokens_mean",
+        1,
+        "tokens",
+        "mean prompt (prompt_tokens_mean, else prompt_tokens)",
+        fallback_column="prompt_tokens",
+    ),
+    _lk(
+        "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "promised maximum output"
+    ),
+    _lk(
+        "output_tokens_mean",
+        "workload",
+        "output_tokens_mean",
+        1,
+        "tokens",
+        "mean output (output_tokens_mean, else max_output_tokens)",
+        fallback_column="max_output_tokens",
+    ),
+    _lk("concurrency", "workload", "concurrency", 1, "requests", "concurrent users (0: open loop)"),
+    _lk(
+        "arrival_rate_per_s",
+        "workload",
+        "arrival_rate_per_s",
+        1,
+        "1/s",
+        "forecast task arrival rate",
+    ),
+    _lk("requests_per_task", "workload", "requests_per_task", 1, "", "model calls per task"),
+    _lk("tool_time_s", "workload", "tool_time_s", 1, "s", "tool time between calls"),
+    _lk("preprocess_s", "workload", "preprocess_s", 1, "s", "preprocessing time"),
+    _lk("network_s", "workload", "network_s", 1, "s", "network and serialisation time"),
+    _lk("ttft_p95_target_s", "workload", "ttft_p95_target_s", 1, "s", "TTFT p95 target"),
+    _lk("itl_p95_target_s", "workload", "itl_p95_target_s", 1, "s", "ITL p95 target"),
+    _lk("e2e_p95_target_s", "workload", "e2e_p95_target_s", 1, "s", "end-to-end p95 target"),
+    _lk("task_p95_target_s", "workload", "task_p95_target_s", 1, "s", "task p95 target"),
+]

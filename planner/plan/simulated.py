@@ -1,0 +1,180 @@
+"""The Simulated sheet: the serving simulation's figures per candidate, the Plan values each was
+simulated with, and the lookups that bring the figures into the plan.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from planner.plan.columns import CANDIDATE, SIMULATED, Column, InputTables, Lookup, _frame
+
+#: Figures from the serving simulation (:mod:`planner.serving.sizing`), one row per simulated
+#: candidate.
+SIMULATED_COLUMNS = [
+    Column(
+        "id",
+        "",
+        "candidate id (hardware|model|precision|workload|tensor_parallel)",
+        lambda r: r["candidate"],
+        "text",
+    ),
+    Column(
+        "sim_replicas_needed",
+        "replicas",
+        "fewest replicas meeting every p95 target and the rejection ceiling (empty: none found)",
+        lambda r: r["sim_replicas_needed"],
+    ),
+    Column(
+        "sim_meets_targets",
+        "",
+        "1 when the simulation met every target, else 0",
+        lambda r: float(bool(r["meets_targets_sim"])),
+    ),
+    Column("ttft_p50_s", "s", "simulated median time to first token", lambda r: r["ttft_p50_s"]),
+    Column("ttft_p95_s", "s", "simulated p95 time to first token", lambda r: r["ttft_p95_s"]),
+    Column("ttft_p99_s", "s", "simulated p99 time to first token", lambda r: r["ttft_p99_s"]),
+    Column("itl_p50_s", "s", "simulated median inter-token latency", lambda r: r["itl_p50_s"]),
+    Column("itl_p95_s", "s", "simulated p95 inter-token latency", lambda r: r["itl_p95_s"]),
+    Column("itl_p99_s", "s", "simulated p99 inter-token latency", lambda r: r["itl_p99_s"]),
+    Column("e2e_p50_s", "s", "simulated median end-to-end latency", lambda r: r["e2e_p50_s"]),
+    Column("e2e_p95_s", "s", "simulated p95 end-to-end latency", lambda r: r["e2e_p95_s"]),
+    Column("e2e_p99_s", "s", "simulated p99 end-to-end latency", lambda r: r["e2e_p99_s"]),
+    Column("task_p95_s", "s", "simulated p95 task latency", lambda r: r["task_p95_s"]),
+    Column(
+        "sim_throughput_tokens_per_s",
+        "tokens/s",
+        "simulated output tokens per second per replica",
+        lambda r: r["sim_throughput_tokens_per_s"],
+    ),
+    Column(
+        "queued_fraction",
+        "fraction",
+        "share of requests that waited for admission",
+        lambda r: r["queued_fraction"],
+    ),
+    Column(
+        "rejected_fraction",
+        "fraction",
+        "share of requests rejected (queue full, timeout, never fits)",
+        lambda r: r["rejected_fraction"],
+    ),
+    Column(
+        "preempted_fraction",
+        "fraction",
+        "share of requests preempted at least once",
+        lambda r: r["preempted_fraction"],
+    ),
+    Column(
+        "sim_bound",
+        "",
+        "what binds when the targets are missed: memory, bandwidth, compute, queueing, ...",
+        lambda r: r.get("sim_bound", ""),
+        "text",
+    ),
+    Column(
+        "sim_replicas_simulated",
+        "replicas",
+        "replicas in the run the percentiles come from (empty: one request at a time)",
+        lambda r: r.get("sim_replicas_simulated", float("nan")),
+    ),
+    Column(
+        "sim_reason", "", "the simulation's verdict in words", lambda r: r["sim_reason"], "text"
+    ),
+    Column(
+        "sim_inputs_unchanged",
+        "",
+        "1 while every input the simulation read still has the value it was simulated with, "
+        "else 0 (a formula over the Plan)",
+        lambda r: 1.0,
+    ),
+    Column(
+        "changed_input",
+        "",
+        "the first Plan column whose value differs from the one simulated (a formula)",
+        lambda r: "",
+        "text",
+    ),
+    Column(
+        "plan_row",
+        "",
+        "the candidate's row on the Plan sheet (a formula)",
+        lambda r: math.nan,
+    ),
+]
+
+#: Plan columns whose values the serving simulation read, directly or through the step times:
+#: memory and weights (the KV budget), the cache shape, bandwidth and its efficiency (the weight
+#: read), compute and its efficiency, the interconnect, the step times, the lengths, the load
+#: and the targets. None of them depends on a simulated figure.
+SIMULATION_INPUTS = (
+    "kv_budget_bytes",
+    "kv_bytes_per_sequence",
+    "weight_read_s",
+    "achieved_compute_flops_per_s",
+    "allreduce_s_per_token",
+    "itl_s",
+    "prefill_s",
+    "prompt_tokens",
+    "prompt_tokens_mean",
+    "max_output_tokens",
+    "output_tokens_mean",
+    "concurrency",
+    "arrival_rate_per_s",
+    "requests_per_task",
+    "tool_time_s",
+    "ttft_p95_target_s",
+    "itl_p95_target_s",
+    "e2e_p95_target_s",
+    "task_p95_target_s",
+)
+
+
+def simulation_input_column(name: str) -> str:
+    """The Simulated sheet's column that records the value Plan column ``name`` had when the
+    candidate was simulated."""
+    return f"sim_input_{name}"
+
+
+#: Columns of the Simulated sheet that the workbook computes with formulas over the Plan.
+SIMULATED_FORMULA_COLUMNS = ("sim_inputs_unchanged", "changed_input", "plan_row")
+
+SIM_LOOKUPS = [
+    Lookup(c.name, CANDIDATE, c.name, 1, c.unit, c.description, kind=c.kind)
+    for c in SIMULATED_COLUMNS[1:]
+    if c.name not in SIMULATED_FORMULA_COLUMNS[1:]
+]
+
+
+def simulated_sheet(simulated: pd.DataFrame | None) -> pd.DataFrame:
+    """The Simulated sheet from :func:`planner.serving.sizing.simulate_candidates`' table (or
+    empty)."""
+    if simulated is None or simulated.empty:
+        return pd.DataFrame(
+            {
+                c.name: pd.Series(dtype=object if c.kind == "text" else float)
+                for c in SIMULATED_COLUMNS
+            }
+        )
+    return _frame(tuple(row for _, row in simulated.iterrows()), SIMULATED_COLUMNS)
+
+
+def record_simulation_inputs(inputs: InputTables, table: pd.DataFrame) -> None:
+    """Add to the Simulated sheet the value of every :data:`SIMULATION_INPUTS` column for each
+    simulated candidate, read from ``table`` (the evaluated plan: the simulation read the same
+    values, since none of these columns depends on a simulated figure)."""
+    sheet = inputs.sheets[SIMULATED]
+    present = [n for n in SIMULATION_INPUTS if n in table]
+    rows = table.drop_duplicates(CANDIDATE).set_index(CANDIDATE).reindex(sheet["id"])
+    for name in present:
+        sheet[simulation_input_column(name)] = rows[name].to_numpy(dtype=float)
+    inputs.columns[SIMULATED] = SIMULATED_COLUMNS + [
+        Column(
+            simulation_input_column(name),
+            "",
+            f"{name} when the candidate was simulated (compared with the Plan's)",
+            lambda r: math.nan,
+        )
+        for name in present
+    ]
