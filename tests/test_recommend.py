@@ -18,7 +18,7 @@ import pytest
 
 from planner.catalog import load_catalog
 from planner.outputs import workbook
-from planner.outputs.report import featured
+from planner.outputs.sections import featured
 from planner.plan import recommend
 from planner.plan.sweep import evaluate
 from planner.serving.sizing import select_candidates

@@ -21,7 +21,7 @@ pytest.importorskip("weasyprint")
 
 from planner.catalog import load_catalog  # noqa: E402
 from planner.model.units import GIB, MIB  # noqa: E402
-from planner.outputs import charts, formatting, report  # noqa: E402
+from planner.outputs import charts, formatting, report, sections  # noqa: E402
 from planner.plan.recommend import candidate_label, ranked, recommendations  # noqa: E402
 from planner.plan.sweep import evaluate  # noqa: E402
 from planner.resources import templates_dir  # noqa: E402
@@ -427,8 +427,8 @@ def test_write_report_writes_a_pdf(rendered, tmp_path):
 
 
 def test_memory_cell_shows_gib_with_gb():
-    assert str(report.memory_cell(14e9)) == '13.04 GiB<br><span class="small">14.00 GB</span>'
-    assert str(report.memory_cell(512 * MIB)) == (
+    assert str(sections.memory_cell(14e9)) == '13.04 GiB<br><span class="small">14.00 GB</span>'
+    assert str(sections.memory_cell(512 * MIB)) == (
         '512.00 MiB<br><span class="small">536.87 MB</span>'
     )
     assert formatting.usd(float("nan")) == "n/a"

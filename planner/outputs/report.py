@@ -5,7 +5,8 @@ meeting which targets, with which risks. It shows the decision-relevant subset o
 (the recommendation and runner-up for each workload × model); the full candidate table lives in
 ``results.csv`` and the workbook. It computes no metric: figures are columns of the results table,
 choices come from :mod:`planner.plan.recommend`, and charts (:mod:`planner.outputs.charts`) call
-the metric functions where they need a figure at other arguments.
+the metric functions where they need a figure at other arguments. The sections' values are
+prepared in :mod:`planner.outputs.sections`; this module renders and writes.
 
 Catalog text is untrusted. Jinja autoescapes every value (``select_autoescape`` would skip
 ``*.html.j2``, so autoescape is simply on), and WeasyPrint gets a URL fetcher that serves only
@@ -16,71 +17,43 @@ reach the network. A refusal is logged as a warning and rendering goes on.
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
-import mimetypes
-from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import unquote, urlparse
-
-import jinja2
-import pandas as pd
-from markupsafe import Markup
-
-from planner import __version__
-from planner.catalog import Catalog, Workload
-from planner.catalog.workloads import length_summary
-from planner.outputs import charts
-from planner.outputs.formatting import (
-    bandwidth,
-    binary_decimal,
-    cents,
-    count,
-    duration,
-    finite,
-    memory,
-    short,
-    usd,
-)
-from planner.plan.recommend import GROUP, ORDER, candidate_label, ranked, recommendations
-from planner.plan.sweep import Results
-from planner.resources import templates_dir
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from weasyprint.urls import URLFetcher
 
+import datetime as dt
+import logging
+import mimetypes
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
+
+import jinja2
+
+from planner import __version__
+from planner.catalog import Catalog
+from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
+from planner.outputs.sections import (
+    NOT_MODELLED,
+    assumption_rows,
+    lost_table,
+    policy_lines,
+    price_gaps,
+    simulation_summary,
+    sources,
+    workload_sections,
+)
+from planner.plan.recommend import ranked
+from planner.plan.sweep import Results
+from planner.resources import templates_dir
+
 TEMPLATE = "report.html.j2"
+
 LOG = logging.getLogger(__name__)
 
 #: Rows of a baseline section shown in the PDF; the rest are in the diff's own files.
 BASELINE_ROWS = 25
-
-#: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
-TARGETS: list[tuple[str, str, str, str]] = [
-    ("TTFT", "ttft_s", "ttft_p95_target_s", "ttft_p95_s"),
-    ("ITL", "itl_s", "itl_p95_target_s", "itl_p95_s"),
-    ("end-to-end", "e2e_s", "e2e_p95_target_s", "e2e_p95_s"),
-    ("task", "task_s", "task_p95_target_s", "task_p95_s"),
-]
-
-#: What the estimates leave out, for the risks section.
-NOT_MODELLED = [
-    "Closed-form latency figures are step-time estimates built on idealised bandwidth and compute "
-    "bounds (seed ¶7-8), scaled by the efficiency assumptions, with no queueing. The serving "
-    "simulation, where it ran, adds queueing, admission and prefill stalls at the forecast load; "
-    "it is a model too. Neither is a measured latency.",
-    "No prefix-cache hits are assumed: every sequence reserves its longest prompt plus its "
-    "promised maximum output (seed ¶6, ¶9).",
-    "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
-    "only tensor parallelism within a replica.",
-    "Chunked prefill is not modelled: each prefill stalls the decode batch.",
-    "Speculative decoding, quantised attention kernels and CUDA-graph effects are not modelled.",
-    "Network contention between replicas, storage and loading time, and failures or spares are "
-    "not modelled.",
-    "Allocator fragmentation beyond paging, and activation peaks of long prefills, are covered "
-    "only by the runtime overhead and the reserve.",
-]
 
 
 class RefusedURL(ValueError):
@@ -121,14 +94,6 @@ def _fetcher_class() -> type[URLFetcher]:
     return LocalOnlyFetcher
 
 
-def memory_cell(value: Any) -> Markup:
-    """A memory figure for a table cell: GiB (or MiB) with GB (or MB) beneath it."""
-    if not finite(value):
-        return Markup("n/a")
-    binary, decimal = binary_decimal(float(value))
-    return Markup(f'{binary}<br><span class="small">{decimal}</span>')
-
-
 def environment(folder: Path | None = None) -> jinja2.Environment:
     """The Jinja environment for reports: autoescape on, undefined names are errors."""
     env = jinja2.Environment(
@@ -146,524 +111,6 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
     env.filters["bandwidth"] = bandwidth
     env.filters["cell"] = short
     return env
-
-
-# Choosing what to show ----------------------------------------------------------------------
-
-
-def featured(ranks: pd.DataFrame) -> pd.DataFrame:
-    """The options the report shows, with their ``role``, per workload × model.
-
-    The recommended option and the runner-up; where no option is eligible, the one that comes
-    closest (a replica holds a sequence; targets met first, then the lowest inter-token latency),
-    so that the charts still show what the catalog can do. Input is :func:`recommend.ranked`.
-    """
-    parts = []
-    for _, group in ranks.groupby(GROUP, sort=False):
-        top = group[group["rank"].notna()].sort_values("rank").head(2)
-        if len(top):
-            parts.append(top.assign(role=["recommended", "runner-up"][: len(top)]))
-            continue
-        fitting = group[group["replica_fits"].astype(bool)]
-        if len(fitting):
-            closest = fitting.sort_values(["meets_targets", "itl_s"], ascending=[False, True])
-            parts.append(closest.head(1).assign(role="closest, not eligible"))
-    if not parts:
-        return ranks.head(0).assign(role=pd.Series(dtype=str))
-    return pd.concat(parts)
-
-
-def short_label(row: pd.Series | dict[str, Any]) -> str:
-    """A chart label: ``llama-3.1-8b · h100-sxm-80gb · fp8 · TP 2 (runner-up)``."""
-    text = f"{row['model']} · {row['hardware']} · {row['precision']}"
-    if int(row["tensor_parallel"]) > 1:
-        text += f" · TP {int(row['tensor_parallel'])}"
-    if row["role"] != "recommended":
-        text += f" ({row['role']})"
-    return text
-
-
-def was_simulated(row: pd.Series | dict[str, Any]) -> bool:
-    """Whether the serving simulation sized this option (its p95 figures are in the row)."""
-    return bool(row.get("simulated", False))
-
-
-def targets_met(row: pd.Series | dict[str, Any]) -> list[str]:
-    """The latency targets an option is held to, each with the figure that met it.
-
-    The simulated p95 where the serving simulation sized the option (``ITL p95 42.1 ms ≤ 60 ms``),
-    else the closed-form estimate (``ITL est. 45.7 ms ≤ 60 ms``).
-    """
-    simulated = was_simulated(row)
-    out = []
-    for name, estimate, target, p95 in TARGETS:
-        if not finite(row[target]):
-            continue
-        if simulated and finite(row.get(p95)):
-            out.append(f"{name} p95 {duration(row[p95])} ≤ {duration(row[target])}")
-        else:
-            out.append(f"{name} est. {duration(row[estimate])} ≤ {duration(row[target])}")
-    return out
-
-
-def replicas(row: pd.Series | dict[str, Any]) -> Any:
-    """Replicas to provision: the simulation-raised count where the table has it."""
-    return row["replicas_planned"] if "replicas_planned" in row else row["replicas_needed"]
-
-
-def target_text(workload: Workload) -> str:
-    """The workload's latency targets in words."""
-    targets = workload.targets
-    parts = [
-        f"{name} p95 ≤ {duration(value)}"
-        for name, value in (
-            ("TTFT", targets.ttft_p95),
-            ("ITL", targets.itl_p95),
-            ("end-to-end", targets.e2e_p95),
-            ("task", targets.task_p95),
-        )
-        if value is not None
-    ]
-    return ", ".join(parts) if parts else "no latency targets set"
-
-
-def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
-    """When buying beats renting, in words, from ``break_even_month`` and the rental price."""
-    if not finite(row["cloud_usd_per_month"]):
-        return "no rental price"
-    if not finite(row["break_even_month"]):
-        if short:
-            return "never (rent ≤ running cost)"
-        return "never: renting costs no more a month than running owned devices"
-    month = int(row["break_even_month"])
-    if month > months:
-        return f"month {month}" + (" (> period)" if short else f", after the {months}-month period")
-    return f"month {month}"
-
-
-# Sections -----------------------------------------------------------------------------------
-
-
-def _plural(n: Any, word: str) -> str:
-    return f"{count(n)} {word}{'' if finite(n) and float(n) == 1 else 's'}"
-
-
-def _renting(row: pd.Series, months: int) -> str:
-    """The rental comparison of an option, as a sentence."""
-    if not finite(row["cloud_usd_per_month"]):
-        return "No rental price is catalogued for this device. "
-    return (
-        f"Renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month; "
-        f"break-even: {break_even_text(row, months)}. "
-    )
-
-
-def summary_sentence(
-    workload: Workload, winners: pd.DataFrame, catalog: Catalog, why: list[str]
-) -> str:
-    """The recommendation for a workload in one or two sentences."""
-    if winners.empty:
-        reasons = "; ".join(why) if why else "no candidate was evaluated"
-        return f"Nothing qualifies for {workload.label}: {reasons}."
-    best = winners.sort_values(ORDER, kind="stable").iloc[0]  # the cheapest model's winner
-    months = catalog.assumptions.amortisation_months
-    hardware = catalog.get("hardware", best["hardware"]).label
-    model = catalog.get("models", best["model"]).label
-    targets = targets_met(best)
-    return (
-        f"For {workload.label}, the cheapest qualifying option is {model}: buy "
-        f"{_plural(best['devices_needed'], 'device')} × {hardware} "
-        f"({_plural(best['nodes_needed'], 'node')}; {_plural(replicas(best), 'replica')}"
-        f" of tensor parallel {int(best['tensor_parallel'])} at {best['precision']}) for "
-        f"{usd(best['capital_usd'])} USD of capital and {usd(best['opex_usd_per_month'])} USD a "
-        f"month to run: {usd(best['tco_usd'])} USD over {months} months. "
-        + _renting(best, months)
-        + (f"It meets {', '.join(targets)}" if targets else "The workload sets no latency target")
-        + (
-            ", sized by the serving simulation."
-            if was_simulated(best)
-            else "; sized in closed form (not simulated)."
-        )
-    )
-
-
-def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
-    """One recommended or runner-up option as the summary and cost tables show it."""
-    model = catalog.get("models", row["model"])
-    months = catalog.assumptions.amortisation_months
-    return {
-        "model": row["model"],
-        "model_label": model.label,
-        "revision": model.revision or "",
-        "role": row.get("role", "recommended"),
-        "option": candidate_label(row),
-        "hardware_label": catalog.get("hardware", row["hardware"]).label,
-        "devices": count(row["devices_needed"]),
-        "nodes": count(row["nodes_needed"]),
-        "replicas": count(replicas(row)),
-        "sizing": "simulated" if was_simulated(row) else "closed form",
-        "capital": usd(row["capital_usd"]),
-        "opex": usd(row["opex_usd_per_month"]),
-        "tco": usd(row["tco_usd"]),
-        "owned": usd(row["owned_usd_per_month"]),
-        "cloud": usd(row["cloud_usd_per_month"]),
-        "break_even": break_even_text(row, months, short=True),
-        "per_million": f"{row['owned_usd_per_million_tokens']:,.2f}"
-        if finite(row["owned_usd_per_million_tokens"])
-        else "n/a",
-        "targets": targets_met(row),
-    }
-
-
-def _summary_rows(
-    recs: pd.DataFrame, winners: pd.DataFrame, catalog: Catalog
-) -> list[dict[str, Any]]:
-    """One row per model: its recommendation, or why nothing qualifies."""
-    rows = []
-    by_model = {r["model"]: r for _, r in winners.iterrows()}
-    ordered = recs.sort_values("tco_usd", na_position="last", kind="stable")
-    for _, rec in ordered.iterrows():
-        if rec["model"] in by_model:
-            rows.append(_option_row(by_model[rec["model"]], catalog) | {"none": None})
-        else:
-            model = catalog.get("models", rec["model"])
-            rows.append(
-                {
-                    "model": rec["model"],
-                    "model_label": model.label,
-                    "revision": model.revision or "",
-                    "none": f"nothing qualifies among {_plural(rec['options'], 'option')}: "
-                    f"{rec['why_none']}",
-                }
-            )
-    return rows
-
-
-def workload_record(catalog: Catalog, workload: Workload, rows: pd.DataFrame) -> list[list[str]]:
-    """The workload's shape as the seed asks a performance record to start (¶2)."""
-    prompt = length_summary(catalog, workload, "prompt")
-    output = length_summary(catalog, workload, "output")
-    record = [
-        ["Description", workload.description or workload.label],
-        ["Prompt tokens (mean / p95 / max)", " / ".join(count(v) for v in prompt)],
-        ["Output tokens (mean / p95 / max)", " / ".join(count(v) for v in output)],
-        ["Promised maximum output", f"{count(workload.max_output_tokens)} tokens"],
-        [
-            "Tokens reserved per sequence",
-            f"{count(rows['tokens_per_sequence'].iloc[0])} (longest prompt + promised output)",
-        ],
-    ]
-    if workload.concurrency is not None:
-        record.append(["Load", f"{count(workload.concurrency)} concurrent users (closed loop)"])
-    elif workload.arrival is not None:
-        a = workload.arrival
-        text = f"open loop, {a.pattern} arrivals"
-        if a.rate is not None:
-            text += f" at {a.rate:,.3g} tasks/s"
-        if a.burst_factor > 1:
-            text += f", bursts × {a.burst_factor:g}"
-        if a.file:
-            text += f", trace {a.file}"
-        record.append(["Load", text])
-    record += [
-        [
-            "Agent loop",
-            f"{_plural(workload.requests_per_task, 'model call')} per task, "
-            f"{duration(workload.tool_time)} of tool time between calls",
-        ],
-        [
-            "Preprocessing / network",
-            f"{duration(workload.preprocess_time)} / {duration(workload.network_time)}",
-        ],
-        ["Latency targets", target_text(workload)],
-        ["Admission policy", ADMISSION.get(workload.admission, workload.admission)],
-        [
-            "Evaluated on",
-            f"{rows['model'].nunique()} models × {rows['precision'].nunique()} precisions × "
-            f"{rows['hardware'].nunique()} devices: {len(rows):,} candidates",
-        ],
-        ["Source", workload.source or "not given"],
-    ]
-    return record
-
-
-ADMISSION = {
-    "reserve-max": "reserve-max: each admitted request reserves its promised maximum, so it can "
-    "always complete (seed ¶9)",
-    "current-length": "current-length: admitted on the current prompt length; a request may fail "
-    "or be preempted midway through generation (seed ¶9)",
-}
-
-
-def _memory_rows(
-    shown: pd.DataFrame, segments: pd.DataFrame, labels: list[str]
-) -> list[dict[str, str]]:
-    return [
-        {
-            "label": label,
-            "weights": memory_cell(seg["weights"]),
-            "runtime": memory_cell(seg["runtime"]),
-            "reserve": memory_cell(seg["reserve"]),
-            "kv": memory_cell(seg["kv"]),
-            "batch": count(row["decode_batch"]),
-            "per_sequence": f"{float(row['kv_mib_per_sequence']):,.2f} MiB",  # the metric
-            "free": memory_cell(seg["free"]),
-            "total": memory_cell(seg["total"]),
-        }
-        for label, (_, row), (_, seg) in zip(
-            labels, shown.iterrows(), segments.iterrows(), strict=True
-        )
-    ]
-
-
-def _percent(value: Any) -> str:
-    return f"{float(value):.1%}" if finite(value) else "n/a"
-
-
-def simulation_rows(shown: pd.DataFrame) -> list[dict[str, str]]:
-    """What the serving simulation found for each shown option (empty when none was simulated)."""
-    if "simulated" not in shown or not shown["simulated"].astype(bool).any():
-        return []
-    rows = []
-    for _, row in shown.iterrows():
-        simulated = was_simulated(row)
-        rows.append(
-            {
-                "label": short_label(row),
-                "replicas": f"{count(row['replicas_needed'])} → "
-                f"{count(row.get('sim_replicas_needed')) if simulated else 'not simulated'}",
-                **{
-                    name: duration(row.get(p95)) if simulated else "–"
-                    for name, _, _, p95 in TARGETS
-                },
-                "rejected": _percent(row.get("rejected_fraction")) if simulated else "–",
-                "verdict": str(row.get("sim_reason") or "") if simulated else "",
-            }
-        )
-    return rows
-
-
-def _memory_part(
-    catalog: Catalog, shown: pd.DataFrame, main: pd.DataFrame, key: str
-) -> dict[str, Any]:
-    """The memory chart (every shown option) and table (recommended ones) of a workload."""
-    a = catalog.assumptions
-    segments = charts.memory_segments(shown, a.runtime_overhead, a.reserve)
-    labels = [short_label(r) for _, r in shown.iterrows()]
-    main_labels = [short_label(r) for _, r in main.iterrows()]
-    return {
-        "memory_svg": Markup(charts.memory_breakdown(labels, segments, key)),
-        "memory_rows": _memory_rows(main, segments.loc[main.index], main_labels),
-    }
-
-
-def _concurrency_part(catalog: Catalog, main: pd.DataFrame, key: str) -> Markup:
-    """Concurrency against tokens per sequence for each distinct recommended configuration."""
-    a = catalog.assumptions
-    distinct = main.drop_duplicates(["model", "hardware", "precision", "tensor_parallel"])
-    first = main.iloc[0]
-    return Markup(
-        charts.concurrency_chart(
-            distinct,
-            [short_label(r) for _, r in distinct.iterrows()],
-            a.kv_block_tokens,
-            float(first["tokens_per_sequence"]),
-            float(first["concurrency"]),
-            float(a.max_batch_sequences),
-            key,
-        )
-    )
-
-
-def _charts(
-    catalog: Catalog, workload: Workload, shown: pd.DataFrame, winners: pd.DataFrame, index: int
-) -> dict[str, Any]:
-    """The charts and their tables for one workload (``None`` where there is nothing to plot).
-
-    Memory shows every featured option; concurrency, latency and the simulation table the one
-    per model (recommended, or closest); cost the recommended ones.
-    """
-    out: dict[str, Any] = {
-        "memory_svg": None,
-        "memory_rows": [],
-        "concurrency_svg": None,
-        "latency_svg": None,
-        "cost_svg": None,
-        "simulation": [],
-    }
-    if shown.empty:
-        return out
-    main = shown[shown["role"] != "runner-up"]
-    out.update(_memory_part(catalog, shown, main, f"w{index}m"))
-    out["concurrency_svg"] = _concurrency_part(catalog, main, f"w{index}c")
-    panels = ["itl_s", "ttft_s", "e2e_s"] + (["task_s"] if workload.requests_per_task > 1 else [])
-    labels = [short_label(r) for _, r in main.iterrows()]
-    out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))
-    out["simulation"] = simulation_rows(main)
-    if not winners.empty:
-        win_labels = [short_label(r) for _, r in winners.iterrows()]
-        out["cost_svg"] = Markup(charts.cost_chart(winners, win_labels, f"w{index}k"))
-    return out
-
-
-def workload_sections(
-    catalog: Catalog, table: pd.DataFrame, ranks: pd.DataFrame
-) -> list[dict[str, Any]]:
-    """Everything the report shows about each workload, in catalog order."""
-    recs = recommendations(table)
-    shown_all = featured(ranks)
-    items = []
-    for index, workload in enumerate(catalog.workloads):
-        rows = table[table["workload"] == workload.id]
-        if rows.empty:
-            continue
-        shown = shown_all[shown_all["workload"] == workload.id]
-        winners = shown[shown["role"] == "recommended"]
-        recs_w = recs[recs["workload"] == workload.id]
-        why = [
-            f"{r['model']}: {r['why_none']}"
-            for _, r in recs_w.iterrows()
-            if r["model"] not in set(winners["model"])
-        ]
-        items.append(
-            {
-                "workload": workload,
-                "anchor": f"w{index}",
-                "sentence": summary_sentence(workload, winners, catalog, why),
-                "targets": target_text(workload),
-                "summary": _summary_rows(recs_w, winners, catalog),
-                "record": workload_record(catalog, workload, rows),
-                "cost_rows": [
-                    _option_row(r, catalog)
-                    for _, r in shown[shown["role"] != "closest, not eligible"].iterrows()
-                ],
-                "n_candidates": len(rows),
-                "n_eligible": int(rows["eligible"].astype(bool).sum()),
-                **_charts(catalog, workload, shown, winners, index),
-            }
-        )
-    return items
-
-
-def lost_table(ranks: pd.DataFrame, workloads: Iterable[Workload]) -> dict[str, Any]:
-    """How many candidates of each workload won, lost on cost, or failed memory or latency.
-
-    Input is :func:`recommend.ranked`: the recommended option has rank 1, other eligible options
-    lost on cost, and the rest carry the ``status`` that ruled them out.
-    """
-    rank = ranks["rank"]
-    verdict = ranks["status"].where(rank.isna(), "eligible: more expensive")
-    verdict = verdict.where(~rank.eq(1).fillna(False).astype(bool), "recommended")
-    ids = [w.id for w in workloads if (ranks["workload"] == w.id).any()]
-    counts = pd.crosstab(verdict, ranks["workload"]).reindex(columns=ids, fill_value=0)
-    return {
-        "workloads": ids,
-        "rows": [(reason, [int(v) for v in values]) for reason, values in counts.iterrows()],
-    }
-
-
-def simulation_summary(ranks: pd.DataFrame) -> dict[str, int]:
-    """How far the serving simulation reached: candidates simulated, raised, recommended."""
-    none = pd.Series(False, index=ranks.index)
-    simulated = ranks["simulated"].astype(bool) if "simulated" in ranks else none
-    winners = ranks["rank"].eq(1).fillna(False).astype(bool)
-    raised = (
-        simulated & (ranks["replicas_planned"] > ranks["replicas_needed"])
-        if "replicas_planned" in ranks
-        else simulated
-    )
-    return {
-        "simulated": int(simulated.sum()),
-        "raised": int(raised.sum()),
-        "recommended": int(winners.sum()),
-        "recommended_simulated": int((winners & simulated).sum()),
-        "recommended_closed_form": int((winners & ~simulated).sum()),
-    }
-
-
-def assumption_rows(catalog: Catalog) -> list[tuple[str, str]]:
-    """The planning assumptions with their values, in words."""
-    a = catalog.assumptions
-    rows = [
-        ("Runtime overhead per device", memory(a.runtime_overhead)),
-        ("Reserve per device (uncertainty, transient peaks)", memory(a.reserve)),
-        ("Achieved share of datasheet bandwidth", f"{a.bandwidth_efficiency:.0%}"),
-        ("Achieved share of dense datasheet compute", f"{a.compute_efficiency:.0%}"),
-        ("KV-cache block (paged allocation)", f"{a.kv_block_tokens} tokens"),
-        ("Fixed overhead per step", duration(a.step_overhead)),
-        ("Tensor-parallel sizes tried", ", ".join(str(t) for t in a.tensor_parallel_sizes)),
-        ("Engine batch limit", f"{a.max_batch_sequences} sequences"),
-        (
-            "Electricity",
-            "not given"
-            if a.electricity_usd_per_kwh is None
-            else f"{a.electricity_usd_per_kwh:g} USD/kWh",
-        ),
-        ("PUE × utilisation", f"{a.pue:g} × {a.utilisation:.0%} of board power"),
-        ("Amortisation", f"{a.amortisation_months} months, {a.hours_per_month:g} h a month"),
-        (
-            "Per node",
-            f"{usd(a.node_overhead_usd)} USD capital, "
-            f"{usd(a.hosting_usd_per_node_month)} USD a month hosting",
-        ),
-    ]
-    return rows
-
-
-def policy_lines(catalog: Catalog) -> list[str]:
-    """The reserve, admission and paging policies the plan assumes, in words."""
-    a = catalog.assumptions
-    loose = [w.id for w in catalog.workloads if w.admission == "current-length"]
-    admission = (
-        "Admission: every workload reserves each request's promised maximum (reserve-max), so an "
-        "admitted request can always complete (seed ¶9)."
-        if not loose
-        else f"Admission: {', '.join(loose)} admit on the current length; their requests may fail "
-        "or be preempted midway through generation (seed ¶9). The others reserve the maximum."
-    )
-    paging = (
-        "Paging: the cache is allocated token by token (a block of 1), as in the seed's estimate; "
-        "real engines allocate in blocks and lose part of the last one."
-        if a.kv_block_tokens == 1
-        else f"Paging: the cache is allocated in blocks of {a.kv_block_tokens} tokens (paged "
-        "attention); each sequence is charged its rounding up to whole blocks "
-        "(kv_paging_waste_bytes)."
-    )
-    return [
-        f"Reserve: {memory(a.reserve)} of every device is held back for uncertainty and transient "
-        f"peaks and never planned for cache, beside {memory(a.runtime_overhead)} of runtime "
-        "overhead (seed ¶4, ¶9). Validate both against measured peak memory.",
-        admission,
-        paging,
-    ]
-
-
-def price_gaps(catalog: Catalog) -> list[str]:
-    """Hardware whose purchase or rental price is missing (never costed as zero)."""
-    gaps = []
-    for h in catalog.hardware:
-        missing = [
-            what
-            for what, value in (
-                ("purchase price", h.price.purchase_usd),
-                ("rental price", h.price.cloud_usd_per_hour),
-                ("board power", h.power),
-            )
-            if value is None
-        ]
-        if missing:
-            gaps.append(f"{h.id}: no {', no '.join(missing)}")
-    return gaps
-
-
-def sources(catalog: Catalog) -> list[tuple[str, list[Any]]]:
-    """Each catalog file's entries, for the appendix of sources."""
-    return [
-        ("Hardware", list(catalog.hardware)),
-        ("Models", list(catalog.models)),
-        ("Precisions", list(catalog.precisions)),
-        ("Workloads", list(catalog.workloads)),
-    ]
 
 
 def baseline_context(baseline: Baseline | None) -> dict[str, Any] | None:
