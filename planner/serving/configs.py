@@ -1,0 +1,235 @@
+"""The inputs of one simulation of a candidate: its step times (the latency metrics at the
+replica's batch), its cache budget in tokens, the lengths and arrivals one replica sees out of R,
+the queue timeout, and the configurations of a sizing run and of the best case. The decisions
+behind each are told in :mod:`planner.serving.sizing`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog.datafiles import read_trace
+from planner.catalog.workloads import samples_of
+from planner.model import latency
+from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
+
+if TYPE_CHECKING:
+    from planner.catalog import Assumptions, Catalog, LengthDistribution, Workload
+
+
+QUEUE_TIMEOUT_TARGET_MULTIPLE = 3.0
+"""Queue timeout ÷ the tightest target a request's wait counts against [-] (see module doc)."""
+
+DEFAULT_QUEUE_TIMEOUT_S = 60.0
+"""Queue timeout of a workload with no TTFT, end-to-end or task target [s]."""
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def users_per_replica(concurrency: int, replicas: int) -> int:
+    """Closed loop: users on the most loaded of R replicas, ⌈users ÷ R⌉ [users]."""
+    return -(-int(concurrency) // int(replicas))
+
+
+def planned_batch(row: Mapping[str, Any], replicas: int) -> int:
+    """The batch the most loaded of R replicas is planned to run [sequences].
+
+    Closed loop: ⌈users ÷ R⌉, at most the replica's capacity (``replica_capacity_sequences``).
+    Open loop: Little's law, ⌈closed-form requests in flight ÷ R⌉, between 1 and the capacity.
+    It sets only the weight bytes a mixture of experts reads per step and the all-reduce charge
+    (see the module docstring); the simulation itself batches whatever is running.
+    """
+    capacity = max(1, int(row["replica_capacity_sequences"]))
+    if row["concurrency"] > 0:
+        return min(capacity, users_per_replica(int(row["concurrency"]), replicas))
+    in_flight = float(row["in_flight_requests"])
+    if not math.isfinite(in_flight):
+        return capacity
+    return int(min(capacity, max(1, math.ceil(in_flight / replicas))))
+
+
+def step_model(
+    row: Mapping[str, Any], assumptions: Assumptions, batch: int | None = None
+) -> StepModel:
+    """The simulation's step times for one results row at a decode batch (default: the row's).
+
+    See the module docstring for what each field takes from the row. With ``batch`` equal to the
+    row's ``decode_batch``, ``decode_step_s(batch, batch × mean_context_tokens)`` is the
+    closed-form ``itl_s`` of a memory-bound row.
+    """
+    b = int(row["decode_batch"]) if batch is None else int(batch)
+    touched = latency.experts_touched_fraction(row["experts"], row["experts_per_token"], b)
+    weights = latency.decode_weight_bytes_per_step(
+        row["weight_bytes_per_device"],
+        row["routed_expert_parameters"],
+        row["weight_bytes_per_param"],
+        touched,
+        row["tensor_parallel"],
+    )
+    allreduce = float(row["allreduce_s_per_token"])
+    return StepModel(
+        weight_bytes=float(weights),
+        kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
+        / float(row["mean_context_tokens"]),
+        bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
+        * assumptions.bandwidth_efficiency,
+        flops_per_token=float(row["decode_flops_per_token"]),
+        compute_flops_per_s=float(row["achieved_compute_flops_per_s"]),
+        attention_flops_per_token_sq=2.0
+        * float(row["layers"])
+        * float(row["attention_heads"])
+        * float(row["head_dim"]),
+        step_overhead_s=assumptions.step_overhead,
+        allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
+        prefill_weight_bytes=float(row["weight_bytes_per_device"]),
+    )
+
+
+def kv_budget_tokens(row: Mapping[str, Any]) -> int:
+    """Cache tokens one replica holds: budget ÷ (bytes of a maximum-length sequence per token).
+
+    Zero when the weights leave no room. ``⌊result ÷ tokens_per_sequence⌋ = max_sequences``.
+    """
+    budget = float(row["kv_budget_bytes"])
+    per_token = float(row["kv_bytes_per_sequence"]) / float(row["tokens_per_sequence"])
+    if not budget > 0 or not per_token > 0:
+        return 0
+    # the tiny slack keeps floor() from losing a whole token to rounding
+    return int(math.floor(budget / per_token * (1 + 1e-12)))
+
+
+def _lengths(catalog: Catalog, value: int | LengthDistribution | None, default: int) -> Lengths:
+    """A workload length (fixed, summary, samples or CSV column) as a simulation distribution."""
+    if value is None:
+        return Lengths.fixed(default)
+    if isinstance(value, int):
+        return Lengths.fixed(value)
+    samples = samples_of(catalog, value)
+    if samples is not None:
+        return Lengths.samples(samples.tolist())
+    return Lengths.from_summary(float(value.mean or 0), float(value.p95 or 0), int(value.max or 0))
+
+
+def queue_timeout_s(workload: Workload) -> float:
+    """How long a request may wait for admission before its client gives up [s].
+
+    ``QUEUE_TIMEOUT_TARGET_MULTIPLE`` × the tightest of the TTFT, end-to-end and task p95 targets
+    that are set; ``DEFAULT_QUEUE_TIMEOUT_S`` when none is.
+    """
+    t = workload.targets
+    bounds = [v for v in (t.ttft_p95, t.e2e_p95, t.task_p95) if v is not None]
+    if not bounds:
+        return DEFAULT_QUEUE_TIMEOUT_S
+    return QUEUE_TIMEOUT_TARGET_MULTIPLE * min(bounds)
+
+
+def _trace(catalog: Catalog, workload: Workload) -> pd.DataFrame:
+    """The workload's arrival trace, read from inside the catalog folder (or DataFileError)."""
+    if workload.arrival is None or workload.arrival.file is None:
+        raise ValueError(f"workload {workload.id!r} has no arrival trace")
+    return read_trace(catalog.folder, workload.arrival.file)
+
+
+def _tokens(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """A trace's token column as integers (None when the trace has no such column)."""
+    if column not in frame.columns:
+        return None
+    return np.round(pd.to_numeric(frame[column]).to_numpy()).astype(np.int64)
+
+
+def _trace_arrivals(catalog: Catalog, workload: Workload, replicas: int) -> Arrivals:
+    """The simulated replica's share of a trace: tasks 0, R, 2R, ... with their lengths."""
+    share = _trace(catalog, workload).iloc[::replicas]
+    lengths = {}
+    for column in ("prompt_tokens", "output_tokens"):
+        values = _tokens(share, column)
+        lengths[column] = (
+            None if values is None else np.repeat(values, workload.requests_per_task).tolist()
+        )
+    return Arrivals.trace(share["arrival_s"].to_numpy(dtype=float).tolist(), **lengths)
+
+
+def _assemble(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    arrivals: Arrivals,
+    batch: int,
+    n_requests: int | None,
+    seed: int | None,
+    prompt: Lengths | None = None,
+) -> SimConfig:
+    a = catalog.assumptions
+    return SimConfig(
+        step=step_model(row, a, batch),
+        kv_budget_tokens=max(1, kv_budget_tokens(row)),
+        prompt=prompt or _lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
+        output=_lengths(catalog, workload.output_tokens, workload.max_output_tokens),
+        max_output_tokens=workload.max_output_tokens,
+        arrivals=arrivals,
+        admission=workload.admission,
+        preemption="recompute",
+        max_batch=a.max_batch_sequences,
+        queue_timeout_s=queue_timeout_s(workload),
+        requests_per_task=workload.requests_per_task,
+        tool_time_s=workload.tool_time,
+        preprocess_s=workload.preprocess_time,
+        network_s=workload.network_time,
+        n_requests=max(1, a.simulated_requests if n_requests is None else n_requests),
+        seed=a.seed if seed is None else seed,
+    )
+
+
+def sim_config(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    replicas: int,
+    n_requests: int | None = None,
+    seed: int | None = None,
+) -> SimConfig:
+    """The simulation of the most loaded of ``replicas`` replicas serving ``workload``.
+
+    ``n_requests`` and ``seed`` default to ``simulated_requests`` and ``seed`` of the catalog's
+    assumptions. Arrivals per replica, cache budget, step times and queue timeout as the module
+    docstring says; admission from the workload, recompute on preemption.
+    """
+    if replicas < 1:
+        raise ValueError("replicas must be >= 1")
+    arrival = workload.arrival
+    if arrival is None:
+        arrivals = Arrivals.closed(users_per_replica(workload.concurrency or 1, replicas))
+    elif arrival.pattern == "trace":
+        arrivals = _trace_arrivals(catalog, workload, replicas)
+    elif arrival.pattern == "bursty":
+        arrivals = Arrivals.bursty(float(arrival.rate or 0) / replicas, arrival.burst_factor)
+    else:
+        arrivals = Arrivals.poisson(float(arrival.rate or 0) / replicas)
+    batch = planned_batch(row, replicas)
+    return _assemble(catalog, workload, row, arrivals, batch, n_requests, seed)
+
+
+def best_case_config(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    n_requests: int | None = None,
+    seed: int | None = None,
+) -> SimConfig:
+    """One user running the workload's tasks back to back: no other request on the replica.
+
+    What any replica count tends to as R grows; a trace's own prompt lengths are drawn from.
+    """
+    prompt = None
+    if workload.arrival is not None and workload.arrival.pattern == "trace":
+        prompts = _tokens(_trace(catalog, workload), "prompt_tokens")
+        if prompts is not None:
+            prompt = Lengths.samples(prompts.tolist())
+    return _assemble(catalog, workload, row, Arrivals.closed(1), 1, n_requests, seed, prompt=prompt)
