@@ -43,9 +43,14 @@ def half_up(value: float) -> int:
     return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
+#: The words around the extra cost of an option that lost on cost (the workbook's Summary puts
+#: its own TEXT() of the number between them).
+COST_BEFORE, COST_AFTER = "cost: ", " USD more over the period"
+
+
 def cost_words(extra_usd: float) -> str:
     """Why an option lost on cost: ``cost: 822 USD more over the period``."""
-    return f"cost: {half_up(extra_usd):,} USD more over the period"
+    return f"{COST_BEFORE}{half_up(extra_usd):,}{COST_AFTER}"
 
 
 def rank(table: pd.DataFrame) -> pd.DataFrame:

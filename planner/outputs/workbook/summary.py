@@ -20,6 +20,7 @@ from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter, quote_sheetname
 
 from planner.model.cost import RULED_OUT_REASONS
+from planner.outputs import formatting
 from planner.outputs.workbook.cells import (
     CENTRE,
     FONT_NAME,
@@ -105,7 +106,7 @@ LAST = recommend.MISSING_LAST
 LAST_TEXT = f"{LAST:.0E}"  # 1E+300
 
 #: What a missing Plan value (``#N/A``) shows as on the Summary.
-NOT_AVAILABLE = "n/a"
+NOT_AVAILABLE = formatting.NOT_AVAILABLE
 
 #: Display formats of the Summary's columns (money in whole units).
 SUMMARY_FORMATS = {
@@ -567,7 +568,8 @@ class RecommendationTable:
             chain = f'IF({mine}>{best},"{words}",{chain})'
         mine, best = held[0]
         chain = (
-            f'IF({mine}>{best},"cost: "&TEXT({mine}-{best},"#,##0")&" USD more over the period",'
+            f'IF({mine}>{best},"{recommend.COST_BEFORE}"&TEXT({mine}-{best},"#,##0")'
+            f'&"{recommend.COST_AFTER}",'
             f"{chain})"
         )
         count = columns.cell(ELIGIBLE_COUNT, first)
