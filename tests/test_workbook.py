@@ -254,8 +254,11 @@ NOT_SIMULATED = "not simulated"
 def expected_plan(results: Results) -> pd.DataFrame:
     """What every Plan cell should compute: the planner's table, where a simulated figure of a
     candidate missing from the Simulated sheet reads "not simulated" instead of a missing value
-    (a text a SUM passes over; ``#N/A`` would break it)."""
+    (a text a SUM passes over; ``#N/A`` would break it). Text columns are plain objects here,
+    so that a test can set any value."""
     table = results.table.copy()
+    for name in table.select_dtypes("category"):
+        table[name] = table[name].astype(object)
     listed = table[CANDIDATE].isin(set(results.inputs.sheets[SIMULATED]["id"]))
     for lookup in results.lookups:
         if lookup.key == CANDIDATE:

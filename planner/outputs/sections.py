@@ -449,7 +449,7 @@ def lost_table(ranks: pd.DataFrame, workloads: Iterable[Workload]) -> dict[str, 
     lost on cost, and the rest carry the ``status`` that ruled them out.
     """
     rank = ranks["rank"]
-    verdict = ranks["status"].where(rank.isna(), "eligible: more expensive")
+    verdict = ranks["status"].astype(object).where(rank.isna(), "eligible: more expensive")
     verdict = verdict.where(~rank.eq(1).fillna(False).astype(bool), "recommended")
     ids = [w.id for w in workloads if (ranks["workload"] == w.id).any()]
     counts = pd.crosstab(verdict, ranks["workload"]).reindex(columns=ids, fill_value=0)

@@ -7,7 +7,7 @@ This layer adds no arithmetic of its own. It looks inputs up from the input tabl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -133,10 +133,11 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
     )
 
 
-def useful_parallelism(table: pd.DataFrame) -> pd.Series:
-    """Rows to keep: for each combination, tensor-parallel sizes up to the first that meets the
-    targets (or, when none does, the first whose replica holds a sequence; else all)."""
-    keys = [table[k] for k in KEYS]
+def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(KEYS)) -> pd.Series:
+    """Rows to keep: for each combination (of hardware, model, precision and workload, or the
+    columns named), tensor-parallel sizes up to the first that meets the targets (or, when none
+    does, the first whose replica holds a sequence; else all)."""
+    keys = [table[k] for k in combination]
     tp = table[TP_KEY].astype(float)
     first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
     first_fitting = tp.where(table["replica_fits"].astype(bool)).groupby(keys).transform("min")
@@ -145,33 +146,54 @@ def useful_parallelism(table: pd.DataFrame) -> pd.Series:
 
 
 def _per_row_column(
-    sheet: pd.DataFrame, ids: np.ndarray, prefixes: np.ndarray, suffix: str
+    long: pd.Series, ids: np.ndarray, prefixes: np.ndarray, suffix: str
 ) -> np.ndarray:
-    """For each row, the sheet value at (id, prefix + suffix); NaN where there is none."""
-    # The sheet's columns are one level, so stacking them gives a Series (id, column) -> value.
-    long = cast("pd.Series", sheet.stack(future_stack=True))
+    """For each row, the value at (id, prefix + suffix) of ``long`` (a sheet stacked: a Series
+    keyed by id and column); NaN where there is none."""
     wanted = pd.MultiIndex.from_arrays([ids, [f"{p}{suffix}" for p in prefixes]])
     return pd.to_numeric(long.reindex(wanted), errors="coerce").to_numpy(dtype=float)
+
+
+class SheetCache:
+    """The input sheets keyed by id (and stacked), made once for all the chunks of a plan, and
+    for the current chunk the sheet row of each plan row per sheet and key (-1: none)."""
+
+    def __init__(self, inputs: InputTables) -> None:
+        self.inputs = inputs
+        self.keyed: dict[str, pd.DataFrame] = {}
+        self.stacked: dict[str, pd.Series] = {}
+        self.rows: dict[tuple[str, str], np.ndarray] = {}
+
+    def sheet(self, name: str) -> pd.DataFrame:
+        if name not in self.keyed:
+            self.keyed[name] = self.inputs.sheets[name].set_index("id")
+        return self.keyed[name]
+
+    def long(self, name: str) -> pd.Series:
+        # The sheet's columns are one level, so stacking them gives a Series (id, column) -> value.
+        if name not in self.stacked:
+            self.stacked[name] = cast("pd.Series", self.sheet(name).stack(future_stack=True))
+        return self.stacked[name]
 
 
 def lookup_values(
     lookup: Lookup,
     plan: Mapping[str, Any] | pd.DataFrame,
     inputs: InputTables,
-    rows: dict[tuple[str, str], np.ndarray] | None = None,
+    cache: SheetCache | None = None,
 ) -> np.ndarray:
     """The values of one looked-up column for every plan row (sheet value × scale); ``plan``
-    maps the key columns (and any ``column_from``) to their values. ``rows`` keeps, per sheet and
-    key, the sheet row of every plan row (-1: none), so that each key is matched once."""
-    sheet = inputs.sheets[lookup.sheet].set_index("id")
+    maps the key columns (and any ``column_from``) to their values. ``cache`` keeps what one plan
+    (or one chunk of it) can share between lookups, so that each key is matched once."""
+    cache = SheetCache(inputs) if cache is None else cache
+    sheet = cache.sheet(lookup.sheet)
     ids = np.asarray(plan[lookup.key])
     if lookup.column_from is None and sheet.empty:
         return np.full(len(ids), np.nan, dtype=object if lookup.kind == "text" else float)
     if lookup.column_from is None:
-        rows = {} if rows is None else rows
-        at = rows.get((lookup.sheet, lookup.key))
+        at = cache.rows.get((lookup.sheet, lookup.key))
         if at is None:
-            at = rows[(lookup.sheet, lookup.key)] = sheet.index.get_indexer(pd.Index(ids))
+            at = cache.rows[(lookup.sheet, lookup.key)] = sheet.index.get_indexer(pd.Index(ids))
 
         def column(name: str) -> np.ndarray:
             values = sheet[name].to_numpy()
@@ -182,10 +204,11 @@ def lookup_values(
         if lookup.fallback_column is not None:
             values = np.where(pd.isna(values), column(lookup.fallback_column), values)
     else:
-        values = _per_row_column(sheet, ids, np.asarray(plan[lookup.column_from]), lookup.column)
+        long = cache.long(lookup.sheet)
+        values = _per_row_column(long, ids, np.asarray(plan[lookup.column_from]), lookup.column)
         if lookup.fallback_from:
             fallback = _per_row_column(
-                sheet, ids, np.asarray(plan[lookup.fallback_from]), lookup.column
+                long, ids, np.asarray(plan[lookup.fallback_from]), lookup.column
             )
             values = np.where(np.isnan(values), fallback, values)
     if lookup.kind == "text":
@@ -197,19 +220,24 @@ def evaluate(
     catalog: Catalog,
     metric_names: list[str] | None = None,
     simulated: pd.DataFrame | None = None,
+    columns: list[str] | None = None,
 ) -> Results:
     """Evaluate every metric for every candidate of ``catalog``.
 
     ``simulated`` is the table of :func:`planner.serving.sizing.simulate_candidates` (keyed by the
     five key columns); its figures reach the plan through the ``Simulated`` input sheet.
     Tensor-parallel sizes beyond the first that serves the workload are dropped (see
-    :func:`useful_parallelism`).
+    :func:`useful_parallelism`). ``columns`` keeps only those columns (besides the keys) in
+    the table: every metric is still evaluated, a chunk at a time.
     """
-    results = evaluate_plan(catalog, candidates(catalog), metric_names, simulated)
-    table = results.table
-    if metric_names is None and len(table):
-        table = table[useful_parallelism(table)].reset_index(drop=True)
-    return Results(table, results.inputs, results.metrics, results.lookups, results.skipped)
+    return evaluate_plan(
+        catalog,
+        candidates(catalog),
+        metric_names,
+        simulated,
+        columns=columns,
+        prune_parallelism=metric_names is None,
+    )
 
 
 def evaluate_subset(
@@ -278,42 +306,130 @@ def evaluate_metric(
     return np.broadcast_to(np.asarray(value), (n,)).copy()
 
 
+CHUNK_ROWS = 1 << 15
+"""Rows evaluated together: large enough that numpy's per-call cost vanishes, small enough that
+a chunk's columns stay in the processor's cache and a million candidates fit in memory."""
+
+
+def chunk_bounds(plan: pd.DataFrame, rows: int = CHUNK_ROWS) -> list[tuple[int, int]]:
+    """Consecutive row ranges of about ``rows`` rows that never split the tensor-parallel sizes
+    of one hardware × model × precision × workload (they sit together in :func:`candidates`)."""
+    keys = [plan[k].to_numpy() for k in KEYS]
+    cuts = [0]
+    while True:
+        at = cuts[-1] + rows
+        while at < len(plan) and all(k[at] == k[at - 1] for k in keys):
+            at += 1
+        if at >= len(plan):
+            break
+        cuts.append(at)
+    return list(zip(cuts, [*cuts[1:], len(plan)], strict=True))
+
+
+class _Column:
+    """One column of the plan table, filled a chunk at a time into storage of its final size.
+
+    Numbers and flags go into one array. Text with repeated values (statuses, ids of hardware
+    or models) is kept as codes into its distinct values and becomes a categorical whose
+    categories are sorted, so that sorting and grouping read as on the text; text that is mostly
+    distinct (the candidate id) stays an array of strings. Which, the first chunk decides.
+    """
+
+    def __init__(self, rows: int, dtype: Any) -> None:
+        self.values = np.empty(rows, dtype=dtype)
+        self.codes: np.ndarray | None = None
+        self.distinct: dict[Any, int] = {}
+
+    def put(self, at: int, values: np.ndarray) -> None:
+        if self.values.dtype != object:
+            self.values[at : at + len(values)] = values
+            return
+        if self.codes is None and at == 0 and len(values):
+            codes, uniques = pd.factorize(values)
+            if 2 * len(uniques) <= len(values):
+                self.codes = np.empty(len(self.values), dtype=np.int32)
+        if self.codes is None:
+            self.values[at : at + len(values)] = values
+            return
+        codes, uniques = pd.factorize(values)
+        known = [self.distinct.setdefault(u, len(self.distinct)) for u in uniques]
+        self.codes[at : at + len(values)] = np.array([*known, -1], dtype=np.int32)[codes]
+
+    def finish(self, rows: int) -> Any:
+        if self.codes is None:
+            return self.values[:rows]
+        distinct = np.array(list(self.distinct), dtype=object)
+        codes = self.codes[:rows]
+        if not all(isinstance(v, str) for v in distinct):  # mixed kinds: plain objects
+            return np.where(codes >= 0, distinct[np.maximum(codes, 0)], np.nan)
+        order = np.argsort(distinct.astype(str))
+        rank = np.empty(len(order) + 1, dtype=np.int32)
+        rank[order] = np.arange(len(order))
+        rank[-1] = -1
+        return pd.Categorical.from_codes(rank[codes], categories=pd.Index(distinct[order]))
+
+
 def evaluate_plan(
     catalog: Catalog,
     plan: pd.DataFrame,
     metric_names: list[str] | None = None,
     simulated: pd.DataFrame | None = None,
+    columns: list[str] | None = None,
+    prune_parallelism: bool = False,
 ) -> Results:
     """Evaluate every metric for the candidates listed in ``plan`` (a table of the five keys).
 
-    Order: the keys; metrics of the keys alone (the candidate id); every input looked up by
-    id; then every other metric in dependency order.
+    Order, within each chunk of rows (:func:`chunk_bounds`): the keys; metrics of the keys alone
+    (the candidate id); every input looked up by id; then every other metric in dependency order.
+    ``prune_parallelism`` drops the rows :func:`useful_parallelism` rejects as each chunk is
+    done; ``columns`` keeps only those (and the keys).
     """
     inputs = input_tables(catalog, _with_candidate_ids(simulated))
     lookups = [*LOOKUPS, *SIM_LOOKUPS]
-    n = len(plan)
-    columns: dict[str, object] = {k: plan[k].to_numpy() for k in ALL_KEYS}
-    scope: dict[str, object] = dict(columns)
-    for g in GLOBALS:
-        scope[g.name] = inputs.globals[g.cell] * g.scale
-    metrics = ordered(metric_names, set(scope) | {lk.name for lk in lookups})
-
-    def compute(m: Metric) -> None:
-        scope[m.name] = columns[m.name] = evaluate_metric(m, scope, n, columns)
-
+    constants = {g.name: inputs.globals[g.cell] * g.scale for g in GLOBALS}
+    metrics = ordered(metric_names, set(ALL_KEYS) | set(constants) | {lk.name for lk in lookups})
     keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
-    for m in keys_only:
-        compute(m)
-    rows: dict[tuple[str, str], np.ndarray] = {}
-    for lookup in lookups:
-        scope[lookup.name] = columns[lookup.name] = lookup_values(lookup, columns, inputs, rows)
-    for m in metrics:
-        if m not in keys_only:
+    later = [m for m in metrics if m not in keys_only]
+    names = [*ALL_KEYS, *(m.name for m in keys_only), *(lk.name for lk in lookups)]
+    names += [m.name for m in later]
+    if columns is not None:
+        names = [c for c in names if c in ALL_KEYS or c in columns]
+    kinds = {m.name: m.kind for m in metrics} | {lk.name: lk.kind for lk in lookups}
+    keys = {k: plan[k].to_numpy() for k in ALL_KEYS}
+    bounds = chunk_bounds(plan)
+    out = {name: _Column(len(plan), _dtype(keys.get(name), kinds.get(name))) for name in names}
+    del plan  # the key columns are in ``keys``: at a million candidates, memory counts
+    cache = SheetCache(inputs)
+    filled = 0
+    for start, stop in bounds:
+        chunk: dict[str, Any] = {k: v[start:stop] for k, v in keys.items()}
+        scope: dict[str, Any] = {**constants, **chunk}
+        n = stop - start
+
+        def compute(m: Metric) -> None:
+            scope[m.name] = chunk[m.name] = evaluate_metric(m, scope, n, chunk)  # noqa: B023
+
+        for m in keys_only:
             compute(m)
-    table = pd.DataFrame(columns)
-    for m in metrics:
-        if m.kind == "bool":
-            table[m.name] = table[m.name].astype(bool)
+        cache.rows = {}
+        for lookup in lookups:
+            scope[lookup.name] = chunk[lookup.name] = lookup_values(lookup, chunk, inputs, cache)
+        for m in later:
+            compute(m)
+        keep: Any = slice(None)
+        if prune_parallelism:
+            frame = pd.DataFrame(
+                {
+                    "combination": _runs(*(chunk[k] for k in KEYS)),
+                    **{k: chunk[k] for k in (TP_KEY, "meets_targets", "replica_fits")},
+                }
+            )
+            keep = useful_parallelism(frame, ["combination"]).to_numpy()
+        kept = int(keep.sum()) if isinstance(keep, np.ndarray) else n
+        for name in names:
+            out[name].put(filled, chunk[name][keep])
+        filled += kept
+    table = pd.DataFrame({name: out.pop(name).finish(filled) for name in names}, copy=False)
     if CANDIDATE in table:
         record_simulation_inputs(inputs, table)
     return Results(
@@ -323,3 +439,18 @@ def evaluate_plan(
         lookups=lookups,
         skipped=skipped_pairs(catalog),
     )
+
+
+def _dtype(key: np.ndarray | None, kind: str | None) -> Any:
+    """The type a column holds: its key's, else its metric's kind (numbers are floats)."""
+    if key is not None:
+        return key.dtype
+    return {"bool": bool, "text": object}.get(kind or "", float)
+
+
+def _runs(*columns: np.ndarray) -> np.ndarray:
+    """A number for each run of consecutive rows whose ``columns`` are all equal."""
+    changed = np.zeros(len(columns[0]), dtype=bool)
+    for c in columns:
+        changed[1:] |= c[1:] != c[:-1]
+    return np.cumsum(changed)
