@@ -9,6 +9,7 @@ KV 131,072 B/token, 2 x 7e9 = 14e9 FLOPs/token, 400 TFLOP/s achieved.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -600,3 +601,30 @@ def test_warmup_excludes_first_tasks():
     r = simulate(c)
     assert r.n_requests == 100 and r.n_measured == 75
     assert math.isfinite(r.throughput_tokens_per_s)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    batch=st.integers(1, 512),
+    ctx0=st.integers(0, 2_000_000),
+    n_max=st.integers(1, 5000),
+    fraction=st.floats(0.0, 1.2),
+    kv=st.sampled_from([0.0, 2048.0, 131_072.0]),
+    flops=st.sampled_from([1e9, 14e9, 1e13]),
+)
+def test_steps_to_reach_is_the_smallest_count_that_lasts_the_time(
+    batch, ctx0, n_max, fraction, kv, flops
+):
+    """The closed-form count equals a plain walk over the steps, on both sides of the knee
+    where the growing cache read overtakes the arithmetic."""
+    from planner.serving.steps import _DecodeRun
+
+    step = dataclasses.replace(SEED_STEP, kv_bytes_per_token=kv, flops_per_token=flops)
+    run = _DecodeRun(step, batch, ctx0)
+    target = fraction * run.total_s(0, n_max)
+    walked = n_max
+    for k in range(n_max):
+        if run.total_s(0, k + 1) >= target:
+            walked = k + 1
+            break
+    assert run.steps_to_reach(target, n_max) == walked

@@ -298,6 +298,8 @@ def test_closed_loop_needs_the_closed_form_count(seed):
     assert result["sim_reason"].startswith("meets targets with 3 replicas; with 2: ttft p95 ")
     assert result["sim_replicas_simulated"] == 3
     assert result["ttft_p95_s"] == pytest.approx(14 * PREFILL_3072, rel=1e-9)
+    # the closed form's 3 served and 2 did not: two simulations, no best case needed
+    assert result["sim_runs"] == 2
     assert result["rejected_fraction"] == 0 and result["queued_fraction"] == 0
     two = simulate(sim_config(catalog, catalog.get("workloads", "closed-40"), row, 2))
     assert two.rejected_fraction == pytest.approx(0.2, abs=0.02)

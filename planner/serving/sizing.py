@@ -54,14 +54,18 @@ itself is unbounded.
 cache), then the *best case*: one user on the replica, one request at a time, which is what any
 replica count tends to as R grows (closed loop: R = users).  A target missed even there cannot be
 met by adding replicas; the reason names the bound (bandwidth- or compute-bound decode step,
-compute- or bandwidth-bound prefill, tool time, preprocessing).  Otherwise the search starts at
-the closed-form ``replicas_needed``, doubles until the targets are met (up to ``max_replicas``;
-closed loop: up to the number of users, where the best case is reached) and bisects between the
-last miss and the first hit.  This assumes that more replicas never raise a p95.  Every
-simulation uses the same seed, so two replica counts see the same lengths (common random numbers)
-and open-loop arrival times that are rescaled copies of each other; still, near the unloaded floor
-a p95 wobbles by a few per cent as the replica's users change (the tests allow 10 %), so at a
-target's edge a count below the one found may meet it too.
+compute- or bandwidth-bound prefill, tool time, preprocessing).  The best case is simulated
+first where the closed form already misses a target, else only when the closed form's count
+misses (a count that meets the targets proves the best case would).  The search starts at the
+closed-form ``replicas_needed``: when that count serves, one fewer is tried next (the closed
+form is rarely far off), then the search bisects below it; when it does not, the count doubles
+until the targets are met (up to ``max_replicas``; closed loop: up to the number of users, where
+the best case is reached) and bisects between the last miss and the first hit.  This assumes
+that more replicas never raise a p95.  Every simulation uses the same seed, so two replica
+counts see the same lengths (common random numbers) and open-loop arrival times that are rescaled
+copies of each other; still, near the unloaded floor a p95 wobbles by a few per cent as the
+replica's users change (the tests allow 10 %), so at a target's edge a count below the one found
+may meet it too.
 
 *Which rows* (:func:`select_candidates`): simulating all ~1,100 rows of the shipped catalogs is too
 slow, so per workload × model the ``per_group`` cheapest closed-form-eligible rows (by
@@ -326,18 +330,20 @@ def size_candidate(
         out["sim_replicas_simulated"] = replicas
         out["sim_requests"] = int(result.n_measured)
 
-    best_cfg = best_case_config(catalog, workload, row, n_requests, seed)
-    best = run(best_cfg)
-    best_misses = misses(best, workload, ceiling)
-    if best_misses:
-        record(best, math.nan)
-        explained = [(m, *_bound(m, best_cfg, catalog, workload, best)) for m in best_misses]
-        out["sim_bound"] = explained[0][1]
-        out["sim_reason"] = "; ".join(
-            f"{m.text()} at any replica count: {why}" for m, _, why in explained
-        )
-        out["sim_runs"] = len(runs)
-        return out
+    def hopeless() -> bool:
+        """Does the best case miss a target? (then no replica count meets it; says why)"""
+        best_cfg = best_case_config(catalog, workload, row, n_requests, seed)
+        best = run(best_cfg)
+        best_misses = misses(best, workload, ceiling)
+        if best_misses:
+            record(best, math.nan)
+            explained = [(m, *_bound(m, best_cfg, catalog, workload, best)) for m in best_misses]
+            out["sim_bound"] = explained[0][1]
+            out["sim_reason"] = "; ".join(
+                f"{m.text()} at any replica count: {why}" for m, _, why in explained
+            )
+            out["sim_runs"] = len(runs)
+        return bool(best_misses)
 
     closed = workload.arrival is None
     upper = int(workload.concurrency or 1) if closed else int(max_replicas)
@@ -354,6 +360,11 @@ def size_candidate(
     def texts(replicas: int) -> str:
         return "; ".join(m.text() for m in at[replicas][0])
 
+    # the best case first where the closed form already misses a target, else only on a miss
+    if not bool(row["meets_targets"]) and hopeless():
+        return out
+    if not met(start) and hopeless():
+        return out
     # exponential search up from the closed form, then bisection between a miss and a hit
     lo, hi = 0, start
     while not met(hi):
@@ -367,6 +378,8 @@ def size_candidate(
             )
             return out
         lo, hi = hi, min(2 * hi, upper)
+    if lo == 0 and hi > 1:  # the closed form's count serves: is it one too many?
+        lo, hi = (0, hi - 1) if met(hi - 1) else (hi - 1, hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if met(mid) else (mid, hi)

@@ -194,16 +194,32 @@ class _DecodeRun:
         return out
 
     def steps_to_reach(self, target_s: float, n_max: int) -> int:
-        """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none."""
+        """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none.
+
+        Solved in closed form (the steps before the knee last ``c + o`` each, the later ones
+        grow linearly, so their sum is quadratic in n), then checked against :meth:`total_s`
+        one step either way, so that rounding never changes the answer.
+        """
         if n_max <= 1 or self.total_s(0, 1) >= target_s:
             return 1
         if self.total_s(0, n_max) < target_s:
             return n_max
-        lo, hi = 1, n_max
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.total_s(0, mid) >= target_s:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        n = min(max(self._estimate(target_s, n_max), 1), n_max)
+        while n > 1 and self.total_s(0, n - 1) >= target_s:
+            n -= 1
+        while n < n_max and self.total_s(0, n) < target_s:
+            n += 1
+        return n
+
+    def _estimate(self, target_s: float, n_max: int) -> int:
+        """About the n of :meth:`steps_to_reach` (exact but for rounding)."""
+        flat = self.c + self.o
+        ks = self._knee(0, n_max)
+        if ks * flat >= target_s:
+            return math.ceil(target_s / flat)
+        rest = target_s - ks * flat
+        # m steps after the knee last m × (alpha + o + beta × ks) + beta × m (m - 1) / 2
+        a = self.alpha + self.o + self.beta * ks - self.beta / 2
+        b = self.beta / 2
+        m = rest / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * rest)) / (2 * b)
+        return ks + math.ceil(m) if math.isfinite(m) else n_max
