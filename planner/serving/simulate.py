@@ -117,19 +117,20 @@ import math
 from collections import deque
 from collections.abc import Callable
 
-import numpy as np
-
 from planner.serving.statistics import (
-    _PERCENTILES,
+    DONE,
+    PREEMPTED,
+    REJECTED,
+    RUNNING,
+    WAITING,
+    Records,
     SimResult,
-    _mean,
-    _percentiles,
+    Totals,
     _rngs,
-    _segment_mean,
-    _segment_quantiles,
+    summarise,
 )
 from planner.serving.steps import StepModel, _DecodeRun
-from planner.serving.traffic import Arrivals, Lengths, SimConfig
+from planner.serving.traffic import Arrivals, Lengths, SimConfig, request_lengths
 
 __all__ = [
     "Arrivals",
@@ -140,128 +141,114 @@ __all__ = [
     "simulate",
 ]
 
-_WAITING, _RUNNING, _DONE, _REJECTED, _PREEMPTED = 1, 2, 3, 4, 5
+
+class _Admission:
+    """What one scheduling point admits: requests to prefill (fresh, or resumed by recompute)
+    with the tokens each prefills, requests swapped back in, and the KV they add [tokens]."""
+
+    __slots__ = ("need", "prefill_tokens", "prefilled", "swapped_in")
+
+    def __init__(self) -> None:
+        self.prefilled: list[int] = []
+        self.prefill_tokens: list[int] = []
+        self.swapped_in: list[int] = []
+        self.need = 0
 
 
 class _Replica:
-    """State of one run; use :func:`simulate`."""
+    """State of one run; use :func:`simulate`.
+
+    The running batch is kept on a decode clock ``G`` (decode steps taken so far): a request
+    that joined at clock ``G_join`` with ``g_join`` tokens has ``g_join + G - G_join`` tokens
+    now, so the batch's KV need for its next decode step is ``sum_base + batch × G`` [tokens]
+    without touching every request.  The loop runs once per scheduling point, so it calls as
+    few functions as it can: state is read inline rather than through properties.
+    """
 
     def __init__(self, cfg: SimConfig, max_jump: int | None = None) -> None:
         self.cfg = cfg
         self.max_jump = max_jump  # tests only: cap on decode steps per iteration
-        rng_arrivals, rng_prompt, rng_output = _rngs(cfg.seed)
-        arr = cfg.arrivals
+        prompt, output, n_tasks = request_lengths(cfg)
         rpt = cfg.requests_per_task
-        if arr.kind == "trace":
-            n_tasks = len(arr.times_s)
-        else:
-            n_tasks = -(-cfg.n_requests // rpt)
-        n = n_tasks * rpt
-        prompt = cfg.prompt.draw(rng_prompt, n)
-        output = cfg.output.draw(rng_output, n)
+        self.rec = Records(
+            prompt, output, n_tasks, rpt, int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
+        )
         self.task_times: list[float] = []
-        if arr.kind != "closed":
-            self.task_times = arr.start_times_s(rng_arrivals, n_tasks).tolist()
-        if arr.kind == "trace":
-            order = np.argsort(np.asarray(arr.times_s, dtype=float), kind="stable")
-            req_order = (order[:, None] * rpt + np.arange(rpt)[None, :]).ravel()
-            for given, name in ((arr.prompt_tokens, "prompt"), (arr.output_tokens, "output")):
-                if given is None:
-                    continue
-                if len(given) != n:
-                    raise ValueError(
-                        f"trace {name}_tokens needs {n} entries (tasks x requests_per_task)"
-                    )
-                vals = np.asarray(given, dtype=np.int64)[req_order]
-                if name == "prompt":
-                    prompt = vals
-                else:
-                    output = vals
-        self.prompt: list[int] = np.maximum(prompt, 1).tolist()
-        self.output: list[int] = np.clip(output, 1, cfg.max_output_tokens).tolist()
-        self.n_tasks = n_tasks
-        self.n = n
-        self.rpt = rpt
-        self.warm_rid = int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
-        nan = math.nan
-        self.send_t = [nan] * n
-        self.enq_t = [nan] * n
-        self.admit_t = [nan] * n
-        self.first_t = [nan] * n
-        self.done_t = [nan] * n
-        self.last_t = [0.0] * n
-        self.gen = [0] * n
+        if cfg.arrivals.kind != "closed":
+            self.task_times = cfg.arrivals.start_times_s(_rngs(cfg.seed)[0], n_tasks).tolist()
+        n = len(prompt)
         self.g_join = [0] * n
         self.G_join = [0] * n
         self.fin_G = [-1] * n
-        self.status = [0] * n
-        self.queued = [False] * n
-        self.preempted = [0] * n
-        self.task_send = [nan] * n_tasks
-        self.task_done = [nan] * n_tasks
         self.next_task = 0
         self.seq = 0
-        self.heap: list[tuple[float, int, int]] = []
+        self.heap: list[tuple[float, int, int]] = []  # (time it reaches the queue, seq, rid)
         self.fresh: deque[int] = deque()
         self.resume: deque[int] = deque()
-        self.issued = 0
+        # the running batch (insertion order = admission order) and its decode clock
+        self.running: dict[int, None] = {}
+        self.fin_heap: list[tuple[int, int]] = []  # (clock at which it finishes, rid)
+        self.G = 0
+        self.sum_base = 0  # sum over running of P + g_join - G_join; need = sum_base + B*G
+        self.reserved = 0  # reserve-max: tokens promised to the running batch
+        self.run_meas = 0  # running requests that are measured (not warm-up)
+        self.totals = Totals()
         # for the "queued" flag: replica state while arrivals happen, what arrivals
         # not yet admitted but with room will take, and whether a blocked request waits
         self.room = (0, 0, 0)  # (running sequences, KV need [tokens], reserved [tokens])
         self.ahead = [0, 0, 0]
         self.blocked = False
         self.need_at: Callable[[float], int] | None = None
-        self.window_open = False
-        self.t_window = math.nan
-        self.completions_in_window = 0
-        self.last_completion = math.nan
 
     # -- request life cycle --------------------------------------------------
 
     def _issue(self, rid: int, t_send: float) -> None:
         """Send request rid at t_send; it reaches the queue after preprocessing."""
-        self.send_t[rid] = t_send
-        self.issued += 1
+        self.rec.send_t[rid] = t_send
+        self.rec.issued += 1
         self.seq += 1
         heapq.heappush(self.heap, (t_send + self.cfg.preprocess_s, self.seq, rid))
 
     def _start_task(self, t: float) -> None:
         """Start the next task (if any remain) at time t [s]."""
-        if self.next_task >= self.n_tasks:
+        if self.next_task >= self.rec.n_tasks:
             return
         tid = self.next_task
         self.next_task += 1
-        self.task_send[tid] = t
-        self._issue(tid * self.rpt, t)
+        self.rec.task_send[tid] = t
+        self._issue(tid * self.rec.rpt, t)
 
     def _reject(self, rid: int, t: float) -> None:
         """Reject rid at time t; its task fails."""
-        self.status[rid] = _REJECTED
+        self.rec.status[rid] = REJECTED
         if self.cfg.arrivals.kind == "closed":
             self._start_task(t + self.cfg.reject_backoff_s)
 
     def _complete(self, rid: int, t: float) -> None:
         """Server finished rid at t; schedule its task's next request or next task."""
-        self.status[rid] = _DONE
-        self.done_t[rid] = t
-        self.last_completion = t
-        if self.window_open:
-            self.completions_in_window += 1
+        rec = self.rec
+        rec.status[rid] = DONE
+        rec.done_t[rid] = t
+        rec.last_completion = t
+        if rec.window_open:
+            rec.completions_in_window += 1
+        if self.cfg.admission == "reserve-max":
+            self.reserved -= rec.prompt[rid] + self.cfg.max_output_tokens
         t_recv = t + self.cfg.network_s
-        if (rid + 1) % self.rpt:
+        if (rid + 1) % rec.rpt:
             self._issue(rid + 1, t_recv + self.cfg.tool_time_s)
         else:
-            self.task_done[rid // self.rpt] = t_recv
+            rec.task_done[rid // rec.rpt] = t_recv
             if self.cfg.arrivals.kind == "closed":
                 self._start_task(t_recv)
 
     def _arrive(self, rid: int, t: float, now: float) -> None:
         """rid enters the scheduler at t (processed at the scheduling point ``now``)."""
-        cfg = self.cfg
-        if not self.window_open and rid >= self.warm_rid:
-            self.window_open = True
-            self.t_window = now
-        if self.prompt[rid] + cfg.max_output_tokens > cfg.kv_budget_tokens:
+        cfg, rec = self.cfg, self.rec
+        if not rec.window_open and rid >= rec.warm_rid:
+            rec.window_open = True
+            rec.t_window = now
+        if rec.prompt[rid] + cfg.max_output_tokens > cfg.kv_budget_tokens:
             self._reject(rid, t)
             return
         room = self._has_room(rid, t)
@@ -270,12 +257,12 @@ class _Replica:
             if waiting >= cfg.queue_capacity:
                 self._reject(rid, t)
                 return
-        self.enq_t[rid] = t
-        self.status[rid] = _WAITING
-        self.queued[rid] = not room
+        rec.enq_t[rid] = t
+        rec.status[rid] = WAITING
+        rec.queued[rid] = not room
         if room:
             a_batch, a_need, a_reserved = self.ahead
-            p = self.prompt[rid]
+            p = rec.prompt[rid]
             self.ahead = [a_batch + 1, a_need + p + 1, a_reserved + p + cfg.max_output_tokens]
         else:
             self.blocked = True
@@ -297,7 +284,7 @@ class _Replica:
         if self.need_at is not None:
             need = self.need_at(t)
         a_batch, a_need, a_reserved = self.ahead
-        p = self.prompt[rid]
+        p = self.rec.prompt[rid]
         fits = cfg.max_batch is None or batch + a_batch < cfg.max_batch
         if cfg.admission == "reserve-max":
             total = reserved + a_reserved + p + cfg.max_output_tokens
@@ -306,7 +293,7 @@ class _Replica:
             fits = fits and need + a_need + p + 1 <= cfg.kv_budget_tokens
         return fits
 
-    def _process_until(
+    def _events_until(
         self,
         now: float,
         room: tuple[int, int, int],
@@ -319,10 +306,10 @@ class _Replica:
         need at the first step boundary after a time when it changes during
         a jump; they decide whether an arrival has room.
         """
+        heap, fresh, enq = self.heap, self.fresh, self.rec.enq_t
+        timeout = self.cfg.queue_timeout_s
         self.room = room
         self.need_at = need_at
-        heap, fresh, enq = self.heap, self.fresh, self.enq_t
-        timeout = self.cfg.queue_timeout_s
         while True:
             ta = heap[0][0] if heap else math.inf
             td = enq[fresh[0]] + timeout if (timeout is not None and fresh) else math.inf
@@ -330,412 +317,285 @@ class _Replica:
                 return
             if td <= ta:
                 rid = fresh.popleft()
-                self.queued[rid] = True
+                self.rec.queued[rid] = True
                 self._reject(rid, td)
             else:
                 _, _, rid = heapq.heappop(heap)
                 self._arrive(rid, ta, now)
 
+    # -- the running batch ---------------------------------------------------
+
+    def _join(self, rid: int) -> None:
+        rec = self.rec
+        self.running[rid] = None
+        self.g_join[rid] = rec.gen[rid]
+        self.G_join[rid] = self.G
+        self.sum_base += rec.prompt[rid] + rec.gen[rid] - self.G
+        self.fin_G[rid] = self.G + rec.output[rid] - rec.gen[rid]
+        heapq.heappush(self.fin_heap, (self.fin_G[rid], rid))
+        rec.status[rid] = RUNNING
+        if rid >= rec.warm_rid:
+            self.run_meas += 1
+
+    def _leave(self, rid: int) -> None:
+        rec = self.rec
+        del self.running[rid]
+        rec.gen[rid] = self.g_join[rid] + self.G - self.G_join[rid]
+        self.sum_base -= rec.prompt[rid] + self.g_join[rid] - self.G_join[rid]
+        self.fin_G[rid] = -1
+        if rid >= rec.warm_rid:
+            self.run_meas -= 1
+
     # -- main loop -----------------------------------------------------------
 
     def run(self) -> SimResult:
         """Run the event loop to the last completion (see the module docstring)."""
-        cfg = self.cfg
-        step = cfg.step
-        budget = cfg.kv_budget_tokens
-        max_out = cfg.max_output_tokens
-        reserve_max = cfg.admission == "reserve-max"
-        swap = cfg.preemption == "swap"
-        max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
-        timeout = cfg.queue_timeout_s
-        kv_b = step.kv_bytes_per_token
-        swap_bw = cfg.swap_bandwidth_bytes_per_s
-        prompt, output = self.prompt, self.output
-        gen, g_join, G_join, fin_G = self.gen, self.g_join, self.G_join, self.fin_G
-        status, last_t = self.status, self.last_t
-        warm_rid = self.warm_rid
-        fresh, resume, heap = self.fresh, self.resume, self.heap
-
-        if cfg.arrivals.kind == "closed":
-            for _ in range(min(cfg.arrivals.concurrency, self.n_tasks)):
+        if self.cfg.arrivals.kind == "closed":
+            for _ in range(min(self.cfg.arrivals.concurrency, self.rec.n_tasks)):
                 self._start_task(0.0)
         else:
             for t in self.task_times:
                 self._start_task(t)
-
-        running: dict[int, None] = {}  # insertion order = admission order
-        fin_heap: list[tuple[int, int]] = []
-        G = 0  # decode steps taken so far (global clock of the running batch)
-        sum_base = 0  # sum over running of P + g_join - G_join; need = sum_base + B*G
-        reserved = 0
-        run_meas = 0
         now = 0.0
-        # ITL segments: value_k = start + slope*k, k < count, each with weight
-        segs: list[tuple[float, float, int, int]] = []
-        seg = segs.append
-        busy = conc_area = kv_area = 0.0
-        tokens_window = 0
-        peak_used = peak_reserved = 0
-        preemptions = recomputed = 0
-        swap_bytes = swap_time = 0.0
-
-        def join(rid: int) -> None:
-            nonlocal sum_base, run_meas
-            running[rid] = None
-            g_join[rid] = gen[rid]
-            G_join[rid] = G
-            sum_base += prompt[rid] + gen[rid] - G
-            fin_G[rid] = G + output[rid] - gen[rid]
-            heapq.heappush(fin_heap, (fin_G[rid], rid))
-            status[rid] = _RUNNING
-            if rid >= warm_rid:
-                run_meas += 1
-
-        def leave(rid: int) -> None:
-            nonlocal sum_base, run_meas
-            del running[rid]
-            gen[rid] = g_join[rid] + G - G_join[rid]
-            sum_base -= prompt[rid] + g_join[rid] - G_join[rid]
-            fin_G[rid] = -1
-            if rid >= warm_rid:
-                run_meas -= 1
-
+        heap, fresh, resume, running = self.heap, self.fresh, self.resume, self.running
+        timed = self.cfg.queue_timeout_s is not None
         while True:
-            if (heap and heap[0][0] <= now) or (fresh and timeout is not None):
-                self._process_until(now, (len(running), sum_base + len(running) * G, reserved))
+            if (heap and heap[0][0] <= now) or (fresh and timed):  # arrivals or time-outs due
+                need = self.sum_base + len(running) * self.G
+                self._events_until(now, (len(running), need, self.reserved))
             if not running and not fresh and not resume:
                 if not heap:
                     break
                 now = max(now, heap[0][0])
                 continue
-            in_window = self.window_open
-
-            # ---- admission (FIFO, head-of-line blocking) ----
-            prefill_tokens: list[int] = []
-            prefilled: list[int] = []
-            swapped_in: list[int] = []
-            pending_need = 0
-            n_admit = 0
-            B_now = len(running)
-            need_now = sum_base + B_now * G
-            while True:
-                if resume:
-                    rid, from_resume = resume[0], True
-                elif fresh:
-                    rid, from_resume = fresh[0], False
-                else:
-                    break
-                if B_now + n_admit + 1 > max_batch:
-                    break
-                p = prompt[rid]
-                if reserve_max:
-                    if reserved + p + max_out > budget:
-                        break
-                else:
-                    g_next = gen[rid] + (0 if (from_resume and swap) else 1)
-                    if need_now + pending_need + p + g_next > budget:
-                        break
-                    pending_need += p + g_next
-                if from_resume:
-                    resume.popleft()
-                    if swap:
-                        swapped_in.append(rid)
-                    else:
-                        prefilled.append(rid)
-                        prefill_tokens.append(p + gen[rid])
-                        recomputed += p + gen[rid]
-                else:
-                    fresh.popleft()
-                    self.admit_t[rid] = now
-                    prefilled.append(rid)
-                    prefill_tokens.append(p)
-                if reserve_max:
-                    reserved += p + max_out
-                    peak_reserved = max(peak_reserved, reserved)
-                n_admit += 1
-            self.blocked = bool(fresh or resume)
-            self.ahead = [0, 0, 0]
-
-            # ---- prefill step ----
+            in_window = self.rec.window_open
+            admitted = self._admit(now)
+            old_meas = self.run_meas
             t_prefill = 0.0
-            old_meas = run_meas
-            if n_admit:
-                swap_in_bytes = 0.0
-                for r in swapped_in:
-                    swap_in_bytes += kv_b * (prompt[r] + gen[r] - 1)
-                t_swap = swap_in_bytes / swap_bw
-                t_prefill = step.prefill_batch_s(prefill_tokens) + t_swap
-                swap_bytes += swap_in_bytes
-                swap_time += t_swap
-                t1 = now + t_prefill
-                if in_window:
-                    busy += t_prefill
-                    conc_area += (B_now + n_admit) * t_prefill
-                    tokens_window += len(prefilled)
-                # arrivals during the prefill step saw the batch including the new requests
-                if (heap and heap[0][0] <= t1) or (fresh and timeout is not None):
-                    self._process_until(t1, (B_now + n_admit, need_now + pending_need, reserved))
-                for rid in prefilled:
-                    g = gen[rid]
-                    if g == 0:
-                        self.first_t[rid] = t1
-                    elif rid >= warm_rid:  # recompute resume: the gap since its last token
-                        seg((t1 - last_t[rid], 0.0, 1, 1))
-                    gen[rid] = g + 1
-                    last_t[rid] = t1
-                    if g + 1 >= output[rid]:
-                        if reserve_max:
-                            reserved -= prompt[rid] + max_out
-                        self._complete(rid, t1)
-                    else:
-                        join(rid)
-                for rid in swapped_in:
-                    join(rid)
-                now = t1
-            new_meas = run_meas - old_meas
-            for r in swapped_in:
-                new_meas -= r >= warm_rid
+            if admitted.prefilled or admitted.swapped_in:
+                t_prefill = self._prefill(now, admitted, in_window)
+            now += t_prefill
+            new_meas = self.run_meas - old_meas
+            if admitted.swapped_in:
+                new_meas -= sum(r >= self.rec.warm_rid for r in admitted.swapped_in)
+            if running:
+                now = self._decode(now, admitted, t_prefill, old_meas, new_meas, in_window)
+        return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens, self.cfg.network_s)
 
-            # ---- decode steps ----
-            if not running:
-                continue
-            stall = 0.0
-            if not reserve_max:
-                B = len(running)
-                while sum_base + B * G > budget:
-                    victim = next(reversed(running))
-                    leave(victim)
-                    B -= 1
-                    preemptions += 1
-                    self.preempted[victim] += 1
-                    status[victim] = _PREEMPTED
-                    if victim not in swapped_in:
-                        last_t[victim] = now
-                    resume.appendleft(victim)
-                    if swap:
-                        b = kv_b * (prompt[victim] + gen[victim] - 1)
-                        swap_bytes += b
-                        stall += b / swap_bw
-                swap_time += stall
-            B = len(running)
-            ctx0 = sum_base + B * G
-            run = _DecodeRun(step, B, ctx0)
-            while fin_G[fin_heap[0][1]] != fin_heap[0][0]:
-                heapq.heappop(fin_heap)  # stale entry of a preempted request
-            n_max = fin_heap[0][0] - G
-            if not reserve_max:
-                n_max = min(n_max, (budget - ctx0) // B + 1)
-            if self.max_jump is not None:
-                n_max = min(n_max, self.max_jump)
-            stop_t = math.inf
-            if fresh or resume:
-                head = resume[0] if resume else fresh[0]
-                if self._head_fits(head, bool(resume), running, reserved, ctx0, max_batch):
-                    n_max = 1
-                elif timeout is not None and fresh:
-                    stop_t = self.enq_t[fresh[0]] + timeout
-            elif heap and B < max_batch:
-                stop_t = heap[0][0]
-            if stop_t < math.inf and n_max > 1:
-                n = run.steps_to_reach(stop_t - now - stall, n_max)
+    def _admit(self, now: float) -> _Admission:
+        """Admit waiting requests FIFO with head-of-line blocking, preempted ones first."""
+        cfg, rec, totals = self.cfg, self.rec, self.totals
+        reserve_max = cfg.admission == "reserve-max"
+        swap = cfg.preemption == "swap"
+        max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
+        fresh, resume = self.fresh, self.resume
+        out = _Admission()
+        batch = len(self.running)
+        need_now = self.sum_base + batch * self.G
+        while resume or fresh:
+            from_resume = bool(resume)
+            rid = resume[0] if from_resume else fresh[0]
+            batch += 1
+            if batch > max_batch:
+                break
+            p = rec.prompt[rid]
+            if reserve_max:
+                if self.reserved + p + cfg.max_output_tokens > cfg.kv_budget_tokens:
+                    break
             else:
-                n = n_max
-            t0 = stall + run.step_s(0)
-            total = stall + run.total_s(0, n)
+                g_next = rec.gen[rid] + (0 if (from_resume and swap) else 1)
+                if need_now + out.need + p + g_next > cfg.kv_budget_tokens:
+                    break
+                out.need += p + g_next
+            if from_resume:
+                resume.popleft()
+                if swap:
+                    out.swapped_in.append(rid)
+                else:
+                    out.prefilled.append(rid)
+                    out.prefill_tokens.append(p + rec.gen[rid])
+                    totals.recomputed += p + rec.gen[rid]
+            else:
+                fresh.popleft()
+                rec.admit_t[rid] = now
+                out.prefilled.append(rid)
+                out.prefill_tokens.append(p)
+            if reserve_max:
+                self.reserved += p + cfg.max_output_tokens
+                totals.peak_reserved = max(totals.peak_reserved, self.reserved)
+        self.blocked = bool(fresh or resume)
+        self.ahead = [0, 0, 0]
+        return out
 
-            # ITL: first step (gaps differ after a prefill stall), then the rest
-            if n_admit:
-                if old_meas > 0:
-                    seg((t_prefill + t0, 0.0, 1, old_meas))
-                if new_meas > 0:
-                    seg((t0, 0.0, 1, new_meas))
-                for rid in swapped_in:
-                    if rid >= warm_rid and rid in running:
-                        seg((now + t0 - last_t[rid], 0.0, 1, 1))
-            elif run_meas > 0:
-                seg((t0, 0.0, 1, run_meas))
-            if run_meas > 0:
-                for a, b_, c_ in run.pieces(1, n):
-                    seg((a, b_, c_, run_meas))
+    def _prefill(self, now: float, admitted: _Admission, in_window: bool) -> float:
+        """One prefill step for what was admitted at ``now`` (swap-ins copied back with it):
+        each prefilled request emits a token and joins the batch or completes. Its length [s]."""
+        cfg, rec, totals = self.cfg, self.rec, self.totals
+        kv_b = cfg.step.kv_bytes_per_token
+        swap_in_bytes = 0.0
+        for r in admitted.swapped_in:
+            swap_in_bytes += kv_b * (rec.prompt[r] + rec.gen[r] - 1)
+        t_swap = swap_in_bytes / cfg.swap_bandwidth_bytes_per_s
+        t_prefill = cfg.step.prefill_batch_s(admitted.prefill_tokens) + t_swap
+        totals.swap_bytes += swap_in_bytes
+        totals.swap_time += t_swap
+        t1 = now + t_prefill
+        batch = len(self.running) + len(admitted.prefilled) + len(admitted.swapped_in)
+        if in_window:
+            totals.busy += t_prefill
+            totals.conc_area += batch * t_prefill
+            totals.tokens_window += len(admitted.prefilled)
+        # arrivals during the prefill step saw the batch including the new requests
+        if (self.heap and self.heap[0][0] <= t1) or (
+            self.fresh and cfg.queue_timeout_s is not None
+        ):
+            need = self.sum_base + len(self.running) * self.G + admitted.need
+            self._events_until(t1, (batch, need, self.reserved))
+        for rid in admitted.prefilled:
+            g = rec.gen[rid]
+            if g == 0:
+                rec.first_t[rid] = t1
+            elif rid >= rec.warm_rid:  # recompute resume: the gap since its last token
+                totals.segments.append((t1 - rec.last_t[rid], 0.0, 1, 1))
+            rec.gen[rid] = g + 1
+            rec.last_t[rid] = t1
+            if g + 1 >= rec.output[rid]:
+                self._complete(rid, t1)
+            else:
+                self._join(rid)
+        for rid in admitted.swapped_in:
+            self._join(rid)
+        return t_prefill
 
-            peak_used = max(peak_used, ctx0 + B * (n - 1))
-            if not reserve_max:
-                peak_reserved = peak_used
-            if in_window:
-                busy += total
-                conc_area += B * total
-                kv_area += (ctx0 + B * (n - 1) / 2.0) * total
-                tokens_window += B * n
-            now += total
-            G += n
-            # arrivals during these steps saw the batch before its completions
-            if (heap and heap[0][0] <= now) or (fresh and timeout is not None):
-                t_steps = now - total + stall
+    def _preempt(self, now: float, swapped_in: list[int]) -> float:
+        """current-length: preempt the latest admitted until the batch's next step fits the
+        cache. The stall of swapping them out [s]."""
+        cfg, rec, totals = self.cfg, self.rec, self.totals
+        swap = cfg.preemption == "swap"
+        stall = 0.0
+        while self.sum_base + len(self.running) * self.G > cfg.kv_budget_tokens:
+            victim = next(reversed(self.running))
+            self._leave(victim)
+            totals.preemptions += 1
+            rec.preempted[victim] += 1
+            rec.status[victim] = PREEMPTED
+            if victim not in swapped_in:
+                rec.last_t[victim] = now
+            self.resume.appendleft(victim)
+            if swap:
+                b = cfg.step.kv_bytes_per_token * (rec.prompt[victim] + rec.gen[victim] - 1)
+                totals.swap_bytes += b
+                stall += b / cfg.swap_bandwidth_bytes_per_s
+        totals.swap_time += stall
+        return stall
 
-                def need_at(t: float, run=run, t_steps=t_steps, ctx0=ctx0, B=B, n=n) -> int:
-                    return ctx0 + B * run.steps_to_reach(t - t_steps, n)
-
-                self._process_until(now, (B, ctx0 + B * n, reserved), need_at)
-            while fin_heap and fin_heap[0][0] <= G:
-                fg, rid = heapq.heappop(fin_heap)
-                if fin_G[rid] != fg:
-                    continue
-                leave(rid)
-                last_t[rid] = now
-                if reserve_max:
-                    reserved -= prompt[rid] + max_out
-                self._complete(rid, now)
-
-        return self._result(
-            np.asarray(segs, dtype=float).reshape(-1, 4),
-            busy=busy,
-            conc_area=conc_area,
-            kv_area=kv_area,
-            tokens_window=tokens_window,
-            peak_used=peak_used,
-            peak_reserved=peak_reserved,
-            preemptions=preemptions,
-            recomputed=recomputed,
-            swap_bytes=swap_bytes,
-            swap_time=swap_time,
-        )
-
-    def _head_fits(
-        self,
-        rid: int,
-        from_resume: bool,
-        running: dict[int, None],
-        reserved: int,
-        need: int,
-        max_batch: float,
-    ) -> bool:
-        """Would the queue head be admitted at the next step boundary? (nothing else changes)."""
+    def _steps(self, now: float, stall: float, run: _DecodeRun, ctx0: int) -> int:
+        """How many decode steps to take at once: up to the next thing that could change the
+        schedule (a completion, the cache filling up, an admission, a time-out, an arrival);
+        ``ctx0`` is the batch's KV need now."""
         cfg = self.cfg
-        if len(running) + 1 > max_batch:
+        B = len(self.running)
+        fin_heap, fin_G = self.fin_heap, self.fin_G
+        while fin_G[fin_heap[0][1]] != fin_heap[0][0]:
+            heapq.heappop(fin_heap)  # stale entry of a preempted request
+        n_max = fin_heap[0][0] - self.G
+        if cfg.admission != "reserve-max":
+            n_max = min(n_max, (cfg.kv_budget_tokens - ctx0) // B + 1)
+        if self.max_jump is not None:
+            n_max = min(n_max, self.max_jump)
+        max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
+        stop_t = math.inf
+        if self.fresh or self.resume:
+            head = self.resume[0] if self.resume else self.fresh[0]
+            if self._head_fits(head, bool(self.resume), max_batch, ctx0):
+                n_max = 1
+            elif cfg.queue_timeout_s is not None and self.fresh:
+                stop_t = self.rec.enq_t[self.fresh[0]] + cfg.queue_timeout_s
+        elif self.heap and B < max_batch:
+            stop_t = self.heap[0][0]
+        if stop_t < math.inf and n_max > 1:
+            return run.steps_to_reach(stop_t - now - stall, n_max)
+        return n_max
+
+    def _decode(
+        self,
+        now: float,
+        admitted: _Admission,
+        t_prefill: float,
+        old_meas: int,
+        new_meas: int,
+        in_window: bool,
+    ) -> float:
+        """Decode steps of the running batch, several at once; the time after them [s]."""
+        cfg, rec, totals = self.cfg, self.rec, self.totals
+        seg = totals.segments.append
+        B = len(self.running)
+        ctx0 = self.sum_base + B * self.G
+        stall = 0.0
+        if cfg.admission != "reserve-max" and ctx0 > cfg.kv_budget_tokens:
+            stall = self._preempt(now, admitted.swapped_in)
+            B = len(self.running)
+        ctx0 = self.sum_base + B * self.G
+        run = _DecodeRun(cfg.step, B, ctx0)
+        n = self._steps(now, stall, run, ctx0)
+        t0 = stall + run.step_s(0)
+        total = stall + run.total_s(0, n)
+        # ITL: first step (gaps differ after a prefill stall), then the rest
+        if admitted.prefilled or admitted.swapped_in:
+            if old_meas > 0:
+                seg((t_prefill + t0, 0.0, 1, old_meas))
+            if new_meas > 0:
+                seg((t0, 0.0, 1, new_meas))
+            for rid in admitted.swapped_in:
+                if rid >= rec.warm_rid and rid in self.running:
+                    seg((now + t0 - rec.last_t[rid], 0.0, 1, 1))
+        elif self.run_meas > 0:
+            seg((t0, 0.0, 1, self.run_meas))
+        if self.run_meas > 0:
+            for a, b_, c_ in run.pieces(1, n):
+                seg((a, b_, c_, self.run_meas))
+        totals.peak_used = max(totals.peak_used, ctx0 + B * (n - 1))
+        if cfg.admission != "reserve-max":
+            totals.peak_reserved = totals.peak_used
+        if in_window:
+            totals.busy += total
+            totals.conc_area += B * total
+            totals.kv_area += (ctx0 + B * (n - 1) / 2.0) * total
+            totals.tokens_window += B * n
+        now += total
+        self.G += n
+        # arrivals during these steps saw the batch before its completions
+        if (self.heap and self.heap[0][0] <= now) or (
+            self.fresh and cfg.queue_timeout_s is not None
+        ):
+            t_steps = now - total + stall
+
+            def need_at(t: float) -> int:
+                return ctx0 + B * run.steps_to_reach(t - t_steps, n)
+
+            self._events_until(now, (B, ctx0 + B * n, self.reserved), need_at)
+        fin_heap = self.fin_heap
+        while fin_heap and fin_heap[0][0] <= self.G:
+            fg, rid = heapq.heappop(fin_heap)
+            if self.fin_G[rid] != fg:
+                continue
+            self._leave(rid)
+            rec.last_t[rid] = now
+            self._complete(rid, now)
+        return now
+
+    def _head_fits(self, rid: int, from_resume: bool, max_batch: float, need: int) -> bool:
+        """Would the queue head be admitted at the next step boundary? (nothing else changes;
+        ``need`` is the batch's KV need now)."""
+        cfg = self.cfg
+        if len(self.running) + 1 > max_batch:
             return False
-        p = self.prompt[rid]
+        p = self.rec.prompt[rid]
         if cfg.admission == "reserve-max":
-            return reserved + p + cfg.max_output_tokens <= cfg.kv_budget_tokens
+            return self.reserved + p + cfg.max_output_tokens <= cfg.kv_budget_tokens
         # after one more decode step every running request needs one more token
-        g_next = self.gen[rid] + (0 if (from_resume and cfg.preemption == "swap") else 1)
-        return need + len(running) + p + g_next <= cfg.kv_budget_tokens
-
-    def _result(
-        self,
-        segs: np.ndarray,
-        *,
-        busy: float,
-        conc_area: float,
-        kv_area: float,
-        tokens_window: int,
-        peak_used: int,
-        peak_reserved: int,
-        preemptions: int,
-        recomputed: int,
-        swap_bytes: float,
-        swap_time: float,
-    ) -> SimResult:
-        """Turn the per-request records into a :class:`SimResult`.
-
-        ``segs`` rows are ITL segments: first gap [s], slope [s/step], number of
-        gaps, number of measured requests that each gap counts for.
-        """
-        cfg = self.cfg
-        w = self.warm_rid
-        status = np.asarray(self.status[w:])
-        issued = ~np.isnan(np.asarray(self.send_t[w:]))
-        n_measured = int(issued.sum())
-        done = status == _DONE
-        send = np.asarray(self.send_t[w:])[done]
-        first = np.asarray(self.first_t[w:])[done]
-        fin = np.asarray(self.done_t[w:])[done]
-        out = np.asarray(self.output[w:])[done]
-        admit = np.asarray(self.admit_t[w:])
-        enq = np.asarray(self.enq_t[w:])
-        admitted = ~np.isnan(admit)
-        ttft = first - send
-        e2e = fin + cfg.network_s - send
-        multi = out > 1
-        tpot = (fin[multi] - first[multi]) / (out[multi] - 1)
-        wait = (admit - enq)[admitted]
-        t_send = np.asarray(self.task_send[w // self.rpt :])
-        t_done = np.asarray(self.task_done[w // self.rpt :])
-        ok = ~np.isnan(t_done)
-        task = t_done[ok] - t_send[ok]
-        rejected = int((status == _REJECTED).sum())
-        queued = int(np.asarray(self.queued[w:])[issued].sum())
-        preempted = int((np.asarray(self.preempted[w:]) > 0).sum())
-        qs = [p / 100 for p in _PERCENTILES]
-        itl = _segment_quantiles(segs[:, 0], segs[:, 1], segs[:, 2], segs[:, 3], qs)
-        itl_mean = _segment_mean(segs[:, 0], segs[:, 1], segs[:, 2], segs[:, 3])
-        duration = (
-            self.last_completion - self.t_window
-            if self.window_open and not math.isnan(self.last_completion)
-            else 0.0
-        )
-
-        def per_s(x: float) -> float:
-            return x / duration if duration > 0 else math.nan
-
-        def frac(k: int) -> float:
-            return k / n_measured if n_measured else math.nan
-
-        tt, ee = _percentiles(ttft), _percentiles(e2e)
-        tp, tk = _percentiles(tpot), _percentiles(task)
-        wait_p95 = _percentiles(wait)[2]
-        return SimResult(
-            n_requests=self.issued,
-            n_measured=n_measured,
-            n_completed=int(done.sum()),
-            ttft_p50_s=tt[0],
-            ttft_p90_s=tt[1],
-            ttft_p95_s=tt[2],
-            ttft_p99_s=tt[3],
-            ttft_mean_s=_mean(ttft),
-            itl_p50_s=itl[0],
-            itl_p90_s=itl[1],
-            itl_p95_s=itl[2],
-            itl_p99_s=itl[3],
-            itl_mean_s=itl_mean,
-            tpot_p50_s=tp[0],
-            tpot_p90_s=tp[1],
-            tpot_p95_s=tp[2],
-            tpot_p99_s=tp[3],
-            e2e_p50_s=ee[0],
-            e2e_p90_s=ee[1],
-            e2e_p95_s=ee[2],
-            e2e_p99_s=ee[3],
-            e2e_mean_s=_mean(e2e),
-            task_p50_s=tk[0],
-            task_p90_s=tk[1],
-            task_p95_s=tk[2],
-            task_p99_s=tk[3],
-            task_mean_s=_mean(task),
-            wait_mean_s=_mean(wait),
-            wait_p95_s=wait_p95,
-            throughput_tokens_per_s=per_s(tokens_window),
-            throughput_requests_per_s=per_s(self.completions_in_window),
-            queued_count=queued,
-            queued_fraction=frac(queued),
-            rejected_count=rejected,
-            rejected_fraction=frac(rejected),
-            preempted_count=preempted,
-            preempted_fraction=frac(preempted),
-            preemptions=preemptions,
-            recomputed_tokens=recomputed,
-            swap_bytes=swap_bytes,
-            swap_time_s=swap_time,
-            tasks_completed=int(ok.sum()),
-            tasks_failed=int((~ok & ~np.isnan(t_send)).sum()),
-            utilisation=per_s(busy),
-            mean_concurrency=per_s(conc_area),
-            mean_kv_tokens=per_s(kv_area),
-            peak_kv_tokens_used=int(peak_used),
-            peak_kv_tokens_reserved=int(peak_reserved),
-            kv_budget_tokens=cfg.kv_budget_tokens,
-            duration_s=duration,
-            samples={"ttft_s": ttft, "e2e_s": e2e, "wait_s": wait, "tpot_s": tpot, "task_s": task},
-        )
+        g_next = self.rec.gen[rid] + (0 if (from_resume and cfg.preemption == "swap") else 1)
+        return need + len(self.running) + p + g_next <= cfg.kv_budget_tokens
 
 
 def simulate(cfg: SimConfig) -> SimResult:

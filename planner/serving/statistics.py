@@ -151,3 +151,172 @@ def _segment_mean(
 def _rngs(seed: int) -> list[np.random.Generator]:
     """Independent PCG64 generators for arrivals, prompt and output lengths."""
     return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(3)]
+
+
+WAITING, RUNNING, DONE, REJECTED, PREEMPTED = 1, 2, 3, 4, 5
+"""A request's status in :attr:`Records.status` (0: not yet issued)."""
+
+
+class Records:
+    """What a run writes down about each request and task, kept as one list per field (the
+    event loop touches one field of many requests at a time; numpy reads the lists at the end).
+
+    Times are in seconds (NaN: did not happen); the requests of task ``t`` are ``t × rpt`` to
+    ``t × rpt + rpt - 1``, and the statistics leave out requests below ``warm_rid``.
+    """
+
+    __slots__ = (
+        "admit_t",
+        "completions_in_window",
+        "done_t",
+        "enq_t",
+        "first_t",
+        "gen",
+        "issued",
+        "last_completion",
+        "last_t",
+        "n_tasks",
+        "output",
+        "preempted",
+        "prompt",
+        "queued",
+        "rpt",
+        "send_t",
+        "status",
+        "t_window",
+        "task_done",
+        "task_send",
+        "warm_rid",
+        "window_open",
+    )
+
+    def __init__(self, prompt: list[int], output: list[int], n_tasks: int, rpt: int, warm: int):
+        n = len(prompt)
+        nan = math.nan
+        self.prompt, self.output = prompt, output
+        self.n_tasks, self.rpt, self.warm_rid = n_tasks, rpt, warm
+        self.send_t = [nan] * n
+        self.enq_t = [nan] * n
+        self.admit_t = [nan] * n
+        self.first_t = [nan] * n
+        self.done_t = [nan] * n
+        self.last_t = [0.0] * n  # its latest token
+        self.gen = [0] * n  # tokens generated (up to its latest leave of the batch)
+        self.status = [0] * n
+        self.queued = [False] * n
+        self.preempted = [0] * n
+        self.task_send = [nan] * n_tasks
+        self.task_done = [nan] * n_tasks
+        self.issued = 0
+        self.window_open = False
+        self.t_window = math.nan
+        self.completions_in_window = 0
+        self.last_completion = math.nan
+
+
+@dataclass(slots=True)
+class Totals:
+    """What a run adds up over its measuring window, and its peaks and counts."""
+
+    busy: float = 0.0
+    """Time the accelerator runs a step [s]."""
+    conc_area: float = 0.0
+    """Running sequences × time [s]."""
+    kv_area: float = 0.0
+    """Cached tokens × time [token·s]."""
+    tokens_window: int = 0
+    peak_used: int = 0
+    peak_reserved: int = 0
+    preemptions: int = 0
+    recomputed: int = 0
+    swap_bytes: float = 0.0
+    swap_time: float = 0.0
+    segments: list[tuple[float, float, int, int]] = field(default_factory=list)
+    """Inter-token gaps as segments: first gap [s], slope [s/step], gaps, requests each counts."""
+
+
+def summarise(r: Records, t: Totals, kv_budget_tokens: int, network_s: float) -> SimResult:
+    """The :class:`SimResult` of a finished run."""
+    w = r.warm_rid
+    status = np.asarray(r.status[w:])
+    issued = ~np.isnan(np.asarray(r.send_t[w:]))
+    n_measured = int(issued.sum())
+    done = status == DONE
+    send = np.asarray(r.send_t[w:])[done]
+    first = np.asarray(r.first_t[w:])[done]
+    fin = np.asarray(r.done_t[w:])[done]
+    out = np.asarray(r.output[w:])[done]
+    admit = np.asarray(r.admit_t[w:])
+    enq = np.asarray(r.enq_t[w:])
+    admitted = ~np.isnan(admit)
+    ttft = first - send
+    e2e = fin + network_s - send
+    multi = out > 1
+    tpot = (fin[multi] - first[multi]) / (out[multi] - 1)
+    wait = (admit - enq)[admitted]
+    t_send = np.asarray(r.task_send[w // r.rpt :])
+    t_done = np.asarray(r.task_done[w // r.rpt :])
+    ok = ~np.isnan(t_done)
+    task = t_done[ok] - t_send[ok]
+    rejected = int((status == REJECTED).sum())
+    queued = int(np.asarray(r.queued[w:])[issued].sum())
+    preempted = int((np.asarray(r.preempted[w:]) > 0).sum())
+    segs = np.asarray(t.segments, dtype=float).reshape(-1, 4)
+    itl = _segment_quantiles(
+        segs[:, 0], segs[:, 1], segs[:, 2], segs[:, 3], [p / 100 for p in _PERCENTILES]
+    )
+    itl_mean = _segment_mean(segs[:, 0], segs[:, 1], segs[:, 2], segs[:, 3])
+    duration = (
+        r.last_completion - r.t_window
+        if r.window_open and not math.isnan(r.last_completion)
+        else 0.0
+    )
+
+    def per_s(x: float) -> float:
+        return x / duration if duration > 0 else math.nan
+
+    def frac(k: int) -> float:
+        return k / n_measured if n_measured else math.nan
+
+    tt, ee = _percentiles(ttft), _percentiles(e2e)
+    tp, tk = _percentiles(tpot), _percentiles(task)
+    return SimResult(
+        n_requests=r.issued,
+        n_measured=n_measured,
+        n_completed=int(done.sum()),
+        **_named("ttft", tt, _mean(ttft)),
+        **_named("itl", itl, itl_mean),
+        **_named("tpot", tp, None),
+        **_named("e2e", ee, _mean(e2e)),
+        **_named("task", tk, _mean(task)),
+        wait_mean_s=_mean(wait),
+        wait_p95_s=_percentiles(wait)[2],
+        throughput_tokens_per_s=per_s(t.tokens_window),
+        throughput_requests_per_s=per_s(r.completions_in_window),
+        queued_count=queued,
+        queued_fraction=frac(queued),
+        rejected_count=rejected,
+        rejected_fraction=frac(rejected),
+        preempted_count=preempted,
+        preempted_fraction=frac(preempted),
+        preemptions=t.preemptions,
+        recomputed_tokens=t.recomputed,
+        swap_bytes=t.swap_bytes,
+        swap_time_s=t.swap_time,
+        tasks_completed=int(ok.sum()),
+        tasks_failed=int((~ok & ~np.isnan(t_send)).sum()),
+        utilisation=per_s(t.busy),
+        mean_concurrency=per_s(t.conc_area),
+        mean_kv_tokens=per_s(t.kv_area),
+        peak_kv_tokens_used=int(t.peak_used),
+        peak_kv_tokens_reserved=int(t.peak_reserved),
+        kv_budget_tokens=kv_budget_tokens,
+        duration_s=duration,
+        samples={"ttft_s": ttft, "e2e_s": e2e, "wait_s": wait, "tpot_s": tpot, "task_s": task},
+    )
+
+
+def _named(name: str, percentiles: list[float], mean: float | None) -> dict[str, float]:
+    """``{name}_p50_s`` … ``{name}_p99_s`` (and ``{name}_mean_s`` when given)."""
+    out = {f"{name}_p{p}_s": v for p, v in zip(_PERCENTILES, percentiles, strict=True)}
+    return out if mean is None else {**out, f"{name}_mean_s": mean}

@@ -11,6 +11,7 @@ from typing import Literal
 
 import numpy as np
 
+from planner.serving.statistics import _rngs
 from planner.serving.steps import StepModel
 
 _Z95 = 1.6448536269514722
@@ -222,3 +223,32 @@ class SimConfig:
             raise ValueError("times must be >= 0")
         if self.swap_bandwidth_bytes_per_s <= 0:
             raise ValueError("swap bandwidth must be positive")
+
+
+def request_lengths(cfg: SimConfig) -> tuple[list[int], list[int], int]:
+    """Prompt and output lengths of every request of a run [tokens] (prompts at least 1, outputs
+    clipped to ``[1, max_output_tokens]``; a trace's own lengths where it gives them), and the
+    number of tasks."""
+    rng_prompt, rng_output = _rngs(cfg.seed)[1:]
+    arr, rpt = cfg.arrivals, cfg.requests_per_task
+    n_tasks = len(arr.times_s) if arr.kind == "trace" else -(-cfg.n_requests // rpt)
+    n = n_tasks * rpt
+    prompt = cfg.prompt.draw(rng_prompt, n)
+    output = cfg.output.draw(rng_output, n)
+    if arr.kind == "trace":
+        order = np.argsort(np.asarray(arr.times_s, dtype=float), kind="stable")
+        req_order = (order[:, None] * rpt + np.arange(rpt)[None, :]).ravel()
+        for given, name in ((arr.prompt_tokens, "prompt"), (arr.output_tokens, "output")):
+            if given is None:
+                continue
+            if len(given) != n:
+                raise ValueError(
+                    f"trace {name}_tokens needs {n} entries (tasks x requests_per_task)"
+                )
+            vals = np.asarray(given, dtype=np.int64)[req_order]
+            if name == "prompt":
+                prompt = vals
+            else:
+                output = vals
+    clipped = np.clip(output, 1, cfg.max_output_tokens)
+    return np.maximum(prompt, 1).tolist(), clipped.tolist(), n_tasks
