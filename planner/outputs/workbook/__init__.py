@@ -70,6 +70,7 @@ from planner.outputs.workbook.cells import (
     number_format,
 )
 from planner.outputs.workbook.charts import MAX_CHART_GROUPS, _summary_charts
+from planner.outputs.workbook.coverage import unplanned_ids_row
 from planner.outputs.workbook.inputs import _write_assumptions, _write_input_sheet
 from planner.outputs.workbook.notes import _write_notes
 from planner.outputs.workbook.package import (
@@ -107,7 +108,6 @@ from planner.outputs.workbook.summary import (
     SummaryColumns,
     SummarySheet,
     _summary_widths,
-    _unplanned_ids_row,
     plan_name,
     recommendation_groups,
 )
@@ -145,7 +145,7 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     sheet.append([_text_cell(ws, TITLE, font=TITLE_FONT)])
     for line in INTRO:
         sheet.append([_text_cell(ws, line)])
-    _unplanned_ids_row(sheet, results, layout, columns)
+    unplanned_ids_row(sheet, results, layout, columns)
     sheet.append([])
     _fit_row(ws, sheet.row + 1, columns.titles, widths)
     header = _header(ws, columns.titles[: len(columns.visible)])
