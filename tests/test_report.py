@@ -189,6 +189,23 @@ def test_every_section_heading_is_in_the_pdf(rendered):
         assert heading in rendered["flat"], heading
 
 
+def test_every_citation_is_a_public_source(rendered):
+    """No internal document or paragraph number reaches the reader; every short form a metric
+    cites is listed with its full reference."""
+    from planner.model.metric import metrics
+    from planner.model.sources import REFERENCES
+
+    for word in ("seed ¶", "¶", "shared/seed"):
+        assert word not in rendered["text"], word
+    for m in metrics().values():
+        assert "seed" not in m.source.lower(), (m.name, m.source)
+    cited = {key for key in REFERENCES if any(key in m.source for m in metrics().values())}
+    assert cited == set(REFERENCES), set(REFERENCES) - cited
+    for key in ("Pope et al. 2022", "Kwon et al. 2023", "Little 1961"):
+        assert key in rendered["flat"]
+    assert "arXiv:2309.06180" in rendered["flat"]  # PagedAttention's full reference
+
+
 def test_recommendation_and_its_cost_are_those_of_the_results(rendered):
     table = rendered["results"].table
     recs = recommendations(table)

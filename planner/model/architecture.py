@@ -416,7 +416,8 @@ def count_parameters(arch: Architecture) -> ParameterCount:
 def kv_values_per_token_per_layer(arch: Architecture) -> int:
     """Values one layer caches for one token [values].
 
-    Full attention: 2 (key and value) × kv_heads × head_dim (Seed ¶5; GQA, arXiv:2305.13245).
+    Full attention: 2 (key and value) × kv_heads × head_dim (Pope et al. 2022; GQA,
+    arXiv:2305.13245).
     MLA: kv_lora_rank + qk_rope_head_dim: the compressed latent and the shared rotary key, with no
     factor 2 and no per-head factor (DeepSeek-V2 paper, arXiv:2405.04434, Table 1:
     (d_c + d_h^R) per layer).

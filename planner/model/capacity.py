@@ -10,8 +10,7 @@ from typing import Any
 
 from planner.model.expr import ceil, concat, is_missing, is_number, maximum, where
 from planner.model.metric import metric
-
-LITTLE = "Little's law: L = λ × W"
+from planner.model.sources import LITTLE, SRE
 
 
 @metric("", kind="text", source="the five key columns", group="keys")
@@ -58,13 +57,13 @@ def forecast_requests_per_s(
     return where(arrival_rate_per_s > 0, arrival_rate_per_s * requests_per_task, closed)
 
 
-@metric("requests", source=LITTLE, group="serving")
+@metric("requests", source=f"{LITTLE}: L = λ × W", group="serving")
 def in_flight_requests(forecast_requests_per_s: Any, e2e_s: Any) -> Any:
     """Requests in service at once on average: arrival rate × end-to-end latency [requests]."""
     return forecast_requests_per_s * e2e_s
 
 
-@metric("replicas", source=LITTLE, group="serving")
+@metric("replicas", source=f"{LITTLE}: L = λ × W", group="serving")
 def replicas_needed(
     concurrency: Any,
     replica_capacity_sequences: Any,
@@ -169,7 +168,7 @@ def meets_task_target(task_s: Any, task_p95_target_s: Any) -> Any:
 @metric(
     "",
     kind="bool",
-    source="seed ¶10: state latency, throughput and failure together",
+    source=f"{SRE}: latency, throughput and failure together",
     group="serving",
 )
 def meets_targets(
@@ -185,14 +184,14 @@ def meets_targets(
     )
 
 
-@metric("", kind="bool", source="seed ¶10; serving simulation", group="serving")
+@metric("", kind="bool", source=f"{SRE}; serving simulation", group="serving")
 def meets_targets_planned(meets_targets: Any, simulated: Any, sim_meets_targets: Any) -> Any:
     """Closed-form targets met and, where simulated, the simulated p95 targets and the
     rejection ceiling met too."""
     return meets_targets & where(simulated, sim_meets_targets > 0, True)
 
 
-@metric("", kind="text", source="seed ¶10", group="serving")
+@metric("", kind="text", source=SRE, group="serving")
 def target_miss_reason(
     replica_fits: Any,
     meets_ttft_target: Any,

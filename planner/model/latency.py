@@ -1,8 +1,9 @@
 """Latency in closed form: idealised bounds and a step-time model of continuous batching.
 
-Seed ¶7: "A simple bandwidth bound divides bytes that must be read by sustainable memory
-bandwidth ... This is an idealized bound, not measured token latency." Seed ¶8: "A compute bound
-instead divides required operations by sustainable compute throughput." The step-time model
+A bandwidth bound divides the bytes a step must read by the sustainable memory bandwidth; a
+compute bound divides its operations by the sustainable compute throughput (the roofline model,
+Williams et al. 2009; for decoding, Pope et al. 2022). Both are idealised bounds, not measured
+token latency. The step-time model
 combines both per step: a decode step reads the weights once for the whole batch and each
 sequence's cache separately, and does 2 × active parameters FLOP per sequence; the step takes
 the larger of the two times plus a fixed overhead. These are estimates to guide measurement,
@@ -15,25 +16,23 @@ from typing import Any
 
 from planner.model.expr import maximum, minimum, power, where
 from planner.model.metric import derived, metric
-
-SEED = "seed"
-KAPLAN = "Kaplan et al. 2020, §2.1 (forward pass ≈ 2N FLOP per token)"
+from planner.model.sources import KAPLAN, POPE, ROOFLINE, VLLM_METRICS
 
 
-@metric("s", source=f"{SEED} ¶7", group="latency")
+@metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def weight_read_s(
     weight_bytes_per_device: Any, memory_bandwidth_bytes_per_s: Any, bandwidth_efficiency: Any
 ) -> Any:
     """Weight-read lower bound per decode step: weight bytes ÷ achieved bandwidth [s].
 
     Achieved bandwidth = datasheet bandwidth × ``bandwidth_efficiency``; tensor-parallel devices
-    read their shares at once. Seed ¶7: 14 GB read at 700 GB/s is 0.02 s. An idealised bound,
+    read their shares at once. 14 GB read at 700 GB/s is 0.02 s. An idealised bound,
     not a measured token latency.
     """
     return weight_bytes_per_device / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
 
 
-@metric("FLOP/s", source=f"{SEED} ¶8", group="latency")
+@metric("FLOP/s", source=ROOFLINE, group="latency")
 def achieved_compute_flops_per_s(
     compute_flops_per_s: Any, compute_efficiency: Any, tensor_parallel: Any
 ) -> Any:
@@ -47,11 +46,11 @@ def decode_flops_per_token(active_parameters: Any) -> Any:
     return 2 * active_parameters
 
 
-@metric("s", source=f"{SEED} ¶8", group="latency")
+@metric("s", source=ROOFLINE, group="latency")
 def compute_bound_s(decode_flops_per_token: Any, achieved_compute_flops_per_s: Any) -> Any:
     """Compute lower bound for one token of one sequence: FLOP ÷ achieved compute [s].
 
-    Peak rates rarely equal achieved kernel performance (seed ¶8): an idealised bound.
+    Peak rates rarely equal achieved kernel performance: an idealised bound.
     """
     return decode_flops_per_token / achieved_compute_flops_per_s
 
@@ -95,7 +94,7 @@ def experts_touched_fraction(experts: Any, experts_per_token: Any, decode_batch:
     )
 
 
-@metric("B", source=f"{SEED} ¶7 (batching shares weight reads)", group="latency")
+@metric("B", source=f"{POPE} (a batch shares the weight reads)", group="latency")
 def decode_weight_bytes_per_step(
     weight_bytes_per_device: Any,
     routed_expert_parameters: Any,
@@ -114,7 +113,7 @@ def mean_context_tokens(prompt_tokens_mean: Any, output_tokens_mean: Any) -> Any
     return prompt_tokens_mean + output_tokens_mean / 2
 
 
-@metric("B", source=f"{SEED} ¶7 (attention-cache reads add time)", group="latency")
+@metric("B", source=f"{POPE} (every sequence reads its cache)", group="latency")
 def kv_read_bytes_per_sequence_step(
     mean_context_tokens: Any,
     kv_bytes_per_token: Any,
@@ -150,7 +149,7 @@ def allreduce_s_per_token(
     return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0)
 
 
-@metric("s", source=f"{SEED} ¶7", group="latency")
+@metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def decode_memory_s(
     decode_weight_bytes_per_step: Any,
     decode_batch: Any,
@@ -163,7 +162,7 @@ def decode_memory_s(
     return read / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
 
 
-@metric("s", source=f"{SEED} ¶8", group="latency")
+@metric("s", source=f"{ROOFLINE}; {KAPLAN}", group="latency")
 def decode_compute_s(
     decode_flops_per_token: Any, decode_batch: Any, achieved_compute_flops_per_s: Any
 ) -> Any:
@@ -171,7 +170,7 @@ def decode_compute_s(
     return decode_flops_per_token * decode_batch / achieved_compute_flops_per_s
 
 
-@metric("s", source="roofline: the slower of moving and multiplying values", group="latency")
+@metric("s", source=f"{ROOFLINE}: the slower of moving and multiplying values", group="latency")
 def itl_s(
     decode_memory_s: Any,
     decode_compute_s: Any,
@@ -191,7 +190,7 @@ def itl_s(
     )
 
 
-@metric("", source="roofline", kind="text", group="latency")
+@metric("", source=ROOFLINE, kind="text", group="latency")
 def decode_bound(decode_memory_s: Any, decode_compute_s: Any) -> Any:
     """Whether a decode step is limited by memory bandwidth or by compute."""
     return where(decode_memory_s >= decode_compute_s, "memory-bound", "compute-bound")
@@ -219,7 +218,7 @@ def prefill_flops(
     return linear + attention
 
 
-@metric("s", source=f"{SEED} ¶7-8", group="latency")
+@metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def prefill_s(
     prefill_flops: Any,
     achieved_compute_flops_per_s: Any,
@@ -239,13 +238,13 @@ def prefill_s(
     )
 
 
-@metric("s", source="seed ¶1: queueing + preprocessing + prompt computation", group="latency")
+@metric("s", source=f"{VLLM_METRICS}: preprocessing + prompt computation", group="latency")
 def ttft_s(preprocess_s: Any, prefill_s: Any) -> Any:
     """Time to first token with no queueing: preprocessing + prefill [s] (a floor, not a p95)."""
     return preprocess_s + prefill_s
 
 
-@metric("s", source="seed ¶1: output length, serialisation, network delivery", group="latency")
+@metric("s", source=f"{VLLM_METRICS}: output length, network delivery", group="latency")
 def e2e_s(
     ttft_s: Any,
     output_tokens_mean: Any,
@@ -263,7 +262,7 @@ def e2e_s(
     return ttft_s + (output_tokens_mean - 1) * itl_s + stalls + network_s
 
 
-@metric("s", source="seed ¶2: one user task can generate several requests", group="latency")
+@metric("s", source="agent loop: one task sends several requests", group="latency")
 def task_s(requests_per_task: Any, e2e_s: Any, tool_time_s: Any) -> Any:
     """Agent task latency: calls × end-to-end + tool time between calls [s]."""
     return requests_per_task * e2e_s + (requests_per_task - 1) * tool_time_s

@@ -1,8 +1,9 @@
 """Memory metrics: weight payload, KV cache, the per-device budget and safe concurrency.
 
-Sources are paragraphs of the seed text (``shared/seed``), numbered from 1 at its first paragraph:
-¶3 weight payload and GB vs GiB, ¶4 headroom for concurrent requests, ¶5 the KV-cache formula,
-¶6 its worked example, ¶9 the memory budget and the promised maximum tokens, ¶11 paging waste.
+Sources are named on each metric (:mod:`planner.model.sources`): the weight and cache
+arithmetic of Pope et al. 2022, grouped-query attention (Ainslie et al. 2023), the paged cache,
+admission and preemption of vLLM (Kwon et al. 2023). The worked figures in the docstrings (a
+7-billion-parameter model, 128 KiB per cached token, a 16 GiB device) are checked by the tests.
 All per-device figures divide by the tensor-parallel size of the replica.
 """
 
@@ -12,9 +13,8 @@ from typing import Any
 
 from planner.model.expr import ceil, floor, maximum, minimum, where
 from planner.model.metric import derived, metric
+from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
-
-SEED = "seed"
 
 
 @metric(
@@ -24,18 +24,18 @@ def weight_bytes_per_param(weight_bits: Any, group_size: Any, scale_bits: Any) -
     """Stored bytes per quantised weight: (bits + scale bits ÷ group size) ÷ 8 [B].
 
     4-bit weights in groups of 128 with a 16-bit scale are 4 + 16/128 = 4.125 bits, 0.515625 B.
-    BF16 is 16 bits, 2 B (seed ¶3). Group size 0 means no per-group scales.
+    BF16 is 16 bits, 2 B. Group size 0 means no per-group scales.
     """
     return (weight_bits + where(group_size > 0, scale_bits / maximum(group_size, 1), 0)) / 8
 
 
-@metric("B", source=f"{SEED} ¶3", group="memory")
+@metric("B", source=f"{POPE}; {UNITS}", group="memory")
 def weight_bytes(
     parameters: Any, embedding_parameters: Any, weight_bytes_per_param: Any, embedding_bits: Any
 ) -> Any:
     """Weight payload: parameters × bytes per parameter, embeddings at their own bits [B].
 
-    Seed ¶3: 7e9 parameters at 2 bytes is a 14,000,000,000-byte payload, about 13.04 GiB. Memory
+    7e9 parameters at 2 bytes is a 14,000,000,000-byte payload, about 13.04 GiB. Memory
     holds every expert of a mixture of experts. Runtime buffers and allocator overhead are not in
     this figure; they are in ``runtime_overhead_bytes``.
     """
@@ -56,13 +56,11 @@ def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any) -> Any:
     return ceil(kv_heads / tensor_parallel)
 
 
-@metric(
-    "values", source=f"{SEED} ¶5; DeepSeek-V2 (arXiv:2405.04434) §2.1.2 for MLA", group="memory"
-)
+@metric("values", source=f"{POPE}; {GQA}; {DEEPSEEK_V2} for MLA", group="memory")
 def kv_values_per_token_per_layer(mla_kv_dim: Any, kv_heads_per_device: Any, head_dim: Any) -> Any:
     """Values cached per token in one layer: 2 × KV heads × head dim, or the MLA latent width.
 
-    The 2 counts keys and values (seed ¶5). Multi-head latent attention caches one compressed
+    The 2 counts keys and values. Multi-head latent attention caches one compressed
     vector of kv_lora_rank + rope dimensions per token per layer instead, with no head factor.
     """
     return where(mla_kv_dim > 0, mla_kv_dim, 2 * kv_heads_per_device * head_dim)
@@ -70,7 +68,7 @@ def kv_values_per_token_per_layer(mla_kv_dim: Any, kv_heads_per_device: Any, hea
 
 @metric(
     "layers",
-    source=f"{SEED} ¶5 (sliding windows and hybrid layers change the model)",
+    source=f"{MISTRAL} (sliding windows); hybrid layer patterns",
     group="memory",
 )
 def full_attention_layers(layers: Any, windowed_layers: Any, cacheless_layers: Any) -> Any:
@@ -78,20 +76,20 @@ def full_attention_layers(layers: Any, windowed_layers: Any, cacheless_layers: A
     return layers - windowed_layers - cacheless_layers
 
 
-@metric("B", source=f"{SEED} ¶5-6", group="memory")
+@metric("B", source=f"{POPE}; {GQA}", group="memory")
 def kv_bytes_per_token(
     full_attention_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
 ) -> Any:
     """KV-cache bytes per token per device over full-attention layers [B].
 
-    For a plain decoder this is the seed's 2 × layers × KV heads × head dim × bytes per value:
+    For a plain decoder this is 2 × layers × KV heads × head dim × bytes per value:
     32 layers, 8 KV heads, head dim 128 and 2-byte values give 131,072 B (128 KiB) per token.
     KV heads, not query heads: grouped-query attention shares keys and values.
     """
     return full_attention_layers * kv_values_per_token_per_layer * kv_bytes_per_value
 
 
-@metric("B", source="Beltagy et al. 2020 (Longformer) sliding-window attention", group="memory")
+@metric("B", source=f"{MISTRAL}; Beltagy et al. 2020 (Longformer)", group="memory")
 def kv_bytes_per_token_windowed(
     windowed_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
 ) -> Any:
@@ -99,12 +97,12 @@ def kv_bytes_per_token_windowed(
     return windowed_layers * kv_values_per_token_per_layer * kv_bytes_per_value
 
 
-@metric("tokens", source=f"{SEED} ¶6, ¶9", group="memory")
+@metric("tokens", source=f"{PAGED} (reserve the promised maximum)", group="memory")
 def tokens_per_sequence(prompt_tokens: Any, max_output_tokens: Any) -> Any:
     """Tokens a sequence may hold: longest prompt + the promised maximum output [tokens].
 
     Reserving the promised maximum, not the current length, is what guarantees that an admitted
-    request can complete (seed ¶9).
+    request can complete.
     """
     return prompt_tokens + max_output_tokens
 
@@ -120,7 +118,7 @@ def allocated_tokens_per_sequence(tokens_per_sequence: Any, kv_block_tokens: Any
     return ceil(tokens_per_sequence / kv_block_tokens) * kv_block_tokens
 
 
-@metric("tokens", source="sliding-window cache holds at most the window", group="memory")
+@metric("tokens", source=f"{MISTRAL}: the cache holds at most the window", group="memory")
 def windowed_tokens_per_sequence(
     tokens_per_sequence: Any, window_tokens: Any, kv_block_tokens: Any
 ) -> Any:
@@ -128,7 +126,7 @@ def windowed_tokens_per_sequence(
     return ceil(minimum(window_tokens, tokens_per_sequence) / kv_block_tokens) * kv_block_tokens
 
 
-@metric("B", source=f"{SEED} ¶6", group="memory")
+@metric("B", source=POPE, group="memory")
 def kv_bytes_per_sequence(
     allocated_tokens_per_sequence: Any,
     kv_bytes_per_token: Any,
@@ -139,7 +137,7 @@ def kv_bytes_per_sequence(
     """Cache reserved per sequence at its maximum length, per device [B].
 
     Full layers × allocated tokens + windowed layers × tokens in the window + any fixed state of
-    cacheless layers. Seed ¶6: 4,096 tokens at 128 KiB per token need 512 MiB.
+    cacheless layers. 4,096 tokens at 128 KiB per token need 512 MiB.
     """
     return (
         allocated_tokens_per_sequence * kv_bytes_per_token
@@ -156,55 +154,55 @@ def kv_paging_waste_bytes(
     return (allocated_tokens_per_sequence - tokens_per_sequence) * kv_bytes_per_token
 
 
-@metric("B", source=f"{SEED} ¶9", group="memory")
+@metric("B", source=PAGED, group="memory")
 def kv_budget_bytes(
     memory_bytes: Any, weight_bytes_per_device: Any, runtime_overhead_bytes: Any, reserve_bytes: Any
 ) -> Any:
     """Memory left for the KV cache per device: memory − weights − runtime overhead − reserve [B].
 
-    Seed ¶9: 16 GiB − 4 GiB weights − 2 GiB runtime − 2 GiB reserve leaves 8 GiB. Negative when
+    16 GiB − 4 GiB weights − 2 GiB runtime − 2 GiB reserve leaves 8 GiB. Negative when
     the weights alone do not fit.
     """
     return memory_bytes - weight_bytes_per_device - runtime_overhead_bytes - reserve_bytes
 
 
-@metric("sequences", source=f"{SEED} ¶9", group="memory")
+@metric("sequences", source=PAGED, group="memory")
 def max_sequences(kv_budget_bytes: Any, kv_bytes_per_sequence: Any) -> Any:
     """Concurrent sequences whose maximum-length cache fits: ⌊budget ÷ per sequence⌋, at least 0.
 
-    Seed ¶9: 8 GiB ÷ 512 MiB = 16; with 1,024 more output tokens per sequence (5,120 tokens,
+    8 GiB ÷ 512 MiB = 16; with 1,024 more output tokens per sequence (5,120 tokens,
     640 MiB) it is 12.
     """
     return maximum(0, floor(kv_budget_bytes / kv_bytes_per_sequence))
 
 
-@metric("B", source=f"{SEED} ¶6", group="memory")
+@metric("B", source=POPE, group="memory")
 def kv_bytes_at_concurrency(concurrency: Any, kv_bytes_per_sequence: Any) -> Any:
     """KV cache the workload's concurrent users need at maximum length, per device [B].
 
-    Seed ¶6: sixteen 4,096-token sequences need 8 GiB. Zero for an open-loop workload.
+    Sixteen 4,096-token sequences need 8 GiB. Zero for an open-loop workload.
     """
     return concurrency * kv_bytes_per_sequence
 
 
-@metric("", source=f"{SEED} ¶4, ¶9", kind="bool", group="memory")
+@metric("", source=PAGED, kind="bool", group="memory")
 def replica_fits(max_sequences: Any) -> Any:
     """Whether one replica holds at least one sequence at its promised maximum length."""
     return max_sequences >= 1
 
 
-@metric("", source=f"{SEED} ¶4, ¶9", kind="bool", group="memory")
+@metric("", source=PAGED, kind="bool", group="memory")
 def fits(concurrency: Any, max_sequences: Any) -> Any:
     """Whether the workload's concurrency fits one replica with every sequence at its maximum.
 
-    Loading the weights is not enough (seed ¶4): the cache for the promised context and output
+    Loading the weights is not enough: the cache for the promised context and output
     of every concurrent request must fit as well. An open-loop workload fits when one sequence
     does; ``replicas_needed`` then sizes the fleet.
     """
     return where(concurrency > 0, concurrency <= max_sequences, max_sequences >= 1)
 
 
-@metric("", source=f"{SEED} ¶4, ¶9", kind="text", group="memory")
+@metric("", source=PAGED, kind="text", group="memory")
 def fit_reason(
     weight_bytes_per_device: Any, memory_bytes: Any, max_sequences: Any, fits: Any
 ) -> Any:
@@ -224,7 +222,7 @@ def fit_reason(
     )
 
 
-@metric("B", source=f"{SEED} ¶9", group="memory")
+@metric("B", source=PAGED, group="memory")
 def memory_headroom_bytes(kv_budget_bytes: Any, kv_bytes_at_concurrency: Any) -> Any:
     """KV budget left after the workload's concurrency at maximum length [B]; negative if short."""
     return kv_budget_bytes - kv_bytes_at_concurrency

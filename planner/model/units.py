@@ -3,8 +3,8 @@
 Every quantity in a catalog carries its unit (``80 GiB``, ``3.35 TB/s``, ``989 TFLOPS``). Parsing
 returns the value in the base unit of its kind (bytes, bytes per second, FLOP per second, watts,
 seconds, events per second). Decimal prefixes are powers of 1000 and binary prefixes powers of
-1024, everywhere: ``GB`` = 1000**3 B and ``GiB`` = 1024**3 B (seed, paragraph 3: "Mixing these
-units can turn an apparently safe deployment into an out-of-memory failure").
+1024, everywhere: ``GB`` = 1000**3 B and ``GiB`` = 1024**3 B (IEC 80000-13): mixing the two can
+turn an apparently safe deployment into an out-of-memory failure.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The arithmetic of one candidate, step by step, in the seed's style.
+"""The arithmetic of one candidate, step by step, each figure from the one before.
 
 Each step is a metric: its formula over names, the same formula over this candidate's numbers
 (rendered from the one definition, so the text cannot disagree with the result), and the result

@@ -33,6 +33,8 @@ import jinja2
 
 from planner import __version__
 from planner.catalog import Catalog
+from planner.model.metric import Metric
+from planner.model.sources import REFERENCES
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
 from planner.outputs.sections import (
     NOT_MODELLED,
@@ -133,6 +135,16 @@ def baseline_context(baseline: Baseline | None) -> dict[str, Any] | None:
     return {"text": baseline.to_text() if not sections else "", "sections": sections}
 
 
+def cited(metrics: list[Metric]) -> list[tuple[str, str]]:
+    """The public sources the metrics cite, as (short form, full reference), in citation order."""
+    seen: dict[str, str] = {}
+    for m in metrics:
+        for key, full in REFERENCES.items():
+            if key in m.source:
+                seen.setdefault(key, full)
+    return list(seen.items())
+
+
 def context(catalog: Catalog, results: Results, baseline: Baseline | None = None) -> dict[str, Any]:
     """Everything the template shows, prepared as plain values (the template does no arithmetic)."""
     table = results.table
@@ -155,6 +167,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "skipped": results.skipped,
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
+        "references": cited(results.metrics),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,

@@ -27,11 +27,11 @@ TARGETS: list[tuple[str, str, str, str]] = [
 #: What the estimates leave out, for the risks section.
 NOT_MODELLED = [
     "Closed-form latency figures are step-time estimates built on idealised bandwidth and compute "
-    "bounds (seed ¶7-8), scaled by the efficiency assumptions, with no queueing. The serving "
-    "simulation, where it ran, adds queueing, admission and prefill stalls at the forecast load; "
-    "it is a model too. Neither is a measured latency.",
+    "bounds (the roofline model), scaled by the efficiency assumptions, with no queueing. The "
+    "serving simulation, where it ran, adds queueing, admission and prefill stalls at the "
+    "forecast load; it is a model too. Neither is a measured latency.",
     "No prefix-cache hits are assumed: every sequence reserves its longest prompt plus its "
-    "promised maximum output (seed ¶6, ¶9).",
+    "promised maximum output.",
     "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
     "only tensor parallelism within a replica.",
     "Chunked prefill is not modelled: each prefill stalls the decode batch.",
@@ -237,7 +237,7 @@ def _summary_rows(
 
 
 def workload_record(catalog: Catalog, workload: Workload, rows: pd.DataFrame) -> list[list[str]]:
-    """The workload's shape as the seed asks a performance record to start (¶2)."""
+    """The workload's shape, as a performance record starts: lengths, load, agent loop, targets."""
     prompt = length_summary(catalog, workload, "prompt")
     output = length_summary(catalog, workload, "output")
     record = [
@@ -286,9 +286,9 @@ def workload_record(catalog: Catalog, workload: Workload, rows: pd.DataFrame) ->
 
 ADMISSION = {
     "reserve-max": "reserve-max: each admitted request reserves its promised maximum, so it can "
-    "always complete (seed ¶9)",
+    "always complete",
     "current-length": "current-length: admitted on the current prompt length; a request may fail "
-    "or be preempted midway through generation (seed ¶9)",
+    "or be preempted midway through generation",
 }
 
 
@@ -513,13 +513,13 @@ def policy_lines(catalog: Catalog) -> list[str]:
     loose = [w.id for w in catalog.workloads if w.admission == "current-length"]
     admission = (
         "Admission: every workload reserves each request's promised maximum (reserve-max), so an "
-        "admitted request can always complete (seed ¶9)."
+        "admitted request can always complete."
         if not loose
         else f"Admission: {', '.join(loose)} admit on the current length; their requests may fail "
-        "or be preempted midway through generation (seed ¶9). The others reserve the maximum."
+        "or be preempted midway through generation. The others reserve the maximum."
     )
     paging = (
-        "Paging: the cache is allocated token by token (a block of 1), as in the seed's estimate; "
+        "Paging: the cache is allocated token by token (a block of 1), the simplest accounting; "
         "real engines allocate in blocks and lose part of the last one."
         if a.kv_block_tokens == 1
         else f"Paging: the cache is allocated in blocks of {a.kv_block_tokens} tokens (paged "
@@ -529,7 +529,7 @@ def policy_lines(catalog: Catalog) -> list[str]:
     return [
         f"Reserve: {memory(a.reserve)} of every device is held back for uncertainty and transient "
         f"peaks and never planned for cache, beside {memory(a.runtime_overhead)} of runtime "
-        "overhead (seed ¶4, ¶9). Validate both against measured peak memory.",
+        "overhead. Validate both against measured peak memory.",
         admission,
         paging,
     ]

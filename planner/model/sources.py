@@ -1,0 +1,49 @@
+"""The public sources that the metrics cite: papers, standards and engine documentation.
+
+Each constant is the short form a metric's ``source`` uses (it shows in results.json, the
+workbook's Notes, the report's formula appendix and ``planner explain``); :data:`REFERENCES`
+gives each short form its full reference for the report's list of sources.
+"""
+
+from __future__ import annotations
+
+UNITS = "IEC 80000-13 (GB = 10⁹ B, GiB = 2³⁰ B)"
+POPE = "Pope et al. 2022"
+GQA = "Ainslie et al. 2023 (GQA)"
+PAGED = "Kwon et al. 2023 (vLLM PagedAttention)"
+ROOFLINE = "Williams et al. 2009 (roofline)"
+KAPLAN = "Kaplan et al. 2020"
+LITTLE = "Little 1961"
+VLLM_METRICS = "vLLM serving benchmark metrics"
+SRE = "Beyer et al. 2016 (SRE), ch. 4"
+MISTRAL = "Jiang et al. 2023 (Mistral 7B)"
+DEEPSEEK_V2 = "DeepSeek-AI 2024 (DeepSeek-V2)"
+
+REFERENCES: dict[str, str] = {
+    UNITS: "IEC 80000-13:2008, Quantities and units, Part 13: Information science and "
+    "technology (decimal and binary prefixes).",
+    POPE: "R. Pope, S. Douglas, A. Chowdhery et al., Efficiently Scaling Transformer "
+    "Inference, MLSys 2023, arXiv:2211.05102 (weights and KV cache in memory, decode steps "
+    "bound by reading them, batching sharing the weight reads).",
+    GQA: "J. Ainslie, J. Lee-Thorp, M. de Jong et al., GQA: Training Generalized Multi-Query "
+    "Transformer Models from Multi-Head Checkpoints, EMNLP 2023, arXiv:2305.13245 (keys and "
+    "values shared by groups of query heads).",
+    PAGED: "W. Kwon, Z. Li, S. Zhuang et al., Efficient Memory Management for Large Language "
+    "Model Serving with PagedAttention, SOSP 2023, arXiv:2309.06180 (the KV cache in blocks, "
+    "admission, preemption by recompute or swap).",
+    ROOFLINE: "S. Williams, A. Waterman, D. Patterson, Roofline: an insightful visual "
+    "performance model for multicore architectures, Communications of the ACM 52(4), 2009.",
+    KAPLAN: "J. Kaplan, S. McCandlish, T. Henighan et al., Scaling Laws for Neural Language "
+    "Models, arXiv:2001.08361, §2.1 (a forward pass costs about 2 FLOP per parameter per token).",
+    LITTLE: "J. D. C. Little, A Proof for the Queuing Formula L = λW, Operations Research 9(3), "
+    "1961.",
+    VLLM_METRICS: "vLLM documentation, benchmarking the online serving throughput: time to "
+    "first token (TTFT), time per output token, inter-token latency (ITL), end-to-end latency.",
+    SRE: "B. Beyer, C. Jones, J. Petoff, N. R. Murphy (eds.), Site Reliability Engineering, "
+    "O'Reilly 2016, ch. 4, Service Level Objectives (latency, throughput and error rate stated "
+    "together).",
+    MISTRAL: "A. Q. Jiang et al., Mistral 7B, arXiv:2310.06825 (sliding-window attention and "
+    "its rolling cache).",
+    DEEPSEEK_V2: "DeepSeek-AI, DeepSeek-V2: A Strong, Economical, and Efficient "
+    "Mixture-of-Experts Language Model, arXiv:2405.04434, §2.1 (multi-head latent attention).",
+}
