@@ -9,6 +9,24 @@ REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "catalogs" / "examples" / "seed"
 SHIPPED = REPO / "catalogs"
 
+#: Round-number assumptions for hand-worked costs: 0.10 USD/kWh, PUE 1.5, full power, 36 months
+#: of 730 hours, no node overhead or hosting (the report's and the advice's test catalogs).
+ROUND_ASSUMPTIONS = """
+    assumptions:
+      runtime_overhead: 2 GiB
+      reserve: 2 GiB
+      kv_block_tokens: 1
+      tensor_parallel_sizes: [1]
+      electricity_usd_per_kwh: 0.10
+      pue: 1.5
+      utilisation: 1.0
+      amortisation_months: 36
+      devices_per_node: 8
+      node_overhead_usd: 0
+      hosting_usd_per_node_month: 0
+      hours_per_month: 730
+"""
+
 
 @pytest.fixture
 def seed_dir() -> Path:

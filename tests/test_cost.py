@@ -4,16 +4,23 @@ import numpy as np
 import pytest
 
 from planner.model.cost import (
+    acquisition,
+    api_break_even_requests_per_s,
+    api_usd,
+    api_usd_per_month,
     break_even_month,
     capital_usd,
     cloud_usd_per_million_tokens,
     cloud_usd_per_month,
+    cost_usd,
     energy_kwh_per_month,
+    input_tokens_per_month,
     nodes_needed,
     opex_usd_per_month,
     output_tokens_per_month,
     owned_usd_per_million_tokens,
     owned_usd_per_month,
+    rent_usd,
     tco_usd,
 )
 
@@ -64,3 +71,52 @@ def test_cost_per_million_tokens():
 def test_missing_price_is_never_zero():
     assert np.isnan(capital_usd(np.nan, 8, 0, 1))
     assert np.isnan(tco_usd(np.nan, 613.2, 36))
+
+
+# Owning the 8 devices: 222,075.20 USD over 36 months (above).
+TCO = 222_075.20
+
+
+@pytest.mark.parametrize(
+    ("usd_per_hour", "rent", "advice", "cost"),
+    [
+        # 0.75 × 8 × 730 = 4,380 a month, 157,680 over 36 months: below owning, so rent
+        (0.75, 157_680.0, "rent", 157_680.0),
+        # 2.00 × 8 × 730 = 11,680 a month, 420,480 over 36 months: above owning, so buy
+        (2.00, 420_480.0, "buy", TCO),
+        # 222,075.20 ÷ 36 ÷ 730 ÷ 8 USD per device-hour rents for exactly the TCO: rent (no capital)
+        (TCO / 36 / 730 / 8, TCO, "rent", TCO),
+    ],
+)
+def test_buy_or_rent_by_hand(usd_per_hour, rent, advice, cost):
+    renting = rent_usd(cloud_usd_per_month(usd_per_hour, 8, 730), 36)
+    assert renting == pytest.approx(rent, rel=1e-12)
+    assert acquisition(TCO, renting) == advice
+    assert cost_usd(TCO, renting) == pytest.approx(cost, rel=1e-12)
+
+
+def test_rent_pays_back_after_the_period():
+    # renting at 0.75: the monthly saving of owning is 4,380 − 613.20 = 3,766.80, and 200,000 of
+    # capital takes 53.1 months to recover: month 54, after the 36-month period
+    assert break_even_month(200_000, 4_380, 613.20) == 54
+
+
+def test_a_missing_price_leaves_the_other_way():
+    assert acquisition(np.nan, 157_680.0) == "rent" and cost_usd(np.nan, 157_680.0) == 157_680.0
+    assert acquisition(TCO, np.nan) == "buy" and cost_usd(TCO, np.nan) == TCO
+    assert acquisition(np.nan, np.nan) == "" and np.isnan(cost_usd(np.nan, np.nan))
+
+
+def test_api_by_hand():
+    """2 requests/s of 1,000 prompt and 500 output tokens, at 0.20 and 0.60 USD per million."""
+    tokens_in = input_tokens_per_month(2, 1_000, 730)
+    assert tokens_in == 5_256_000_000  # 2 × 1,000 × 3,600 × 730
+    tokens_out = output_tokens_per_month(2, 500, 730)
+    monthly = api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60)
+    assert monthly == pytest.approx(5_256 * 0.20 + 2_628 * 0.60, rel=1e-12)  # 2,628.00
+    total = api_usd(monthly, 36)
+    assert total == pytest.approx(94_608, rel=1e-12)
+    # cheaper than renting (157,680) and owning: the API wins up to 2 × 157,680 ÷ 94,608
+    assert api_break_even_requests_per_s(2, 157_680.0, total) == pytest.approx(10 / 3, rel=1e-12)
+    assert np.isnan(api_usd_per_month(tokens_in, tokens_out, np.nan, np.nan))
+    assert np.isnan(api_break_even_requests_per_s(2, 157_680.0, np.nan))

@@ -1,7 +1,7 @@
 """The recommendation rule, computed once (:func:`planner.plan.recommend.rank`) and read everywhere.
 
 Hand-built groups whose order is worked out by the rule in words: among eligible options the
-lowest total cost of ownership wins; ties go to fewer devices, then lower inter-token latency (a
+lowest cost over the period wins; ties go to fewer devices, then lower inter-token latency (a
 missing latency last), then the earlier row. The workbook's Summary cache, the choice of what to
 simulate and the report read the same ranking; a test holds them to it on the catalogs of the
 tests.
@@ -42,7 +42,7 @@ ROWS = [
 
 def table_of(rows: list[tuple]) -> pd.DataFrame:
     frame = pd.DataFrame(
-        rows, columns=["workload", "eligible", "tco_usd", "devices_needed", "itl_s"]
+        rows, columns=["workload", "eligible", "cost_usd", "devices_needed", "itl_s"]
     )
     frame.insert(1, "model", "m")
     frame["status"] = np.where(frame["eligible"], "eligible", "cost: price missing")
@@ -52,14 +52,14 @@ def table_of(rows: list[tuple]) -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("position", "rank", "winner", "verdict"),
     [
-        (3, 1, 3, "recommended: lowest total cost of ownership"),
+        (3, 1, 3, "recommended: lowest cost over the period"),
         (6, 2, 3, "tied on cost, devices and latency: later in the Plan"),
         (2, 3, 3, "same cost; more devices"),
         (1, 4, 3, "same cost; more devices"),
         (0, 5, 3, "cost: 2 USD more over the period"),
         (4, 0, -1, "cost: price missing"),
         (5, 0, -1, "cost: price missing"),
-        (7, 1, 7, "recommended: lowest total cost of ownership"),
+        (7, 1, 7, "recommended: lowest cost over the period"),
     ],
 )
 def test_rank_by_hand(position: int, rank: int, winner: int, verdict: str) -> None:
@@ -99,9 +99,9 @@ def test_recommendations_per_group() -> None:
         ("u", 1, 1),
     ]
     w, v, u = (frame.iloc[i] for i in range(3))
-    assert (w["tco_usd"], w["devices_needed"], w["runner_up_tco_usd"]) == (3.0, 1, 3.0)
+    assert (w["cost_usd"], w["devices_needed"], w["runner_up_cost_usd"]) == (3.0, 1, 3.0)
     assert pd.isna(v["hardware"]) and v["why_none"] == "2 × cost: price missing"
-    assert u["tco_usd"] == 7.5 and pd.isna(u["runner_up_hardware"])
+    assert u["cost_usd"] == 7.5 and pd.isna(u["runner_up_hardware"])
 
 
 def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
@@ -113,7 +113,7 @@ def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
             "workload": [f"w{i // 10 % 100}" for i in range(n)],
             "model": [f"m{i // 1000}" for i in range(n)],
             "eligible": rng.random(n) < 0.7,
-            "tco_usd": rng.integers(1, 5, n).astype(float) * 1000,
+            "cost_usd": rng.integers(1, 5, n).astype(float) * 1000,
             "devices_needed": rng.integers(1, 3, n).astype(float),
             "itl_s": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
         }
@@ -122,7 +122,7 @@ def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
     expected = (
         table[table["eligible"]]
         .assign(_row=np.flatnonzero(table["eligible"]))
-        .sort_values(["tco_usd", "devices_needed", "itl_s", "_row"], na_position="last")
+        .sort_values(["cost_usd", "devices_needed", "itl_s", "_row"], na_position="last")
         .groupby(["workload", "model"], sort=False)
         .cumcount()
         + 1
@@ -166,6 +166,6 @@ def test_the_summary_the_report_and_sizing_rank_as_recommend(catalogs: list[pd.D
                 assert by_rank[(row["workload"], row["model"], place)] == ranks.index.get_loc(label)
         # what the simulation sizes: the closed-form-eligible leaders, by the same rule
         chosen = select_candidates(table, per_group=1)
-        served = table["meets_targets"].astype(bool) & table["tco_usd"].notna()
+        served = table["meets_targets"].astype(bool) & table["cost_usd"].notna()
         leaders = recommend.rank(table.assign(eligible=served))["rank"] == 1
         assert set(table.index[leaders]) <= set(chosen.index)

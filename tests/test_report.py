@@ -19,6 +19,8 @@ import pytest
 pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("weasyprint")
 
+from conftest import ROUND_ASSUMPTIONS  # noqa: E402
+
 from planner.catalog import load_catalog  # noqa: E402
 from planner.model.units import GIB, MIB  # noqa: E402
 from planner.outputs import charts, formatting, report, sections  # noqa: E402
@@ -88,21 +90,7 @@ ROUND = {
             concurrency: 16
             targets: {{itl_p95: 1 s}}
         """,
-    "assumptions.yaml": """
-        assumptions:
-          runtime_overhead: 2 GiB
-          reserve: 2 GiB
-          kv_block_tokens: 1
-          tensor_parallel_sizes: [1]
-          electricity_usd_per_kwh: 0.10
-          pue: 1.5
-          utilisation: 1.0
-          amortisation_months: 36
-          devices_per_node: 8
-          node_overhead_usd: 0
-          hosting_usd_per_node_month: 0
-          hours_per_month: 730
-        """,
+    "assumptions.yaml": ROUND_ASSUMPTIONS,
 }
 
 HEADINGS = [
@@ -226,9 +214,12 @@ def test_recommendation_and_its_cost_are_those_of_the_results(rendered):
 
 def test_hand_computed_costs_appear(rendered):
     flat = rendered["flat"]
-    assert "buy 1 device × " in flat
+    assert "on 1 device × " in flat
+    assert "at bf16): buy." in flat
     assert "25,000 USD of capital and 77 USD a month to run: 27,759 USD over 36 months" in flat
-    assert "costs 1,460 USD a month; break-even: month 19" in flat
+    # renting: 2.00 × 730 = 1,460 a month, 52,560 over 36 months; buying breaks even in month 19
+    assert "costs 1,460 USD a month: 52,560 USD over the period" in flat
+    assert "So buy: owning breaks even in month 19" in flat
     assert "31,380" in flat  # the runner-up's TCO in the cost table
     assert "ITL" in flat and "≤ 1 s" in flat
 
@@ -432,7 +423,7 @@ def test_seed_report_says_why_nothing_qualifies(seed_dir):
     catalog = load_catalog(seed_dir)
     html = _flat(report.render_html(catalog, evaluate(catalog)))
     assert "Nothing qualifies for" in html
-    assert "cost: price or electricity rate missing" in html
+    assert "cost: no purchase price (with electricity rate) or rental price" in html
     assert "memory: no room for one maximum-length sequence" in html
     assert "16 × 512.00 MiB" in html  # seed ¶9 in the memory table
     assert "12 × 640.00 MiB" in html
@@ -485,7 +476,7 @@ def test_simulated_sizing_and_percentiles_are_reported(rendered):
     simulated = pd.DataFrame(rows, columns=[*ALL_KEYS, *SIZING_COLUMNS])
     results = evaluate(rendered["catalog"], simulated=simulated)
     html = _flat(report.render_html(rendered["catalog"], results))
-    assert "buy 2 devices × " in html
+    assert "on 2 devices × " in html and "): buy." in html
     assert "50,000 USD of capital and 153 USD a month to run: 55,519 USD over 36 months" in html
     assert "ITL p95 50 ms ≤ 1 s" in html
     assert "sized by the serving simulation" in html

@@ -431,7 +431,7 @@ def test_select_candidates_cheapest_eligible_or_closest():
             "model": "m",
             "hardware": hardware,
             "meets_targets": meets,
-            "tco_usd": tco,
+            "cost_usd": tco,
             "devices_needed": devices,
             "replica_fits": fits,
             "meets_ttft_target": flags[0],

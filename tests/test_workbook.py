@@ -351,7 +351,7 @@ def assert_recommendation(rows: list[list[Any]], table: pd.DataFrame) -> None:
             assert winner["why"].startswith("ruled out: "), key
             assert runner["hardware"] in (None, "") and runner["why"] in (None, ""), key
             continue
-        assert winner["why"] == "lowest total cost of ownership"
+        assert winner["why"] == "lowest cost over the period"
         group = ranks[(ranks["workload"] == key[0]) & (ranks["model"] == key[1])]
         for option, record, rank in (("", winner, 1), ("runner_up_", runner, 2)):
             picked = group[group["rank"] == rank]
@@ -711,7 +711,7 @@ def test_summary_of_the_seed_by_hand(built: Built) -> None:
 
 def test_summary_cache_is_the_recommendation(built: Built) -> None:
     table = built.rich.table
-    assert table["eligible"].any() and (table["tco_usd"].isna()).any()  # prices and gaps
+    assert table["eligible"].any() and (table["cost_usd"].isna()).any()  # prices and gaps
     assert_recommendation(cached(built.files["rich"], "Summary"), table)
 
 
@@ -736,7 +736,7 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
             "workload": ["w"] * 6 + ["v"] * 2,
             "model": ["m"] * 6 + ["m"] * 2,
             "eligible": [True, True, True, True, False, True, False, False],
-            "tco_usd": [5.0, 3.0, 3.0, 3.0, 1.0, 3.0, 1.0, 2.0],
+            "cost_usd": [5.0, 3.0, 3.0, 3.0, 1.0, 3.0, 1.0, 2.0],
             "devices_needed": [1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0],
             "itl_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
             "status": ["eligible"] * 4 + ["cost: x", "eligible", "memory: y", "latency: z"],
@@ -776,7 +776,7 @@ def test_summary_has_native_charts(built: Built) -> None:
         assert len(charts) == 2
         xml = [archive.read(c).decode() for c in charts]
     assert all("Summary" in x and "barChart" in x for x in xml)
-    assert "Total cost of ownership" in xml[0] and "Memory of one device" in xml[1]
+    assert "Cost over the amortisation period" in xml[0] and "Memory of one device" in xml[1]
 
 
 def test_no_eligible_option_rows_are_marked(built: Built) -> None:

@@ -23,6 +23,8 @@ from planner.catalog.records import (
     ID_PATTERN,
     OPTIONAL_FILES,
     SCHEMAS,
+    ApiOffer,
+    ApiOffersFile,
     Arrival,
     Assumptions,
     AssumptionsFile,
@@ -77,6 +79,7 @@ class Catalog:
     workloads: tuple[Workload, ...]
     assumptions: Assumptions
     scenarios: tuple[Scenario, ...] = ()
+    api_offers: tuple[ApiOffer, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # file name -> SHA-256
     data_files: tuple[str, ...] = ()  # CSVs the workloads name, relative to the folder
     warnings: tuple[Problem, ...] = ()
@@ -275,6 +278,7 @@ def load_catalog(folder: str | Path) -> Catalog:
     if problems:
         raise CatalogError(problems)
     scenarios = getattr(parsed.get("scenarios"), "scenarios", [])
+    offers = getattr(parsed.get("api_offers"), "api_offers", [])
     return Catalog(
         folder=folder,
         hardware=tuple(parsed["hardware"].hardware),  # type: ignore[attr-defined]
@@ -283,6 +287,7 @@ def load_catalog(folder: str | Path) -> Catalog:
         workloads=tuple(parsed["workloads"].workloads),  # type: ignore[attr-defined]
         assumptions=parsed["assumptions"].assumptions,  # type: ignore[attr-defined]
         scenarios=tuple(scenarios),
+        api_offers=tuple(offers),
         files=files,
         data_files=tuple(dict.fromkeys(data_files)),
         warnings=tuple(_parameter_warnings(folder, parsed, docs)),
@@ -359,6 +364,27 @@ def _workload_files(
 SCENARIO_SECTIONS = ("hardware", "models", "precisions", "workloads")
 
 
+def _offers(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
+    """API offers that name no model, or a second offer for a model (the plan compares one)."""
+    if "api_offers" not in parsed:
+        return []
+    models = [m.id for m in parsed["models"].models]  # type: ignore[attr-defined]
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for i, offer in enumerate(parsed["api_offers"].api_offers):  # type: ignore[attr-defined]
+        if offer.model not in models:
+            message = f"no models entry {offer.model!r} in models.yaml; valid: {', '.join(models)}"
+            problems.append(_at(folder, docs, "api_offers", i, offer.id, "model", message))
+        elif offer.model in seen:
+            message = (
+                f"model {offer.model!r} already has the offer {seen[offer.model]!r}: keep the "
+                "one to compare with (the plan compares one API price per model)"
+            )
+            problems.append(_at(folder, docs, "api_offers", i, offer.id, "model", message))
+        seen.setdefault(offer.model, offer.id)
+    return problems
+
+
 def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
     """References between files that name no entry."""
     problems = []
@@ -374,6 +400,7 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
                 f"(hardware gives: {', '.join(formats)})"
             )
             problems.append(_at(folder, docs, "precisions", i, p.id, "compute", message))
+    problems.extend(_offers(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]
@@ -395,6 +422,8 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
 
 #: The catalog package's public names: the records, the problems and the loaded catalog.
 __all__ = [
+    "ApiOffer",
+    "ApiOffersFile",
     "Arrival",
     "Assumptions",
     "AssumptionsFile",

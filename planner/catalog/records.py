@@ -5,6 +5,7 @@ base units (a bare number for a quantity is refused).
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -24,7 +25,7 @@ from planner.model.architecture import (
 
 CATALOG_FILES = ("hardware", "models", "precisions", "workloads", "assumptions")
 
-OPTIONAL_FILES = ("scenarios",)
+OPTIONAL_FILES = ("scenarios", "api_offers")
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
@@ -440,6 +441,16 @@ class Scenario(Entry):
     workloads: list[Id] | None = None
 
 
+class ApiOffer(Entry):
+    """A hosted API that serves one model of ``models.yaml``, at its list price per million
+    tokens in and out; ``as_of`` is the date the price was read (prices move), ``source`` where."""
+
+    model: Id
+    input_usd_per_million_tokens: Money
+    output_usd_per_million_tokens: Money
+    as_of: dt.date
+
+
 class HardwareFile(Record):
     hardware: list[Hardware] = Field(min_length=1)
 
@@ -464,6 +475,10 @@ class ScenariosFile(Record):
     scenarios: list[Scenario] = Field(min_length=1)
 
 
+class ApiOffersFile(Record):
+    api_offers: list[ApiOffer] = Field(min_length=1)
+
+
 SCHEMAS: dict[str, type[Record]] = {
     "hardware": HardwareFile,
     "models": ModelsFile,
@@ -471,4 +486,5 @@ SCHEMAS: dict[str, type[Record]] = {
     "workloads": WorkloadsFile,
     "assumptions": AssumptionsFile,
     "scenarios": ScenariosFile,
+    "api_offers": ApiOffersFile,
 }

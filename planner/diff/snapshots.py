@@ -39,7 +39,9 @@ class RunSnapshot:
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
-    """Booleans as bool (a CSV may hold ``True``/``False`` text) and TP sizes as int."""
+    """Booleans as bool (a CSV may hold ``True``/``False`` text), TP sizes as int, and the cost
+    the ranking reads (``cost_usd``) for runs written before renting was compared: their
+    ``tco_usd``, the cost they were ranked on."""
     out = table.copy()
     for column in ("fits", "eligible", "replica_fits", "meets_targets"):
         if column in out and out[column].dtype != bool:
@@ -50,6 +52,8 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
             ]
     if "tensor_parallel" in out:
         out["tensor_parallel"] = out["tensor_parallel"].astype(int)
+    if "cost_usd" not in out and "tco_usd" in out:  # a run ranked on owning alone
+        out["cost_usd"] = out["tco_usd"]
     return out
 
 

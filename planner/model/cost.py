@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import ceil, concat, is_missing, logical_not, where
+from planner.model.expr import ceil, concat, is_missing, logical_not, minimum, where
 from planner.model.metric import derived, metric
 
 HOURS = "hours_per_month from assumptions (730 = 8,760 h ÷ 12)"
@@ -76,6 +76,75 @@ def output_tokens_per_month(
     return forecast_requests_per_s * output_tokens_mean * 3600 * hours_per_month
 
 
+@metric("USD", source=f"cloud_usd_per_hour of the hardware; {HOURS}", group="cost")
+def rent_usd(cloud_usd_per_month: Any, amortisation_months: Any) -> Any:
+    """Renting the same devices over the amortisation period: rent per month × months [USD]."""
+    return cloud_usd_per_month * amortisation_months
+
+
+@metric("USD", source="recommendation rule: the cheaper of owning and renting", group="cost")
+def cost_usd(tco_usd: Any, rent_usd: Any) -> Any:
+    """The devices' cost over the period, owned or rented, whichever is cheaper [USD]; missing
+    only when neither price is known."""
+    return where(
+        is_missing(tco_usd),
+        rent_usd,
+        where(is_missing(rent_usd), tco_usd, minimum(tco_usd, rent_usd)),
+    )
+
+
+@metric(
+    "", kind="text", source="recommendation rule: the cheaper of owning and renting", group="cost"
+)
+def acquisition(tco_usd: Any, rent_usd: Any) -> Any:
+    """How to get the devices: ``buy`` when owning costs less than renting over the period (or
+    no rental price is known), ``rent`` when renting costs no more (or no purchase price or
+    running cost is known); empty when neither is known. At equal cost, renting: no capital."""
+    return where(
+        is_missing(tco_usd),
+        where(is_missing(rent_usd), "", "rent"),
+        where(is_missing(rent_usd), "buy", where(rent_usd <= tco_usd, "rent", "buy")),
+    )
+
+
+@metric("tokens/month", source="forecast load", group="cost")
+def input_tokens_per_month(
+    forecast_requests_per_s: Any, prompt_tokens_mean: Any, hours_per_month: Any
+) -> Any:
+    """Prompt tokens sent per month at the forecast load [tokens]."""
+    return forecast_requests_per_s * prompt_tokens_mean * 3600 * hours_per_month
+
+
+@metric("USD/month", source="api_offers.yaml: list price per million tokens", group="cost")
+def api_usd_per_month(
+    input_tokens_per_month: Any,
+    output_tokens_per_month: Any,
+    api_input_usd_per_million_tokens: Any,
+    api_output_usd_per_million_tokens: Any,
+) -> Any:
+    """Calling the model's hosted API for the forecast volume: tokens in and out per month ×
+    their price per million [USD/month]; missing without an API offer for the model."""
+    return (
+        input_tokens_per_month * api_input_usd_per_million_tokens
+        + output_tokens_per_month * api_output_usd_per_million_tokens
+    ) / 1_000_000
+
+
+@metric("USD", source="api_offers.yaml: list price per million tokens", group="cost")
+def api_usd(api_usd_per_month: Any, amortisation_months: Any) -> Any:
+    """Calling the API over the amortisation period [USD]."""
+    return api_usd_per_month * amortisation_months
+
+
+@metric("requests/s", source="API cost grows with volume; the devices' does not", group="cost")
+def api_break_even_requests_per_s(forecast_requests_per_s: Any, cost_usd: Any, api_usd: Any) -> Any:
+    """The load at which the API would cost as much as these devices [requests/s]: the forecast
+    × devices' cost ÷ API cost (the API bill is proportional to volume; the devices are sized
+    for the forecast, so above this load the API costs more, below it less)."""
+    # no API price or a free API: nothing to divide by (missing, never a division by zero)
+    return forecast_requests_per_s * cost_usd / where(api_usd > 0, api_usd, float("nan"))
+
+
 @metric("USD", source="owning cost ÷ tokens at the forecast load", group="cost")
 def owned_usd_per_million_tokens(owned_usd_per_month: Any, output_tokens_per_month: Any) -> Any:
     """Owning cost per million output tokens at the forecast load [USD]."""
@@ -101,9 +170,10 @@ def break_even_month(capital_usd: Any, cloud_usd_per_month: Any, opex_usd_per_mo
 
 
 @metric("", kind="bool", source="recommendation rule", group="cost")
-def eligible(meets_targets_planned: Any, tco_usd: Any) -> Any:
-    """Whether a candidate may be recommended: it meets every target and has a known cost."""
-    return meets_targets_planned & logical_not(is_missing(tco_usd))
+def eligible(meets_targets_planned: Any, cost_usd: Any) -> Any:
+    """Whether a candidate may be recommended: it meets every target and has a known cost (to
+    own or to rent)."""
+    return meets_targets_planned & logical_not(is_missing(cost_usd))
 
 
 @metric("", kind="text", source="recommendation rule", group="cost")
@@ -112,7 +182,7 @@ def status(
     meets_targets_planned: Any,
     target_miss_reason: Any,
     sim_reason: Any,
-    tco_usd: Any,
+    cost_usd: Any,
 ) -> Any:
     """Why a candidate can or cannot be recommended: memory, latency (closed form, then
     simulated), or a missing price."""
@@ -120,7 +190,11 @@ def status(
         meets_targets,
         where(
             meets_targets_planned,
-            where(is_missing(tco_usd), "cost: price or electricity rate missing", "eligible"),
+            where(
+                is_missing(cost_usd),
+                "cost: no purchase price (with electricity rate) or rental price",
+                "eligible",
+            ),
             concat("simulation: ", sim_reason),
         ),
         target_miss_reason,
@@ -133,7 +207,7 @@ RULED_OUT_REASONS = ("memory", "latency", "simulation", "cost")
 
 @metric("", kind="text", source="recommendation rule", group="cost")
 def ruled_out_by(
-    replica_fits: Any, meets_targets: Any, meets_targets_planned: Any, tco_usd: Any
+    replica_fits: Any, meets_targets: Any, meets_targets_planned: Any, cost_usd: Any
 ) -> Any:
     """What keeps a candidate from being recommended, in one word: memory (a replica cannot
     hold one maximum-length sequence), latency (a closed-form target is missed), simulation (a
@@ -143,7 +217,7 @@ def ruled_out_by(
         replica_fits,
         where(
             meets_targets,
-            where(meets_targets_planned, where(is_missing(tco_usd), "cost", ""), "simulation"),
+            where(meets_targets_planned, where(is_missing(cost_usd), "cost", ""), "simulation"),
             "latency",
         ),
         "memory",

@@ -1,10 +1,11 @@
 """The recommendation: for each workload and model, the cheapest option that serves it.
 
 An option is eligible when a replica holds a maximum-length sequence, every latency target is
-met, and its cost is known (:func:`planner.model.cost.eligible`). The winner has the lowest total
-cost of ownership; ties go to fewer devices, then lower inter-token latency, then the earlier row of
-the plan. Every other option is listed with why it lost: memory, latency, a missing price, or how
-it compares with the winner.
+met, and its cost is known (:func:`planner.model.cost.eligible`). The winner has the lowest cost
+over the period, owned or rented whichever is cheaper (:func:`planner.model.cost.cost_usd`); ties
+go to fewer devices, then lower inter-token latency, then the earlier row of the plan. Every other
+option is listed with why it lost: memory, latency, a missing price, or how it compares with the
+winner.
 
 :func:`rank` is the one place this rule is computed; :func:`ranked`, :func:`recommendations`, the
 workbook's Summary (whose formulas spell the same rule and the same words), the report, the diff
@@ -21,7 +22,9 @@ import pandas as pd
 from planner.plan.tables import ALL_KEYS
 
 GROUP = ["workload", "model"]
-ORDER = ["tco_usd", "devices_needed", "itl_s"]
+#: The cost the ranking compares: the devices over the period, owned or rented.
+COST = "cost_usd"
+ORDER = [COST, "devices_needed", "itl_s"]
 
 #: A missing ranking key ranks after every number (as pandas sorts NaN last); the workbook
 #: writes the same number into its formulas.
@@ -29,7 +32,7 @@ MISSING_LAST = 1e300
 
 #: Why the winner won, and why another eligible option lost when it costs no more: the words
 #: of the key that decided (the workbook's Summary writes the same words).
-WINS = "lowest total cost of ownership"
+WINS = "lowest cost over the period"
 RECOMMENDED = f"recommended: {WINS}"
 TIE_WORDS = {
     "devices_needed": "same cost; more devices",
@@ -120,14 +123,18 @@ def ranked(table: pd.DataFrame) -> pd.DataFrame:
 
 
 #: What :func:`recommendations` gives of each group's winner and runner-up.
-SHOWN = ("hardware", "precision", "tensor_parallel", "devices_needed", "tco_usd")
+SHOWN = ("hardware", "precision", "tensor_parallel", "devices_needed", COST, "acquisition")
 WINNER_DETAILS = (
     "replicas_needed",
     "nodes_needed",
     "capital_usd",
     "opex_usd_per_month",
+    "tco_usd",
     "cloud_usd_per_month",
+    "rent_usd",
     "break_even_month",
+    "api_usd",
+    "api_break_even_requests_per_s",
     "owned_usd_per_million_tokens",
     "itl_s",
     "ttft_s",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.catalog import Catalog, Hardware, Model, Precision, Workload
+from planner.catalog import ApiOffer, Catalog, Hardware, Model, Precision, Workload
 from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.units import GB, GIB, MIB
 from planner.plan.assumptions import GLOBALS, Global
@@ -313,13 +313,46 @@ def compute_formats(catalog: Catalog) -> list[str]:
     return list(seen)
 
 
+def api_columns(offer_of: Callable[[Model], ApiOffer | None]) -> list[Column]:
+    """The Models sheet's API price columns: each model's offer in ``api_offers.yaml`` (empty
+    where none is catalogued, so that no comparison is made with a price nobody gave)."""
+
+    def price(field: str) -> Callable[[Model], float]:
+        def get(m: Model) -> float:
+            offer = offer_of(m)
+            return math.nan if offer is None else float(getattr(offer, field))
+
+        return get
+
+    def offer_text(m: Model) -> str:
+        offer = offer_of(m)
+        return "" if offer is None else f"{offer.label}, list price as of {offer.as_of}"
+
+    return [
+        Column(
+            "api_input_usd_per_mtok",
+            "USD",
+            "hosted API price per million input tokens",
+            price("input_usd_per_million_tokens"),
+        ),
+        Column(
+            "api_output_usd_per_mtok",
+            "USD",
+            "hosted API price per million output tokens",
+            price("output_usd_per_million_tokens"),
+        ),
+        Column("api_offer", "", "the API offer compared with", offer_text, "text"),
+    ]
+
+
 def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> InputTables:
     """Build the input sheets from a validated catalog and, when given, simulated figures."""
     columns = {
         "Hardware": _hardware_columns(
             compute_formats(catalog), catalog.assumptions.devices_per_node
         ),
-        "Models": MODEL_COLUMNS,
+        "Models": MODEL_COLUMNS
+        + api_columns(lambda m: {o.model: o for o in catalog.api_offers}.get(m.id)),
         "Precisions": PRECISION_COLUMNS,
         "Workloads": workload_columns(
             lambda w, which: length_summary(catalog, w, which), lambda w: arrival_rate(catalog, w)
@@ -361,6 +394,7 @@ __all__ = [
     "SIM_LOOKUPS",
     "TFLOPS",
     "TP_KEY",
+    "api_columns",
     "compute_formats",
     "input_tables",
     "record_simulation_inputs",

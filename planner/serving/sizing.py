@@ -69,7 +69,7 @@ may meet it too.
 
 *Which rows* (:func:`select_candidates`): simulating all ~1,100 rows of the shipped catalogs is too
 slow, so per workload × model the ``per_group`` cheapest closed-form-eligible rows (by
-``tco_usd``, then ``devices_needed``) are simulated; when none is eligible, the ``per_group``
+``cost_usd``, then ``devices_needed``) are simulated; when none is eligible, the ``per_group``
 closest ones (a replica holds a maximum-length sequence; fewest closed-form targets missed; then
 cost).  A row that the closed form ranks fourth may be cheaper once simulated: raise
 ``per_group`` to check.
@@ -405,12 +405,12 @@ def _target_misses(table: pd.DataFrame) -> pd.Series:
 
 def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
-    eligible in closed form (``meets_targets`` with a known ``tco_usd``: what ``eligible`` says
+    eligible in closed form (``meets_targets`` with a known ``cost_usd``: what ``eligible`` says
     before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
     where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
     closed-form targets missed; then cost). Keeps the table's index and columns.
     """
-    ok = table["meets_targets"].astype(bool) & table["tco_usd"].notna()
+    ok = table["meets_targets"].astype(bool) & table[recommend.COST].notna()
     ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
     groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
     leading = np.flatnonzero((ranks >= 1) & (ranks <= per_group))
@@ -418,10 +418,10 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     picked = [table.iloc[leading]]
     served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
     for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
-        near = group[group["replica_fits"].astype(bool)]
-        near = near.assign(_misses=_target_misses(near))
+        near = group[group["replica_fits"].astype(bool)].copy()  # one block: cheap to extend
+        near["_misses"] = _target_misses(near)
         best = near.sort_values(
-            ["_misses", "tco_usd", "devices_needed"], kind="stable", na_position="last"
+            ["_misses", recommend.COST, "devices_needed"], kind="stable", na_position="last"
         ).drop(columns="_misses")
         picked.append(best.head(per_group))
     return pd.concat(picked)

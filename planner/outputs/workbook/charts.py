@@ -98,7 +98,7 @@ def _summary_charts(
     headers += [f"{label} (USD)" for label, _ in cost] + [f"{p} (GiB)" for p, _ in parts]
     specs = [
         (
-            "Total cost of ownership over the amortisation period (USD)",
+            "Cost over the amortisation period, owned or rented, whichever is cheaper (USD)",
             "USD",
             (start, start + 1),
             False,
@@ -127,7 +127,7 @@ def _summary_charts(
         sheet.append([])
     sheet.append([_text_cell(ws, data_title, font=SECTION_FONT)])
     sheet.append(_header(ws, headers))
-    tco_key = key_header("tco_usd") if "tco_usd" in recommend.ORDER else None
+    cost_key = key_header(recommend.COST)
     for i, group in enumerate(groups):
         winner, runner = first + 2 * i, first + 2 * i + 1
         label = " · ".join(str(v) for v in group.ids)
@@ -135,13 +135,12 @@ def _summary_charts(
         values: dict[int, Any] = {}
         for rank, row in enumerate((winner, runner)):
             pick = columns.cell(PLAN_ROW, row)
-            if tco_key:
-                formula = f'=IF({pick}=0,"",{columns.cell(tco_key, row)})'
-            else:
-                formula = f'=IF({pick}=0,"",{_plan_value(layout, "tco_usd", pick)})'
+            formula = f'=IF({pick}=0,"",{columns.cell(cost_key, row)})'
             cells.append(_formula_cell(ws, formula, INTEGER_FORMAT))
             position = group.best[rank] if rank < len(group.best) else None
-            values[len(cells)] = "" if position is None else results.table["tco_usd"].iloc[position]
+            values[len(cells)] = (
+                "" if position is None else results.table[recommend.COST].iloc[position]
+            )
         pick = columns.cell(PLAN_ROW, winner)
         position = group.best[0] if group.best else None
         for _, source in parts:

@@ -47,11 +47,15 @@ SHOWN = (
     "precision",
     "tensor_parallel",
     "devices_needed",
+    "acquisition",
+    "cost_usd",
     "capital_usd",
     "opex_usd_per_month",
     "tco_usd",
     "cloud_usd_per_month",
+    "rent_usd",
     "break_even_month",
+    "api_usd",
     "simulation",
 )
 
@@ -67,8 +71,12 @@ TITLES = {
     "devices_needed": "devices",
     "capital_usd": "capital (USD)",
     "opex_usd_per_month": "operating cost per month (USD)",
+    "acquisition": "buy or rent",
+    "cost_usd": "cost over the period (USD)",
     "tco_usd": "total cost of ownership (USD)",
     "cloud_usd_per_month": "cloud rental per month (USD)",
+    "rent_usd": "renting over the period (USD)",
+    "api_usd": "hosted API over the period (USD)",
     "break_even_month": "break-even month (buy vs rent)",
     "simulation": "simulation",
 }
@@ -110,8 +118,11 @@ SUMMARY_FORMATS = {
     "devices_needed": INTEGER_FORMAT,
     "capital_usd": INTEGER_FORMAT,
     "opex_usd_per_month": "#,##0.00",
+    "cost_usd": INTEGER_FORMAT,
     "tco_usd": INTEGER_FORMAT,
     "cloud_usd_per_month": "#,##0.00",
+    "rent_usd": INTEGER_FORMAT,
+    "api_usd": INTEGER_FORMAT,
     "break_even_month": "0",
 }
 
@@ -135,7 +146,8 @@ TITLE = "Recommendation: the cheapest eligible option for each workload and mode
 
 INTRO = (
     "Eligible: the Plan's 'eligible' is TRUE (a replica holds a maximum-length sequence, every "
-    "latency target is met, the cost is known). Best: lowest tco_usd, then fewest "
+    "latency target is met, the cost is known). Best: lowest cost_usd (owning or renting, "
+    "whichever is cheaper over the period), then fewest "
     "devices_needed, then lowest itl_s, then the Plan's order.",
     "Every cell is a formula over the Plan: edit a price on the Hardware sheet (or any input) "
     "and the recommendation follows. The grey columns on the right are the ranking's helpers.",

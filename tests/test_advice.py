@@ -1,0 +1,168 @@
+"""Buy, rent or call an API: the advice on catalogs whose numbers are worked out by hand.
+
+The devices and the model are those of the report's round catalog (tests/test_report.py): one
+round-80 device serves the workload; owning it costs 25,000 USD of capital and 76.65 USD a month
+to run, 27,759.40 USD over 36 months; round-48 owns for 31,379.70 USD.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROUND_ASSUMPTIONS
+
+from planner.catalog import CatalogError, load_catalog
+from planner.outputs.sections import decision, summary_sentence
+from planner.plan.recommend import recommendations
+from planner.plan.sweep import evaluate
+
+HARDWARE = """
+    hardware:
+      - id: round-80
+        memory: 80 GiB
+        memory_bandwidth: 2 TB/s
+        compute: {{bf16: 1000 TFLOPS}}
+        power: 700 W
+        price: {{purchase_usd: 25000, cloud_usd_per_hour: {rent_80}}}
+      - id: round-48
+        memory: 48 GiB
+        memory_bandwidth: 1 TB/s
+        compute: {{bf16: 500 TFLOPS}}
+        power: 350 W
+        price: {{purchase_usd: 30000, cloud_usd_per_hour: 1.50}}
+"""
+FILES = {
+    "models.yaml": """
+        models:
+          - id: invented-7b
+            parameters: 7000000000
+            layers: 32
+            kv_heads: 8
+            head_dim: 128
+            attention_heads: 32
+            hidden_size: 4096
+        """,
+    "precisions.yaml": """
+        precisions:
+          - id: bf16
+            weight_bytes_per_param: 2
+            kv_bytes_per_value: 2
+            compute: bf16
+        """,
+    # one request a second of exactly 3,072 prompt and 1,024 output tokens
+    "workloads.yaml": """
+        workloads:
+          - id: steady
+            prompt_tokens: 3072
+            output_tokens: {mean: 1024, p95: 1024, max: 1024}
+            max_output_tokens: 1024
+            arrival: {pattern: poisson, rate: 1 /s}
+        """,
+    "assumptions.yaml": ROUND_ASSUMPTIONS + "      simulated_requests: 0\n",
+}
+
+
+def catalog(folder: Path, rent_80: float = 2.00, offers: str | None = None):
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {**FILES, "hardware.yaml": HARDWARE.format(rent_80=rent_80)}
+    if offers is not None:
+        files["api_offers.yaml"] = offers
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+    return load_catalog(folder)
+
+
+def winner(cat):
+    table = evaluate(cat).table
+    rec = recommendations(table).iloc[0]
+    row = table[(table["hardware"] == rec["hardware"]) & table["eligible"]].iloc[0]
+    return table, row
+
+
+def test_owning_is_cheaper_at_list_rent(tmp_path):
+    """Renting round-80 at 2.00 USD an hour: 1,460 a month, 52,560 over 36 months > 27,759.40."""
+    _, row = winner(catalog(tmp_path))
+    assert row["hardware"] == "round-80" and row["devices_needed"] == 1
+    assert row["tco_usd"] == pytest.approx(27_759.40, rel=1e-9)
+    assert row["rent_usd"] == pytest.approx(52_560, rel=1e-9)
+    assert decision(row) == "buy" and row["cost_usd"] == pytest.approx(27_759.40, rel=1e-9)
+
+
+def test_a_device_cheaper_to_rent_is_rented(tmp_path):
+    """At 0.50 USD an hour: 365 a month, 13,140 over 36 months < 27,759.40: rent. Owning would
+    save 365 − 76.65 = 288.35 a month and recover 25,000 in ⌈86.7⌉ = 87 months."""
+    cat = catalog(tmp_path, rent_80=0.50)
+    _, row = winner(cat)
+    assert row["rent_usd"] == pytest.approx(13_140, rel=1e-9)
+    assert decision(row) == "rent" and row["cost_usd"] == pytest.approx(13_140, rel=1e-9)
+    assert row["break_even_month"] == 87
+    sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
+    assert ": rent. " in sentence and "13,140 USD over the period" in sentence
+    assert "buy:" not in sentence
+
+
+OFFER = """
+    api_offers:
+      - id: cheap-host
+        name: Cheap host
+        model: invented-7b
+        input_usd_per_million_tokens: {price}
+        output_usd_per_million_tokens: {price}
+        as_of: 2026-11-30
+        source: invented for the test
+"""
+
+
+def test_an_api_cheaper_than_both_is_advised_with_its_break_even_load(tmp_path):
+    """Tokens a month: 3,072 × 3,600 × 730 = 8,073,216,000 in and 1,024 × 3,600 × 730 =
+    2,691,072,000 out; at 0.05 USD per million each, 538.2144 USD a month, 19,375.7184 over 36
+    months, below owning (27,759.40). The API costs as much as the device at 1 × 27,759.40 ÷
+    19,375.7184 = 1.4327 requests/s."""
+    cat = catalog(tmp_path, offers=OFFER.format(price=0.05))
+    _, row = winner(cat)
+    assert row["api_usd_per_month"] == pytest.approx(538.2144, rel=1e-9)
+    assert row["api_usd"] == pytest.approx(19_375.7184, rel=1e-9)
+    assert decision(row) == "API"
+    assert row["api_break_even_requests_per_s"] == pytest.approx(27_759.40 / 19_375.7184, rel=1e-9)
+    sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
+    assert "call the API rather than deploy" in sentence
+    assert "unless the load grows beyond 1.43 requests/s" in sentence
+
+
+def test_an_api_dearer_than_the_devices_is_named_but_not_advised(tmp_path):
+    """At 0.10 USD per million: 38,751.44 over 36 months > 27,759.40: buy; the API would cost
+    less below 27,759.40 ÷ 38,751.4368 = 0.7163 requests/s."""
+    cat = catalog(tmp_path, offers=OFFER.format(price=0.10))
+    _, row = winner(cat)
+    assert decision(row) == "buy"
+    sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
+    assert "more than the devices; it would cost less below 0.72 requests/s" in sentence
+
+
+def test_without_an_offer_the_comparison_is_said_to_be_missing(tmp_path):
+    cat = catalog(tmp_path)
+    _, row = winner(cat)
+    sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
+    assert "No API price is catalogued for this model" in sentence
+
+
+@pytest.mark.parametrize(
+    ("offers", "message"),
+    [
+        (OFFER.format(price=0.05).replace("invented-7b", "nope"), "no models entry 'nope'"),
+        (
+            textwrap.dedent(OFFER.format(price=0.05))
+            + "  - {id: second, model: invented-7b, input_usd_per_million_tokens: 1,\n"
+            "     output_usd_per_million_tokens: 1, as_of: 2026-11-30}\n",
+            "already has the offer 'cheap-host'",
+        ),
+        (OFFER.format(price="-1"), "input_usd_per_million_tokens"),
+    ],
+)
+def test_bad_offers_are_refused_with_file_entry_and_field(tmp_path, offers, message):
+    with pytest.raises(CatalogError) as caught:
+        catalog(tmp_path, offers=offers)
+    text = str(caught.value)
+    assert "api_offers.yaml" in text and message in text
