@@ -14,7 +14,9 @@ import pytest
 from conftest import ROUND_ASSUMPTIONS
 
 from planner.catalog import CatalogError, load_catalog
-from planner.outputs.sections import decision, summary_sentence
+from planner.outputs.advice import ask_context
+from planner.outputs.sections import summary_sentence
+from planner.plan.deployment import advice, ask
 from planner.plan.recommend import recommendations
 from planner.plan.sweep import evaluate
 
@@ -87,7 +89,7 @@ def test_owning_is_cheaper_at_list_rent(tmp_path):
     assert row["hardware"] == "round-80" and row["devices_needed"] == 1
     assert row["tco_usd"] == pytest.approx(27_759.40, rel=1e-9)
     assert row["rent_usd"] == pytest.approx(52_560, rel=1e-9)
-    assert decision(row) == "buy" and row["cost_usd"] == pytest.approx(27_759.40, rel=1e-9)
+    assert advice(row) == "buy" and row["cost_usd"] == pytest.approx(27_759.40, rel=1e-9)
 
 
 def test_a_device_cheaper_to_rent_is_rented(tmp_path):
@@ -96,7 +98,7 @@ def test_a_device_cheaper_to_rent_is_rented(tmp_path):
     cat = catalog(tmp_path, rent_80=0.50)
     _, row = winner(cat)
     assert row["rent_usd"] == pytest.approx(13_140, rel=1e-9)
-    assert decision(row) == "rent" and row["cost_usd"] == pytest.approx(13_140, rel=1e-9)
+    assert advice(row) == "rent" and row["cost_usd"] == pytest.approx(13_140, rel=1e-9)
     assert row["break_even_month"] == 87
     sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
     assert ": rent. " in sentence and "13,140 USD over the period" in sentence
@@ -124,7 +126,7 @@ def test_an_api_cheaper_than_both_is_advised_with_its_break_even_load(tmp_path):
     _, row = winner(cat)
     assert row["api_usd_per_month"] == pytest.approx(538.2144, rel=1e-9)
     assert row["api_usd"] == pytest.approx(19_375.7184, rel=1e-9)
-    assert decision(row) == "API"
+    assert advice(row) == "API"
     assert row["api_break_even_requests_per_s"] == pytest.approx(27_759.40 / 19_375.7184, rel=1e-9)
     sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
     assert "call the API rather than deploy" in sentence
@@ -136,7 +138,7 @@ def test_an_api_dearer_than_the_devices_is_named_but_not_advised(tmp_path):
     less below 27,759.40 ÷ 38,751.4368 = 0.7163 requests/s."""
     cat = catalog(tmp_path, offers=OFFER.format(price=0.10))
     _, row = winner(cat)
-    assert decision(row) == "buy"
+    assert advice(row) == "buy"
     sentence = summary_sentence(cat.workloads[0], row.to_frame().T, cat, [])
     assert "more than the devices; it would cost less below 0.72 requests/s" in sentence
 
@@ -166,3 +168,92 @@ def test_bad_offers_are_refused_with_file_entry_and_field(tmp_path, offers, mess
         catalog(tmp_path, offers=offers)
     text = str(caught.value)
     assert "api_offers.yaml" in text and message in text
+
+
+def test_the_ask_adds_up_the_advice_by_hand(tmp_path):
+    """Bought: 1 device, 25,000 of capital, 76.65 a month, 27,759.40 over 36 months; drawing
+    700 W × 1.0 × PUE 1.5 = 1.05 kW at the facility. Rented at 0.50: no capital, 365 a month,
+    13,140 over the period. By API at 0.05: no devices, 538.2144 a month, 19,375.7184."""
+    cases = [
+        (catalog(tmp_path / "buy"), 1, 25_000, 76.65, 27_759.40, 1.05),
+        (catalog(tmp_path / "rent", rent_80=0.50), 1, 0, 365, 13_140, 0),
+        (
+            catalog(tmp_path / "api", offers=OFFER.format(price=0.05)),
+            0,
+            0,
+            538.2144,
+            19_375.7184,
+            0,
+        ),
+    ]
+    for cat, devices, capital, monthly, period, kw in cases:
+        plan = ask(cat, evaluate(cat).table)
+        assert [line.model for line in plan.lines] == ["invented-7b"]
+        assert plan.total("devices") == devices
+        assert plan.total("capital_usd") == pytest.approx(capital, rel=1e-9)
+        assert plan.total("monthly_usd") == pytest.approx(monthly, rel=1e-9)
+        assert plan.total("period_usd") == pytest.approx(period, rel=1e-9)
+        assert plan.facility_kw == pytest.approx(kw, rel=1e-9)
+
+
+TWIN = (
+    "  - id: twin-7b\n    parameters: 7000000000\n    layers: 32\n    kv_heads: 8\n"
+    "    head_dim: 128\n    attention_heads: 32\n    hidden_size: 4096\n"
+)
+
+
+def _with_twin(folder: Path, deployment: str | None = None):
+    catalog(folder)
+    models = folder / "models.yaml"
+    models.write_text(models.read_text() + TWIN)
+    if deployment is not None:
+        (folder / "deployment.yaml").write_text(textwrap.dedent(deployment))
+    return load_catalog(folder)
+
+
+def test_models_that_cost_the_same_are_named_as_a_tie(tmp_path):
+    """twin-7b is invented-7b under another name: the same cost, a tie the first page names;
+    the plan takes the model listed first."""
+    cat = _with_twin(tmp_path)
+    plan = ask(cat, evaluate(cat).table)
+    (line,) = plan.lines
+    assert (line.model, line.ties, line.chosen_by) == ("invented-7b", ("twin-7b",), "cheapest")
+    page = ask_context(plan, cat)
+    assert page["ties"] == [
+        "steady: invented-7b, twin-7b tie at 27,759 USD; the plan takes invented-7b, the first "
+        "in models.yaml (name the one to deploy in deployment.yaml)"
+    ]
+
+
+def test_deployment_yaml_names_the_model(tmp_path):
+    cat = _with_twin(
+        tmp_path,
+        """
+        deployment:
+          prepared_by: Capacity team
+          serve:
+            - {workload: steady, model: twin-7b}
+        """,
+    )
+    plan = ask(cat, evaluate(cat).table)
+    (line,) = plan.lines
+    assert (line.model, line.ties, line.chosen_by) == ("twin-7b", (), "deployment.yaml")
+    assert ask_context(plan, cat)["prepared_by"] == "Capacity team"
+
+
+@pytest.mark.parametrize(
+    ("serve", "message"),
+    [
+        ("{workload: nope, model: invented-7b}", "no workloads entry 'nope'"),
+        ("{workload: steady, model: nope}", "no models entry 'nope'"),
+        (
+            "{workload: steady, model: invented-7b}\n    - {workload: steady, model: twin-7b}",
+            "workload 'steady' is served twice",
+        ),
+    ],
+)
+def test_a_bad_deployment_is_refused_with_its_line(tmp_path, serve, message):
+    with pytest.raises(CatalogError) as caught:
+        _with_twin(tmp_path, f"deployment:\n  serve:\n    - {serve}\n")
+    text = str(caught.value)
+    assert "deployment.yaml:" in text and message in text

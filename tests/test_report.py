@@ -194,6 +194,21 @@ def test_every_citation_is_a_public_source(rendered):
     assert "arXiv:2309.06180" in rendered["flat"]  # PagedAttention's full reference
 
 
+def test_the_first_page_is_the_ask_with_its_approval_block(rendered):
+    """One line (round chat: buy 1 × round-80, 25,000 of capital, 76.65 a month, 27,759.40 over
+    36 months), its totals, the alternatives and the signature lines, all on page 1."""
+    page = _flat(rendered["reader"].pages[0].extract_text())
+    assert "The ask" in page and "Total 1 device " in page
+    for text in ("buy", "Round 80 · bf16", "25,000", "77", "27,759"):
+        assert text in page, text
+    # renting round-80 instead: 2.00 × 730 × 36 = 52,560; no API price in this catalog
+    assert "Renting every option instead: 52,560 USD" in page
+    assert "no API price is catalogued" in page
+    for text in ("Prepared by", "Approved (engineering)", "Approved (finance)", "Signature"):
+        assert text in page, text
+    assert "planner 0." in page and "hardware.yaml" in page
+
+
 def test_recommendation_and_its_cost_are_those_of_the_results(rendered):
     table = rendered["results"].table
     recs = recommendations(table)

@@ -34,6 +34,8 @@ from planner.catalog.records import (
     Compute,
     Count,
     CountOrZero,
+    Deployment,
+    DeploymentFile,
     Entry,
     Fraction,
     Hardware,
@@ -59,6 +61,7 @@ from planner.catalog.records import (
     Scenario,
     ScenariosFile,
     Seconds,
+    Serve,
     SlidingWindowBlock,
     Targets,
     Text,
@@ -80,6 +83,8 @@ class Catalog:
     assumptions: Assumptions
     scenarios: tuple[Scenario, ...] = ()
     api_offers: tuple[ApiOffer, ...] = ()
+    deployment: tuple[Serve, ...] = ()
+    prepared_by: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # file name -> SHA-256
     data_files: tuple[str, ...] = ()  # CSVs the workloads name, relative to the folder
     warnings: tuple[Problem, ...] = ()
@@ -279,6 +284,7 @@ def load_catalog(folder: str | Path) -> Catalog:
         raise CatalogError(problems)
     scenarios = getattr(parsed.get("scenarios"), "scenarios", [])
     offers = getattr(parsed.get("api_offers"), "api_offers", [])
+    plan = getattr(parsed.get("deployment"), "deployment", Deployment())
     return Catalog(
         folder=folder,
         hardware=tuple(parsed["hardware"].hardware),  # type: ignore[attr-defined]
@@ -288,6 +294,8 @@ def load_catalog(folder: str | Path) -> Catalog:
         assumptions=parsed["assumptions"].assumptions,  # type: ignore[attr-defined]
         scenarios=tuple(scenarios),
         api_offers=tuple(offers),
+        deployment=tuple(plan.serve),
+        prepared_by=plan.prepared_by,
         files=files,
         data_files=tuple(dict.fromkeys(data_files)),
         warnings=tuple(_parameter_warnings(folder, parsed, docs)),
@@ -385,6 +393,49 @@ def _offers(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) 
     return problems
 
 
+def _deployment(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """Deployment lines that name no workload or model, or a workload twice."""
+    if "deployment" not in parsed:
+        return []
+    valid = {
+        section: [e.id for e in getattr(parsed[section], section)]
+        for section in ("workloads", "models")
+    }
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    lines = parsed["deployment"].deployment.serve  # type: ignore[attr-defined]
+    for i, line in enumerate(lines):
+        for section, ref, name in (
+            ("workloads", line.workload, "workload"),
+            ("models", line.model, "model"),
+        ):
+            if ref not in valid[section]:
+                message = (
+                    f"no {section} entry {ref!r} in {section}.yaml; valid: "
+                    f"{', '.join(valid[section])}"
+                )
+                problems.append(_serve_problem(folder, docs, i, line.workload, name, message))
+        if line.workload in seen:
+            message = f"workload {line.workload!r} is served twice: keep one line for it"
+            problems.append(_serve_problem(folder, docs, i, line.workload, "workload", message))
+        seen.add(line.workload)
+    return problems
+
+
+def _serve_problem(
+    folder: Path, docs: dict[str, Document], index: int, workload: str, field: str, message: str
+) -> Problem:
+    return Problem(
+        _display(folder, "deployment"),
+        message,
+        line=docs["deployment"].line_of(("deployment", "serve", index, field)),
+        entry=f"deployment line {index + 1} (workload {workload!r})",
+        field=field,
+    )
+
+
 def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
     """References between files that name no entry."""
     problems = []
@@ -401,6 +452,7 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
             )
             problems.append(_at(folder, docs, "precisions", i, p.id, "compute", message))
     problems.extend(_offers(folder, parsed, docs))
+    problems.extend(_deployment(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]
@@ -424,6 +476,8 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
 __all__ = [
     "ApiOffer",
     "ApiOffersFile",
+    "Deployment",
+    "DeploymentFile",
     "Arrival",
     "Assumptions",
     "AssumptionsFile",
@@ -464,6 +518,7 @@ __all__ = [
     "SCHEMAS",
     "Scenario",
     "ScenariosFile",
+    "Serve",
     "Seconds",
     "SlidingWindowBlock",
     "Targets",

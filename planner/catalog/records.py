@@ -25,7 +25,7 @@ from planner.model.architecture import (
 
 CATALOG_FILES = ("hardware", "models", "precisions", "workloads", "assumptions")
 
-OPTIONAL_FILES = ("scenarios", "api_offers")
+OPTIONAL_FILES = ("scenarios", "api_offers", "deployment")
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
@@ -451,6 +451,21 @@ class ApiOffer(Entry):
     as_of: dt.date
 
 
+class Serve(Record):
+    """One line of the deployment plan: ``model`` serves ``workload``."""
+
+    workload: Id
+    model: Id
+
+
+class Deployment(Record):
+    """Which model serves which workload (a workload left out is served by its cheapest model),
+    and who prepared the plan (for the report's approval block)."""
+
+    prepared_by: Text | None = None
+    serve: list[Serve] = Field(default_factory=list)
+
+
 class HardwareFile(Record):
     hardware: list[Hardware] = Field(min_length=1)
 
@@ -475,6 +490,10 @@ class ScenariosFile(Record):
     scenarios: list[Scenario] = Field(min_length=1)
 
 
+class DeploymentFile(Record):
+    deployment: Deployment
+
+
 class ApiOffersFile(Record):
     api_offers: list[ApiOffer] = Field(min_length=1)
 
@@ -487,4 +506,5 @@ SCHEMAS: dict[str, type[Record]] = {
     "assumptions": AssumptionsFile,
     "scenarios": ScenariosFile,
     "api_offers": ApiOffersFile,
+    "deployment": DeploymentFile,
 }

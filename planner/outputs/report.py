@@ -35,6 +35,7 @@ from planner import __version__
 from planner.catalog import Catalog
 from planner.model.metric import Metric
 from planner.model.sources import REFERENCES
+from planner.outputs.advice import ask_context
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
 from planner.outputs.sections import (
     NOT_MODELLED,
@@ -46,6 +47,7 @@ from planner.outputs.sections import (
     sources,
     workload_sections,
 )
+from planner.plan.deployment import ask
 from planner.plan.recommend import ranked
 from planner.plan.sweep import Results
 from planner.resources import templates_dir
@@ -168,6 +170,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
         "references": cited(results.metrics),
+        "ask": ask_context(ask(catalog, table), catalog),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,

@@ -13,7 +13,9 @@ from markupsafe import Markup
 from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
 from planner.outputs import charts
+from planner.outputs.advice import api_sentence, break_even_text, buy_or_rent_sentence
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
+from planner.plan.deployment import API, BUY, RENT, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
@@ -127,82 +129,8 @@ def target_text(workload: Workload) -> str:
     return ", ".join(parts) if parts else "no latency targets set"
 
 
-def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
-    """When buying beats renting, in words, from ``break_even_month`` and the rental price."""
-    if not finite(row["cloud_usd_per_month"]):
-        return "no rental price"
-    if not finite(row["break_even_month"]):
-        if short:
-            return "never (rent ≤ running cost)"
-        return "never: renting costs no more a month than running owned devices"
-    month = int(row["break_even_month"])
-    if month > months:
-        return f"month {month}" + (" (> period)" if short else f", after the {months}-month period")
-    return f"month {month}"
-
-
 def _plural(n: Any, word: str) -> str:
     return f"{count(n)} {word}{'' if finite(n) and float(n) == 1 else 's'}"
-
-
-def api_cheaper(row: pd.Series | dict[str, Any]) -> bool:
-    """Whether calling the model's hosted API for the forecast volume costs less over the period
-    than the option's devices, owned or rented."""
-    return finite(row.get("api_usd")) and float(row["api_usd"]) < float(row["cost_usd"])
-
-
-def decision(row: pd.Series | dict[str, Any]) -> str:
-    """What to do about an option, in one word: ``API`` (calling the hosted API costs less),
-    else ``rent`` or ``buy`` (the cheaper way to get its devices over the period)."""
-    return "API" if api_cheaper(row) else str(row.get("acquisition") or "buy")
-
-
-def _buy_or_rent(row: pd.Series, months: int) -> str:
-    """Owning against renting the same devices, as a sentence."""
-    owning = (
-        f"Owning costs {usd(row['capital_usd'])} USD of capital and "
-        f"{usd(row['opex_usd_per_month'])} USD a month to run: {usd(row['tco_usd'])} USD over "
-        f"{months} months"
-        if finite(row["tco_usd"])
-        else "No purchase price (or electricity rate) is catalogued for this device"
-    )
-    if not finite(row["cloud_usd_per_month"]):
-        return f"{owning}; no rental price is catalogued, so renting could not be compared. "
-    renting = (
-        f"renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month: "
-        f"{usd(row['rent_usd'])} USD over the period"
-    )
-    if row.get("acquisition") == "rent":
-        verdict = "rent: owning would not pay back within the period" + (
-            f" (break-even {break_even_text(row, months)})"
-            if finite(row["break_even_month"])
-            else " (renting costs no more a month than running owned devices)"
-        )
-    else:
-        verdict = f"buy: owning breaks even in {break_even_text(row, months)}"
-    if not finite(row["tco_usd"]):
-        return f"{owning}; {renting}. "
-    return f"{owning}; {renting}. So {verdict}. "
-
-
-def _api(row: pd.Series, catalog: Catalog) -> str:
-    """The hosted API against the devices, as a sentence, or why it could not be compared."""
-    model = catalog.get("models", row["model"])
-    offer = next((o for o in catalog.api_offers if o.model == model.id), None)
-    if offer is None or not finite(row.get("api_usd")):
-        return "No API price is catalogued for this model: the API comparison could not be made. "
-    api = (
-        f"Calling {offer.label} (list price as of {offer.as_of}) for the forecast volume would "
-        f"cost {usd(row['api_usd'])} USD over the period"
-    )
-    load = row["api_break_even_requests_per_s"]
-    at = f"{float(load):,.2f} requests/s" if finite(load) else "n/a"
-    if api_cheaper(row):
-        return (
-            f"{api}, less than the devices: call the API unless the load grows beyond {at} "
-            f"(the forecast is {float(row['forecast_requests_per_s']):,.2f}). "
-        )
-    return f"{api}, more than the devices; it would cost less below {at}. "
 
 
 def summary_sentence(
@@ -217,14 +145,14 @@ def summary_sentence(
     hardware = catalog.get("hardware", best["hardware"]).label
     model = catalog.get("models", best["model"]).label
     targets = targets_met(best)
-    verb = {"API": "call the API rather than deploy", "rent": "rent", "buy": "buy"}[decision(best)]
+    verb = {API: "call the API rather than deploy", RENT: "rent", BUY: "buy"}[advice(best)]
     return (
         f"For {workload.label}, the cheapest qualifying option is {model} on "
         f"{_plural(best['devices_needed'], 'device')} × {hardware} "
         f"({_plural(best['nodes_needed'], 'node')}; {_plural(replicas(best), 'replica')}"
         f" of tensor parallel {int(best['tensor_parallel'])} at {best['precision']}): {verb}. "
-        + _buy_or_rent(best, months)
-        + _api(best, catalog)
+        + buy_or_rent_sentence(best, months)
+        + api_sentence(best, catalog)
         + (f"It meets {', '.join(targets)}" if targets else "The workload sets no latency target")
         + (
             ", sized by the serving simulation."
@@ -252,7 +180,7 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "capital": usd(row["capital_usd"]),
         "opex": usd(row["opex_usd_per_month"]),
         "tco": usd(row["tco_usd"]),
-        "decision": decision(row),
+        "decision": advice(row),
         "cost": usd(row["cost_usd"]),
         "rent": usd(row["rent_usd"]),
         "api": usd(row["api_usd"]) if finite(row.get("api_usd")) else "no price",

@@ -306,7 +306,7 @@ def evaluate_metric(
     return np.broadcast_to(np.asarray(value), (n,)).copy()
 
 
-CHUNK_ROWS = 1 << 15
+CHUNK_ROWS = 1 << 14
 """Rows evaluated together: large enough that numpy's per-call cost vanishes, small enough that
 a chunk's columns stay in the processor's cache and a million candidates fit in memory."""
 
@@ -430,6 +430,8 @@ def evaluate_plan(
             out[name].put(filled, chunk[name][keep])
         filled += kept
     table = pd.DataFrame({name: out.pop(name).finish(filled) for name in names}, copy=False)
+    if filled <= CHUNK_ROWS:  # one block per type, as pandas likes it, while that costs little
+        table = table.copy()
     if CANDIDATE in table:
         record_simulation_inputs(inputs, table)
     return Results(

@@ -1,0 +1,143 @@
+"""The advice in words: buy or rent, the hosted API, and the one ask of the report's first page.
+
+The numbers come from the metrics and from :mod:`planner.plan.deployment`; this module only
+words them and formats them for the templates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from planner.catalog import Catalog
+from planner.outputs.formatting import count, finite, usd
+from planner.plan.deployment import API, Ask, advice
+from planner.plan.recommend import candidate_label
+
+
+def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
+    """When buying beats renting, in words, from ``break_even_month`` and the rental price."""
+    if not finite(row["cloud_usd_per_month"]):
+        return "no rental price"
+    if not finite(row["break_even_month"]):
+        if short:
+            return "never (rent ≤ running cost)"
+        return "never: renting costs no more a month than running owned devices"
+    month = int(row["break_even_month"])
+    if month > months:
+        return f"month {month}" + (" (> period)" if short else f", after the {months}-month period")
+    return f"month {month}"
+
+
+def buy_or_rent_sentence(row: pd.Series, months: int) -> str:
+    """Owning against renting the same devices, as a sentence."""
+    owning = (
+        f"Owning costs {usd(row['capital_usd'])} USD of capital and "
+        f"{usd(row['opex_usd_per_month'])} USD a month to run: {usd(row['tco_usd'])} USD over "
+        f"{months} months"
+        if finite(row["tco_usd"])
+        else "No purchase price (or electricity rate) is catalogued for this device"
+    )
+    if not finite(row["cloud_usd_per_month"]):
+        return f"{owning}; no rental price is catalogued, so renting could not be compared. "
+    renting = (
+        f"renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month: "
+        f"{usd(row['rent_usd'])} USD over the period"
+    )
+    if row.get("acquisition") == "rent":
+        verdict = "rent: owning would not pay back within the period" + (
+            f" (break-even {break_even_text(row, months)})"
+            if finite(row["break_even_month"])
+            else " (renting costs no more a month than running owned devices)"
+        )
+    else:
+        verdict = f"buy: owning breaks even in {break_even_text(row, months)}"
+    if not finite(row["tco_usd"]):
+        return f"{owning}; {renting}. "
+    return f"{owning}; {renting}. So {verdict}. "
+
+
+def api_sentence(row: pd.Series, catalog: Catalog) -> str:
+    """The hosted API against the devices, as a sentence, or why it could not be compared."""
+    model = catalog.get("models", row["model"])
+    offer = next((o for o in catalog.api_offers if o.model == model.id), None)
+    if offer is None or not finite(row.get("api_usd")):
+        return "No API price is catalogued for this model: the API comparison could not be made. "
+    api = (
+        f"Calling {offer.label} (list price as of {offer.as_of}) for the forecast volume would "
+        f"cost {usd(row['api_usd'])} USD over the period"
+    )
+    load = row["api_break_even_requests_per_s"]
+    at = f"{float(load):,.2f} requests/s" if finite(load) else "n/a"
+    if advice(row) == API:
+        return (
+            f"{api}, less than the devices: call the API unless the load grows beyond {at} "
+            f"(the forecast is {float(row['forecast_requests_per_s']):,.2f}). "
+        )
+    return f"{api}, more than the devices; it would cost less below {at}. "
+
+
+def _money(value: float) -> str:
+    return usd(value) if finite(value) else "n/a"
+
+
+def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
+    """The first page's ask: a line per workload, the totals, the alternatives, the ties and the
+    workloads nothing serves, as the template shows them."""
+    lines = []
+    for line in ask.lines:
+        row = line.row
+        hardware = catalog.get("hardware", row["hardware"]).label
+        lines.append(
+            {
+                "workload": catalog.get("workloads", line.workload).label,
+                "model": catalog.get("models", line.model).label,
+                "chosen_by": line.chosen_by,
+                "advice": line.advice,
+                "what": "hosted API"
+                if line.advice == API
+                else f"{count(line.devices)} × {hardware} · {row['precision']}",
+                "option": candidate_label(row),
+                "nodes": count(line.nodes),
+                "capital": _money(line.capital_usd),
+                "monthly": _money(line.monthly_usd),
+                "period": _money(line.period_usd),
+            }
+        )
+    owning, owned = ask.alternative("tco_usd")
+    renting, rented = ask.alternative("rent_usd")
+    api, priced = ask.alternative("api_usd")
+    n = len(ask.lines)
+    devices = ask.total("devices")
+    alternatives = [
+        f"Owning every option instead: {_money(owning)} USD over the period"
+        + ("" if owned == n else f" ({owned} of {n} workloads have a purchase price)"),
+        f"Renting every option instead: {_money(renting)} USD"
+        + ("" if rented == n else f" ({rented} of {n} workloads have a rental price)"),
+        f"Calling hosted APIs instead: {_money(api)} USD ({priced} of {n} workloads priced)"
+        if priced
+        else "Calling hosted APIs instead: no API price is catalogued for these models",
+    ]
+    ties = [
+        f"{catalog.get('workloads', line.workload).label}: "
+        + ", ".join([line.model, *line.ties])
+        + f" tie at {_money(float(line.row['cost_usd']))} USD; the plan takes {line.model}, "
+        "the first in models.yaml (name the one to deploy in deployment.yaml)"
+        for line in ask.lines
+        if line.ties
+    ]
+    return {
+        "lines": lines,
+        "devices": f"{count(devices)} device{'' if devices == 1 else 's'}",
+        "nodes": count(ask.total("nodes")),
+        "capital": _money(ask.total("capital_usd")),
+        "monthly": _money(ask.total("monthly_usd")),
+        "period": _money(ask.total("period_usd")),
+        "facility_kw": f"{ask.facility_kw:,.1f}",
+        "months": ask.months,
+        "alternatives": alternatives,
+        "ties": ties,
+        "unserved": [catalog.get("workloads", w).label for w in ask.unserved],
+        "prepared_by": catalog.prepared_by or "",
+    }
