@@ -14,10 +14,11 @@ import pytest
 from conftest import ROUND_ASSUMPTIONS
 
 from planner.catalog import CatalogError, load_catalog
-from planner.outputs.advice import ask_context
+from planner.outputs.advice import ask_context, sensitivity_text
 from planner.outputs.sections import summary_sentence
 from planner.plan.deployment import advice, ask
 from planner.plan.recommend import recommendations
+from planner.plan.sensitivity import CHANGES, what_changes
 from planner.plan.sweep import evaluate
 
 HARDWARE = """
@@ -220,8 +221,9 @@ def test_models_that_cost_the_same_are_named_as_a_tie(tmp_path):
     assert (line.model, line.ties, line.chosen_by) == ("invented-7b", ("twin-7b",), "cheapest")
     page = ask_context(plan, cat)
     assert page["ties"] == [
-        "steady: invented-7b, twin-7b tie at 27,759 USD; the plan takes invented-7b, the first "
-        "in models.yaml (name the one to deploy in deployment.yaml)"
+        "steady: invented-7b, twin-7b tie at 27,759 USD; the plan takes invented-7b by the "
+        "ranking's tie-breaks (fewer devices, then lower inter-token latency, then the order of "
+        "models.yaml): name the one to deploy in deployment.yaml"
     ]
 
 
@@ -257,3 +259,23 @@ def test_a_bad_deployment_is_refused_with_its_line(tmp_path, serve, message):
         _with_twin(tmp_path, f"deployment:\n  serve:\n    - {serve}\n")
     text = str(caught.value)
     assert "deployment.yaml:" in text and message in text
+
+
+def test_the_input_change_the_decision_hangs_on_is_named(tmp_path):
+    """Renting round-80 at 1.05 USD an hour costs 1.05 × 730 × 36 = 27,594 < 27,759.40: rent.
+    With device prices 10 % higher, renting costs 30,353.40 and owning 27,500 + 2,759.40 =
+    30,259.40: buy. More traffic (1.1 requests/s) still fits one device; 10 % less bandwidth or
+    compute still meets a workload without targets."""
+    cat = catalog(tmp_path, rent_80=1.05)
+    (line,) = ask(cat, evaluate(cat).table).lines
+    assert line.advice == "rent" and line.period_usd == pytest.approx(27_594, rel=1e-9)
+    changes = what_changes(cat)["steady"]
+    assert [label for label, _ in changes] == ["+10 % device prices"]
+    (_, after) = changes[0]
+    assert after is not None and after.advice == "buy"
+    assert after.period_usd == pytest.approx(30_259.40, rel=1e-9)
+    text = sensitivity_text(changes, [label for label, _ in CHANGES])
+    assert text == (
+        "In closed form, the decision changes with +10 % device prices "
+        "(then invented-7b: buy 1 × round-80)."
+    )

@@ -421,6 +421,7 @@ class Assumptions(Record):
     max_batch_sequences: Count = 256
     simulated_requests: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 2000
     seed: CountOrZero = 0
+    margin: Fraction = 0.10
     # cost
     electricity_usd_per_kwh: Money | None = None
     pue: Annotated[float, Field(strict=True, ge=1)] = 1.0

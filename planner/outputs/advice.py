@@ -12,7 +12,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, finite, usd
-from planner.plan.deployment import API, Ask, advice
+from planner.plan.deployment import API, Ask, Line, advice
 from planner.plan.recommend import candidate_label
 
 
@@ -103,6 +103,7 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
                 "capital": _money(line.capital_usd),
                 "monthly": _money(line.monthly_usd),
                 "period": _money(line.period_usd),
+                "margin": margin_text(row, catalog.assumptions.margin),
             }
         )
     owning, owned = ask.alternative("tco_usd")
@@ -122,8 +123,9 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
     ties = [
         f"{catalog.get('workloads', line.workload).label}: "
         + ", ".join([line.model, *line.ties])
-        + f" tie at {_money(float(line.row['cost_usd']))} USD; the plan takes {line.model}, "
-        "the first in models.yaml (name the one to deploy in deployment.yaml)"
+        + f" tie at {_money(float(line.row['cost_usd']))} USD; the plan takes {line.model} by "
+        "the ranking's tie-breaks (fewer devices, then lower inter-token latency, then the "
+        "order of models.yaml): name the one to deploy in deployment.yaml"
         for line in ask.lines
         if line.ties
     ]
@@ -141,3 +143,42 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         "unserved": [catalog.get("workloads", w).label for w in ask.unserved],
         "prepared_by": catalog.prepared_by or "",
     }
+
+
+HEADROOMS = (
+    ("TTFT", "ttft_headroom"),
+    ("ITL", "itl_headroom"),
+    ("end-to-end", "e2e_headroom"),
+    ("task", "task_headroom"),
+)
+
+
+def margin_text(row: pd.Series | dict[str, Any], margin: float) -> str:
+    """What is closer than ``margin`` for an option, in words; empty when nothing is: ``tight:
+    4 % headroom to the ITL target; 6 % of KV capacity spare``."""
+    if not bool(row.get("tight_margin")):
+        return ""
+    parts = [
+        f"{float(row[column]):.0%} headroom to the {name} target"
+        for name, column in HEADROOMS
+        if finite(row.get(column)) and float(row[column]) < margin
+    ]
+    if finite(row.get("kv_spare_fraction")) and float(row["kv_spare_fraction"]) < margin:
+        parts.append(f"{float(row['kv_spare_fraction']):.0%} of KV capacity spare")
+    return "tight: " + "; ".join(parts) if parts else ""
+
+
+def sensitivity_text(changes: list[tuple[str, Line | None]], tried: list[str]) -> str:
+    """What would change a workload's line of the ask, in a sentence (closed form)."""
+    if not changes:
+        return f"In closed form, none of {', '.join(tried)} changes this decision."
+    said = []
+    for label, line in changes:
+        if line is None:
+            said.append(f"{label} (nothing would then qualify)")
+        else:
+            devices = (
+                "" if line.advice == API else f" {count(line.devices)} × {line.row['hardware']}"
+            )
+            said.append(f"{label} (then {line.model}: {line.advice}{devices})")
+    return "In closed form, the decision changes with " + "; ".join(said) + "."

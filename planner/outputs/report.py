@@ -35,7 +35,7 @@ from planner import __version__
 from planner.catalog import Catalog
 from planner.model.metric import Metric
 from planner.model.sources import REFERENCES
-from planner.outputs.advice import ask_context
+from planner.outputs.advice import ask_context, sensitivity_text
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
 from planner.outputs.sections import (
     NOT_MODELLED,
@@ -49,6 +49,7 @@ from planner.outputs.sections import (
 )
 from planner.plan.deployment import ask
 from planner.plan.recommend import ranked
+from planner.plan.sensitivity import CHANGES, what_changes
 from planner.plan.sweep import Results
 from planner.resources import templates_dir
 
@@ -171,6 +172,10 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "sources": sources(catalog),
         "references": cited(results.metrics),
         "ask": ask_context(ask(catalog, table), catalog),
+        "sensitivity": {
+            workload: sensitivity_text(changes, [label for label, _ in CHANGES])
+            for workload, changes in what_changes(catalog).items()
+        },
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,

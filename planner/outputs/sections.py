@@ -13,7 +13,12 @@ from markupsafe import Markup
 from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
 from planner.outputs import charts
-from planner.outputs.advice import api_sentence, break_even_text, buy_or_rent_sentence
+from planner.outputs.advice import (
+    api_sentence,
+    break_even_text,
+    buy_or_rent_sentence,
+    margin_text,
+)
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
 from planner.plan.deployment import API, BUY, RENT, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
@@ -181,6 +186,7 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "opex": usd(row["opex_usd_per_month"]),
         "tco": usd(row["tco_usd"]),
         "decision": advice(row),
+        "margin": margin_text(row, catalog.assumptions.margin),
         "cost": usd(row["cost_usd"]),
         "rent": usd(row["rent_usd"]),
         "api": usd(row["api_usd"]) if finite(row.get("api_usd")) else "no price",

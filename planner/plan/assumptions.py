@@ -104,6 +104,15 @@ GLOBALS = [
         lambda a: a.max_rejected_fraction,
     ),
     _g(
+        "margin_fraction",
+        "margin_fraction",
+        1,
+        "fraction",
+        "a recommended option with less headroom than this to a target or in its KV capacity "
+        "is flagged",
+        lambda a: a.margin,
+    ),
+    _g(
         "electricity_usd_per_kwh",
         "electricity_usd_per_kwh",
         1,

@@ -1,7 +1,9 @@
 """The deployment plan: which model serves each workload, on what, and the one ask it adds up to.
 
 Each workload is served by one model: the one ``deployment.yaml`` names, else the model whose
-recommended option costs least (the earlier model in the catalog on a tie, and the tie is named).
+recommended option ranks first by the recommendation's own rule (cost, then fewer devices, then
+lower inter-token latency; then the earlier model in the catalog). Models whose options cost the
+same are named as a tie.
 Its recommended option (:mod:`planner.plan.recommend`) is then bought, rented or replaced by the
 model's hosted API, whichever costs least over the period (:func:`advice`). The ask adds the lines
 up: devices and nodes to buy or rent, capital, the monthly bill, the cost over the period, the
@@ -17,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import Catalog
-from planner.plan.recommend import COST, rank
+from planner.plan.recommend import COST, ORDER, rank
 
 BUY, RENT, API = "buy", "rent", "API"
 
@@ -128,8 +130,9 @@ def ask(catalog: Catalog, table: pd.DataFrame) -> Ask:
             chosen = options[options["model"] == requested[workload.id]]
             how = "deployment.yaml"
         else:
-            order = options.assign(_model=options["model"].map(model_order))
-            chosen = order.sort_values([COST, "_model"], kind="stable").head(1)
+            order = options.copy()
+            order["_model"] = order["model"].map(model_order)
+            chosen = order.sort_values([*ORDER, "_model"], kind="stable").head(1)
             how = "cheapest"
         if chosen.empty:
             unserved.append(workload.id)

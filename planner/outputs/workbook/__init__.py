@@ -94,6 +94,7 @@ from planner.outputs.workbook.summary import (
     HELPER_HEADER_FONT,
     IN_PLACE,
     INTRO,
+    MARGINS,
     NEEDED,
     NOT_AVAILABLE,
     OPTION,
@@ -172,6 +173,16 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
             fill=MISFIT_FILL,
         ),
     )
+    for column in MARGINS:  # a tight margin is flagged, against the margin_fraction assumption
+        if column in columns.shown:
+            letter = columns.letter(column)
+            ws.conditional_formatting.add(
+                f"{letter}{first}:{letter}{sheet.row}",
+                FormulaRule(
+                    formula=[f"AND(ISNUMBER({letter}{first}),{letter}{first}<margin_fraction)"],
+                    fill=MISFIT_FILL,
+                ),
+            )
     end = _summary_charts(sheet, results, layout, columns, groups, first)
     _print_setup(ws, f"A1:{last_visible}{end}")
     return sheet.cache

@@ -56,6 +56,8 @@ SHOWN = (
     "rent_usd",
     "break_even_month",
     "api_usd",
+    "latency_headroom",
+    "kv_spare_fraction",
     "simulation",
 )
 
@@ -64,6 +66,9 @@ BREAK_EVEN = "break_even_month"
 #: What the Summary's break-even shows when renting costs no more per month than operating
 #: owned devices: buying never pays back (the report says the same).
 NEVER = "never"
+
+#: Shown columns whose value below the margin_fraction assumption is flagged (filled).
+MARGINS = ("latency_headroom", "kv_spare_fraction")
 
 #: Header texts of the shown Plan columns (each header cell's comment names its Plan column).
 TITLES = {
@@ -77,6 +82,8 @@ TITLES = {
     "cloud_usd_per_month": "cloud rental per month (USD)",
     "rent_usd": "renting over the period (USD)",
     "api_usd": "hosted API over the period (USD)",
+    "latency_headroom": "headroom to the tightest target",
+    "kv_spare_fraction": "KV capacity spare at the forecast",
     "break_even_month": "break-even month (buy vs rent)",
     "simulation": "simulation",
 }
@@ -123,6 +130,8 @@ SUMMARY_FORMATS = {
     "cloud_usd_per_month": "#,##0.00",
     "rent_usd": INTEGER_FORMAT,
     "api_usd": INTEGER_FORMAT,
+    "latency_headroom": "0%",
+    "kv_spare_fraction": "0%",
     "break_even_month": "0",
 }
 
