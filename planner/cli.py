@@ -75,18 +75,23 @@ def run(
     """
     from planner.diff import NotARun
     from planner.outputs.runs import RunExists, default_run_dir
+    from planner.outputs.terminal import print_ask, progress_display
     from planner.pipeline import run as run_pipeline
 
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
     try:
-        outcome = run_pipeline(catalog, destination, name=name, force=force, baseline=baseline)
+        with progress_display() as progress:
+            outcome = run_pipeline(
+                catalog, destination, name=name, force=force, baseline=baseline, progress=progress
+            )
     except (RunExists, NotARun, MetricError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     folder, results, comparison = outcome.folder, outcome.results, outcome.baseline
     if comparison is not None:
         click.echo(comparison.summary())
+    print_ask(catalog, results)
     click.echo(closing_line(results.table))
     click.echo(f"Run written to {folder}/")
 

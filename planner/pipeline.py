@@ -20,6 +20,7 @@ from planner.diff import RunDiff, compare, load_run, snapshot
 from planner.outputs.runs import RunExists, write_run
 from planner.plan import recommend
 from planner.plan.sweep import Results, evaluate
+from planner.progress import Progress
 from planner.serving.sizing import select_candidates, simulate_rows, unsimulated_leaders
 
 #: How many options per workload × model are simulated first, and how many more rounds may
@@ -29,7 +30,11 @@ MAX_ROUNDS = 4
 
 
 def plan(
-    catalog: Catalog, processes: int = 2, per_group: int = PER_GROUP, max_rounds: int = MAX_ROUNDS
+    catalog: Catalog,
+    processes: int = 2,
+    per_group: int = PER_GROUP,
+    max_rounds: int = MAX_ROUNDS,
+    progress: Progress | None = None,
 ) -> Results:
     """Every candidate evaluated, the leading ones sized by simulation.
 
@@ -38,17 +43,22 @@ def plan(
     best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
     requests (``simulated_requests: 0``) this is :func:`planner.plan.sweep.evaluate`.
     """
+    tell = progress or (lambda stage, done, total: None)
+    tell("evaluating", 0, 1)
     results = evaluate(catalog)  # candidates crossed; every metric over whole columns
+    tell("evaluating", 1, 1)
     if catalog.assumptions.simulated_requests == 0 or results.table.empty:
         return results
     chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
-    simulated = simulate_rows(catalog, chosen.sort_index(), processes)
+    simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
     for _ in range(max_rounds):
         results = evaluate(catalog, simulated=simulated)  # the simulated figures as data
         leaders = unsimulated_leaders(recommend.ranked(results.table), per_group)
         if leaders.empty:
             return results
-        more = simulate_rows(catalog, results.table.loc[leaders.index], processes)
+        more = simulate_rows(
+            catalog, results.table.loc[leaders.index], processes, progress=progress
+        )
         simulated = pd.concat([simulated, more], ignore_index=True)
     return evaluate(catalog, simulated=simulated)
 
@@ -71,6 +81,7 @@ def run(
     force: bool = False,
     baseline: Path | None = None,
     processes: int = 2,
+    progress: Progress | None = None,
 ) -> RunOutcome:
     """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.
 
@@ -83,7 +94,7 @@ def run(
     if destination.exists() and not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
     earlier = load_run(baseline) if baseline is not None else None
-    results = plan(catalog, processes=processes)
+    results = plan(catalog, processes=processes, progress=progress)
     comparison = None
     extra = {}
     if earlier is not None:
@@ -97,5 +108,6 @@ def run(
         force=force,
         extra_writers=extra,
         baseline=comparison,
+        progress=progress,
     )
     return RunOutcome(folder, results, comparison)

@@ -279,3 +279,20 @@ def test_the_input_change_the_decision_hangs_on_is_named(tmp_path):
         "In closed form, the decision changes with +10 % device prices "
         "(then invented-7b: buy 1 × round-80)."
     )
+
+
+def test_planner_run_ends_with_the_ask(tmp_path):
+    """The terminal's closing table: rented round-80 at 0.50, 365 a month, 13,140 in all."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    catalog(tmp_path / "c", rent_80=0.50)
+    result = CliRunner().invoke(
+        main, ["run", "--catalogs", str(tmp_path / "c"), "--out", str(tmp_path / "run")]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "│" in line]
+    cells = [[c.strip() for c in row.split("│")[1:-1]] for row in rows]
+    assert ["steady", "invented-7b", "rent", "1 × round-80 · bf16", "0", "365", "13,140"] in cells
+    assert ["Total", "", "", "1 device", "0", "365", "13,140"] in cells

@@ -9,6 +9,7 @@ import pytest
 from planner import pipeline
 from planner.catalog import load_catalog
 from planner.diff import NotARun
+from planner.outputs import runs
 from planner.outputs.runs import RunExists
 from planner.plan.sweep import evaluate
 
@@ -47,3 +48,20 @@ def test_a_run_writes_its_folder_and_compares_with_its_baseline(seed_dir, tmp_pa
     assert first.baseline is None and (first.folder / "results.csv").exists()
     assert second.baseline is not None and (second.folder / "diff.csv").exists()
     assert second.results.table.equals(first.results.table)  # the same catalog, the same plan
+
+
+def test_a_run_tells_its_progress_stage_by_stage(seed_dir, tmp_path):
+    seen: list[tuple[str, int, int]] = []
+    pipeline.run(
+        load_catalog(seed_dir),
+        tmp_path / "run",
+        processes=1,
+        progress=lambda stage, done, total: seen.append((stage, done, total)),
+    )
+    stages = list(dict.fromkeys(stage for stage, _, _ in seen))
+    assert stages[:2] == ["evaluating", "simulating"]
+    files = (runs.RESULTS_CSV, runs.CATALOG_COPY, runs.RESULTS_JSON, runs.WORKBOOK, runs.REPORT)
+    assert [s for s in stages if s.startswith("writing")] == [f"writing {f}" for f in files]
+    simulating = [(d, t) for s, d, t in seen if s == "simulating"]
+    assert simulating[0][0] == 0 and all(d <= t for d, t in simulating)
+    assert simulating[-1][0] == simulating[-1][1]  # every chosen candidate sized

@@ -99,6 +99,13 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
                 if line.advice == API
                 else f"{count(line.devices)} × {hardware} · {row['precision']}",
                 "option": candidate_label(row),
+                "ids": (
+                    line.workload,
+                    line.model,
+                    "hosted API"
+                    if line.advice == API
+                    else f"{count(line.devices)} × {row['hardware']} · {row['precision']}",
+                ),
                 "nodes": count(line.nodes),
                 "capital": _money(line.capital_usd),
                 "monthly": _money(line.monthly_usd),

@@ -25,6 +25,7 @@ import pandas as pd
 from planner import __version__
 from planner.catalog import Catalog
 from planner.plan.sweep import Results
+from planner.progress import Progress
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSON = "results.json"
@@ -160,13 +161,15 @@ def write_run(
     force: bool = False,
     extra_writers: Mapping[str, Writer] | None = None,
     baseline: Any = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically.
 
     Raises :class:`RunExists` when ``destination`` exists and ``force`` is false. The workbook and
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
-    :class:`planner.diff.RunDiff`) adds a comparison section to the report.
+    :class:`planner.diff.RunDiff`) adds a comparison section to the report. ``progress`` is told
+    of each file as it is written (stage ``"writing"``).
     """
     from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
     from planner.outputs.workbook import write_workbook
@@ -176,13 +179,21 @@ def write_run(
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    steps: list[tuple[str, Writer]] = [
+        (RESULTS_CSV, lambda path: export_table(results.table).to_csv(path, index=False)),
+        (CATALOG_COPY, lambda path: copy_catalogs(catalog, path)),
+        (
+            RESULTS_JSON,
+            lambda path: path.write_text(json.dumps(results_json(results), indent=1) + "\n"),
+        ),
+        (WORKBOOK, lambda path: write_workbook(results, path)),
+        (REPORT, lambda path: write_report(catalog, results, path, baseline=baseline)),
+        *(extra_writers or {}).items(),
+    ]
     try:
-        export_table(results.table).to_csv(staging / RESULTS_CSV, index=False)
-        copy_catalogs(catalog, staging / CATALOG_COPY)
-        (staging / RESULTS_JSON).write_text(json.dumps(results_json(results), indent=1) + "\n")
-        write_workbook(results, staging / WORKBOOK)
-        write_report(catalog, results, staging / REPORT, baseline=baseline)
-        for file_name, writer in (extra_writers or {}).items():
+        for done, (file_name, writer) in enumerate(steps):
+            if progress is not None:
+                progress(f"writing {file_name}", done, len(steps))
             writer(staging / file_name)
         info = manifest(catalog, results, name)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")

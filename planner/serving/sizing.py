@@ -98,6 +98,7 @@ from planner.catalog.workloads import length_summary
 from planner.model.units import GB, GIB
 from planner.plan import recommend
 from planner.plan.tables import ALL_KEYS
+from planner.progress import Progress
 from planner.serving.configs import (
     DEFAULT_QUEUE_TIMEOUT_S,
     QUEUE_TIMEOUT_TARGET_MULTIPLE,
@@ -469,20 +470,33 @@ def simulate_rows(
     processes: int = 2,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     n_requests: int | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`."""
+    """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`.
+    ``progress`` is told of each row sized (stage ``"simulating"``)."""
     columns = [*ALL_KEYS, *SIZING_COLUMNS]
     # The results columns are named by strings, so each row's dict is keyed by them.
     rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
     options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}
     jobs = [(r, options) for r in rows]
+    sized: list[dict[str, Any]] = []
+
+    def tell() -> None:
+        if progress is not None:
+            progress("simulating", len(sized), len(jobs))
+
+    tell()
     if processes <= 1 or len(jobs) <= 1:
-        sized = [size_candidate(catalog, r, **options) for r in rows]
+        for r in rows:
+            sized.append(size_candidate(catalog, r, **options))
+            tell()
     else:
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=processes, initializer=_init_worker, initargs=(catalog,)
         ) as pool:
-            sized = list(pool.map(_job, jobs, chunksize=1))
+            for result in pool.map(_job, jobs, chunksize=1):
+                sized.append(result)
+                tell()
     frame = pd.DataFrame(
         [{**{k: r[k] for k in ALL_KEYS}, **s} for r, s in zip(rows, sized, strict=True)],
         columns=columns,

@@ -1,0 +1,89 @@
+"""What ``planner run`` shows in the terminal: progress on its long stages (on stderr, and only
+on a terminal) and, at the end, the one ask as a table (the report's first page in brief)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from planner.catalog import Catalog
+from planner.outputs.advice import ask_context
+from planner.plan.deployment import ask
+from planner.plan.sweep import Results
+from planner.progress import Progress as ProgressCallback
+
+
+@contextmanager
+def progress_display(console: Console | None = None) -> Iterator[ProgressCallback]:
+    """A :data:`planner.progress.Progress` that draws one bar per stage while the run lasts;
+    nothing is drawn when stderr is not a terminal (logs and pipes stay clean)."""
+    console = console or Console(stderr=True)
+    bars = Progress(
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        name = "writing the run folder" if stage.startswith("writing") else stage
+        if name not in tasks:
+            tasks[name] = bars.add_task(name, total=total)
+        bars.update(tasks[name], completed=done, total=total, description=name)
+
+    with bars:
+        yield report
+
+
+def ask_table(catalog: Catalog, results: Results) -> Table:
+    """The one ask: per workload the model, the advice and what it costs, with the totals."""
+    page = ask_context(ask(catalog, results.table), catalog)
+    months = page["months"]
+    table = Table(title="The ask (USD)", title_justify="left", show_footer=bool(page["lines"]))
+    table.add_column("Workload", footer="Total", no_wrap=True)
+    table.add_column("Model", no_wrap=True)
+    table.add_column("Advice", no_wrap=True)
+    table.add_column("Devices", footer=page["devices"], no_wrap=True)
+    table.add_column("Capital", justify="right", footer=page["capital"])
+    table.add_column("Monthly", justify="right", footer=page["monthly"])
+    table.add_column(f"{months} months", justify="right", footer=page["period"])
+    for line in page["lines"]:  # ids: short, and as in the catalogs
+        workload, model, what = (escape(text) for text in line["ids"])
+        table.add_row(
+            workload, model, line["advice"], what, line["capital"], line["monthly"], line["period"]
+        )
+    return table
+
+
+def print_ask(catalog: Catalog, results: Results, console: Console | None = None) -> None:
+    """Print :func:`ask_table`, the ties and the workloads nothing serves."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: wide enough for the table, not 80
+            console = Console(width=120)
+    page = ask_context(ask(catalog, results.table), catalog)
+    console.print(ask_table(catalog, results))
+    for line in page["lines"]:
+        if line["margin"]:
+            workload, model, _ = line["ids"]
+            console.print(f"{workload} ({model}): {line['margin']}", markup=False, style="red")
+    for text in page["ties"]:
+        console.print(f"Tie: {text}.", markup=False, highlight=False)
+    if page["unserved"]:
+        console.print(f"Not served: {', '.join(page['unserved'])}.", markup=False)
