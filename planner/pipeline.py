@@ -21,7 +21,12 @@ from planner.outputs.runs import RunExists, write_run
 from planner.plan import recommend
 from planner.plan.sweep import Results, evaluate
 from planner.progress import Progress
-from planner.serving.sizing import select_candidates, simulate_rows, unsimulated_leaders
+from planner.serving.sizing import (
+    contenders,
+    select_candidates,
+    simulate_rows,
+    unsimulated_leaders,
+)
 
 #: How many options per workload × model are simulated first, and how many more rounds may
 #: simulate options that come to lead their group without having been simulated.
@@ -39,9 +44,12 @@ def plan(
     """Every candidate evaluated, the leading ones sized by simulation.
 
     Simulation can make its candidates dearer (more replicas) or rule them out, so an option
-    that was never simulated may then rank first; the unsimulated options ranked above a group's
-    best simulated one are simulated in turn, up to ``max_rounds`` times. Without simulated
-    requests (``simulated_requests: 0``) this is :func:`planner.plan.sweep.evaluate`.
+    that was never simulated may then rank first; and the closed form plans every replica full,
+    so it may rule out an option the simulation would accept. Each round simulates the
+    unsimulated options ranked above a group's best simulated one and the :func:`contenders`
+    (ruled out in closed form only, yet cheaper than the winner), up to ``max_rounds`` times.
+    Without simulated requests (``simulated_requests: 0``) this is
+    :func:`planner.plan.sweep.evaluate`.
     """
     tell = progress or (lambda stage, done, total: None)
     tell("evaluating", 0, 1)
@@ -53,12 +61,11 @@ def plan(
     simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
     for _ in range(max_rounds):
         results = evaluate(catalog, simulated=simulated)  # the simulated figures as data
-        leaders = unsimulated_leaders(recommend.ranked(results.table), per_group)
-        if leaders.empty:
+        ranks = recommend.ranked(results.table)
+        wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
+        if wanted.empty:
             return results
-        more = simulate_rows(
-            catalog, results.table.loc[leaders.index], processes, progress=progress
-        )
+        more = simulate_rows(catalog, results.table.loc[wanted], processes, progress=progress)
         simulated = pd.concat([simulated, more], ignore_index=True)
     return evaluate(catalog, simulated=simulated)
 

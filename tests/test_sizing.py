@@ -489,3 +489,43 @@ def test_no_simulated_requests_means_no_simulation(tmp_path):
     catalog = load_catalog(folder)
     sized = simulate_candidates(catalog, evaluate(catalog), processes=1)
     assert sized.empty and list(sized.columns)[-len(SIZING_COLUMNS) :] == SIZING_COLUMNS
+
+
+def test_contenders_are_the_cheaper_options_ruled_out_only_in_closed_form():
+    """Group (w, m) is won at 100 USD. Of the options ruled out by closed-form latency, the one
+    at 80 is a contender; at 120 it could not win; the one at 60 whose no-load TTFT (2 s)
+    already misses its 1 s target is a proven miss; a simulated one has had its chance."""
+    from planner.serving.sizing import contenders
+
+    nan = float("nan")
+    ranks = pd.DataFrame(
+        {
+            "workload": ["w"] * 5 + ["v"],
+            "model": ["m"] * 6,
+            "rank": [1, pd.NA, pd.NA, pd.NA, pd.NA, pd.NA],
+            "cost_usd": [100.0, 80.0, 120.0, 60.0, 70.0, 10.0],
+            "ruled_out_by": ["", "latency", "latency", "latency", "latency", "latency"],
+            "simulated": [True, False, False, False, True, False],
+            "ttft_s": [0.1, 0.5, 0.5, 2.0, 0.5, 0.5],
+            "ttft_p95_target_s": [1.0, 1.0, 1.0, 1.0, 1.0, nan],
+        }
+    )
+    # group (v, m) has no winner: its option is left to the closest-first choice
+    assert list(contenders(ranks).index) == [1]
+
+
+def test_a_simulated_option_is_judged_by_the_simulation():
+    """The closed form plans every replica full and may miss where the simulation, at the
+    forecast load, meets every target: the simulation decides; a replica must still fit."""
+    from planner.model.capacity import meets_targets_planned
+
+    fits = np.array([True, True, True, False])
+    closed = np.array([False, True, True, False])
+    simulated = np.array([True, True, False, True])
+    sim_meets = np.array([1.0, 0.0, np.nan, 1.0])
+    assert list(meets_targets_planned(fits, closed, simulated, sim_meets)) == [
+        True,
+        False,
+        True,
+        False,
+    ]

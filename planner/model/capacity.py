@@ -185,10 +185,13 @@ def meets_targets(
 
 
 @metric("", kind="bool", source=f"{SRE}; serving simulation", group="serving")
-def meets_targets_planned(meets_targets: Any, simulated: Any, sim_meets_targets: Any) -> Any:
-    """Closed-form targets met and, where simulated, the simulated p95 targets and the
-    rejection ceiling met too."""
-    return meets_targets & where(simulated, sim_meets_targets > 0, True)
+def meets_targets_planned(
+    replica_fits: Any, meets_targets: Any, simulated: Any, sim_meets_targets: Any
+) -> Any:
+    """Whether the targets are met as planned: where simulated, by the simulated p95 figures
+    and the rejection ceiling (the simulation serves the forecast load, where the closed form
+    plans every replica full); else by the closed form. A replica must hold a sequence."""
+    return where(simulated, replica_fits & (sim_meets_targets > 0), meets_targets)
 
 
 @metric("", kind="text", source=SRE, group="serving")

@@ -178,26 +178,23 @@ def eligible(meets_targets_planned: Any, cost_usd: Any) -> Any:
 
 @metric("", kind="text", source="recommendation rule", group="cost")
 def status(
-    meets_targets: Any,
+    replica_fits: Any,
     meets_targets_planned: Any,
+    simulated: Any,
     target_miss_reason: Any,
     sim_reason: Any,
     cost_usd: Any,
 ) -> Any:
-    """Why a candidate can or cannot be recommended: memory, latency (closed form, then
-    simulated), or a missing price."""
+    """Why a candidate can or cannot be recommended: memory, latency (simulated where the
+    simulation ran, else the closed form), or a missing price."""
     return where(
-        meets_targets,
+        meets_targets_planned,
         where(
-            meets_targets_planned,
-            where(
-                is_missing(cost_usd),
-                "cost: no purchase price (with electricity rate) or rental price",
-                "eligible",
-            ),
-            concat("simulation: ", sim_reason),
+            is_missing(cost_usd),
+            "cost: no purchase price (with electricity rate) or rental price",
+            "eligible",
         ),
-        target_miss_reason,
+        where(simulated & replica_fits, concat("simulation: ", sim_reason), target_miss_reason),
     )
 
 
@@ -207,18 +204,18 @@ RULED_OUT_REASONS = ("memory", "latency", "simulation", "cost")
 
 @metric("", kind="text", source="recommendation rule", group="cost")
 def ruled_out_by(
-    replica_fits: Any, meets_targets: Any, meets_targets_planned: Any, cost_usd: Any
+    replica_fits: Any, meets_targets_planned: Any, simulated: Any, cost_usd: Any
 ) -> Any:
     """What keeps a candidate from being recommended, in one word: memory (a replica cannot
-    hold one maximum-length sequence), latency (a closed-form target is missed), simulation (a
-    simulated target or the rejection ceiling is missed) or cost (a price is missing); empty
-    when it is eligible. ``status`` says the same in a sentence."""
+    hold one maximum-length sequence), simulation (a simulated target or the rejection ceiling
+    is missed), latency (not simulated, and a closed-form target is missed) or cost (a price is
+    missing); empty when it is eligible. ``status`` says the same in a sentence."""
     return where(
         replica_fits,
         where(
-            meets_targets,
-            where(meets_targets_planned, where(is_missing(cost_usd), "cost", ""), "simulation"),
-            "latency",
+            meets_targets_planned,
+            where(is_missing(cost_usd), "cost", ""),
+            where(simulated, "simulation", "latency"),
         ),
         "memory",
     )

@@ -55,10 +55,11 @@ cache), then the *best case*: one user on the replica, one request at a time, wh
 replica count tends to as R grows (closed loop: R = users).  A target missed even there cannot be
 met by adding replicas; the reason names the bound (bandwidth- or compute-bound decode step,
 compute- or bandwidth-bound prefill, tool time, preprocessing).  The best case is simulated
-first where the closed form already misses a target, else only when the closed form's count
-misses (a count that meets the targets proves the best case would).  The search starts at the
-closed-form ``replicas_needed``: when that count serves, one fewer is tried next (the closed
-form is rarely far off), then the search bisects below it; when it does not, the count doubles
+first where a floor already misses its target (the no-load TTFT; a decode step of one
+sequence), else only when the closed form's count misses (a count that meets the targets proves
+the best case would).  The search starts at the closed-form ``replicas_needed``: when that
+count serves, one fewer is tried next (the closed form is rarely far off), then the search
+bisects below it; when it does not, the count doubles
 until the targets are met (up to ``max_replicas``; closed loop: up to the number of users, where
 the best case is reached) and bisects between the last miss and the first hit.  This assumes
 that more replicas never raise a p95.  Every simulation uses the same seed, so two replica
@@ -361,8 +362,13 @@ def size_candidate(
     def texts(replicas: int) -> str:
         return "; ".join(m.text() for m in at[replicas][0])
 
-    # the best case first where the closed form already misses a target, else only on a miss
-    if not bool(row["meets_targets"]) and hopeless():
+    # the best case first where a floor already misses (the no-load TTFT, or a decode step of
+    # one sequence with one cached token), else only when the closed form's count misses
+    floors = (
+        ("ttft_p95_target_s", float(row["ttft_s"])),
+        ("itl_p95_target_s", step_model(row, a, batch=1).decode_step_s(1, 1)),
+    )
+    if any(_finite(row.get(t)) and floor > float(row[t]) for t, floor in floors) and hopeless():
         return out
     if not met(start) and hopeless():
         return out
@@ -517,3 +523,23 @@ def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
         cut = int(simulated.argmax()) if simulated.any() else len(group)
         picked.append(group.iloc[:cut].head(per_group))
     return pd.concat(picked) if picked else ranks.iloc[:0]
+
+
+def contenders(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Options that could still win but were never simulated: ruled out only by a closed-form
+    latency figure (which plans every replica full, so it can be pessimistic), cheaper than
+    their group's winner, and not already beyond their TTFT target at no load (``ttft_s`` is a
+    floor: a proven miss). The simulation then decides; it starts with the best case, so an
+    option that misses even one request at a time costs one short run."""
+    winner = ranks[ranks["rank"] == 1].set_index(recommend.GROUP)[recommend.COST]
+    best = pd.MultiIndex.from_frame(ranks[recommend.GROUP]).map(winner.to_dict())
+    cost = pd.to_numeric(ranks[recommend.COST], errors="coerce")
+    target = pd.to_numeric(ranks["ttft_p95_target_s"], errors="coerce")
+    reachable = target.isna() | (pd.to_numeric(ranks["ttft_s"], errors="coerce") <= target)
+    could = (
+        (ranks["ruled_out_by"].astype(str) == "latency")
+        & ~ranks["simulated"].astype(bool)
+        & (cost < pd.Series(best, index=ranks.index, dtype=float))
+        & reachable
+    )
+    return ranks[could.to_numpy(dtype=bool)]
