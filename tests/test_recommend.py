@@ -42,7 +42,7 @@ ROWS = [
 
 def table_of(rows: list[tuple]) -> pd.DataFrame:
     frame = pd.DataFrame(
-        rows, columns=["workload", "eligible", "cost_usd", "devices_needed", "itl_s"]
+        rows, columns=["workload", "eligible", "cost_usd", "devices_needed", "itl_load_s"]
     )
     frame.insert(1, "model", "m")
     frame["status"] = np.where(frame["eligible"], "eligible", "cost: price missing")
@@ -115,14 +115,14 @@ def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
             "eligible": rng.random(n) < 0.7,
             "cost_usd": rng.integers(1, 5, n).astype(float) * 1000,
             "devices_needed": rng.integers(1, 3, n).astype(float),
-            "itl_s": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+            "itl_load_s": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
         }
     )
     ranks = recommend.rank(table)["rank"]
     expected = (
         table[table["eligible"]]
         .assign(_row=np.flatnonzero(table["eligible"]))
-        .sort_values(["cost_usd", "devices_needed", "itl_s", "_row"], na_position="last")
+        .sort_values(["cost_usd", "devices_needed", "itl_load_s", "_row"], na_position="last")
         .groupby(["workload", "model"], sort=False)
         .cumcount()
         + 1

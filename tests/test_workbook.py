@@ -738,7 +738,7 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
             "eligible": [True, True, True, True, False, True, False, False],
             "cost_usd": [5.0, 3.0, 3.0, 3.0, 1.0, 3.0, 1.0, 2.0],
             "devices_needed": [1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0],
-            "itl_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
+            "itl_load_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
             "status": ["eligible"] * 4 + ["cost: x", "eligible", "memory: y", "latency: z"],
             "ruled_out_by": [""] * 4 + ["cost", "", "memory", "latency"],
         }

@@ -148,21 +148,21 @@ def meets_ttft_target(ttft_s: Any, ttft_p95_target_s: Any) -> Any:
 
 
 @metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
-def meets_itl_target(itl_s: Any, itl_p95_target_s: Any) -> Any:
-    """Whether the inter-token latency at the batch is within the p95 target."""
-    return _meets(itl_s, itl_p95_target_s)
+def meets_itl_target(itl_load_s: Any, itl_p95_target_s: Any) -> Any:
+    """Whether the inter-token latency at the forecast load is within the p95 target."""
+    return _meets(itl_load_s, itl_p95_target_s)
 
 
 @metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
-def meets_e2e_target(e2e_s: Any, e2e_p95_target_s: Any) -> Any:
-    """Whether the end-to-end latency is within the p95 target."""
-    return _meets(e2e_s, e2e_p95_target_s)
+def meets_e2e_target(e2e_load_s: Any, e2e_p95_target_s: Any) -> Any:
+    """Whether the end-to-end latency at the forecast load is within the p95 target."""
+    return _meets(e2e_load_s, e2e_p95_target_s)
 
 
 @metric("", kind="bool", source="workload targets (closed-form floors)", group="serving")
-def meets_task_target(task_s: Any, task_p95_target_s: Any) -> Any:
-    """Whether the agent task latency is within the p95 target."""
-    return _meets(task_s, task_p95_target_s)
+def meets_task_target(task_load_s: Any, task_p95_target_s: Any) -> Any:
+    """Whether the agent task latency at the forecast load is within the p95 target."""
+    return _meets(task_load_s, task_p95_target_s)
 
 
 @metric(

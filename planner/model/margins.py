@@ -2,7 +2,8 @@
 
 A recommendation that meets its targets by 2 % or fills its cache to 95 % at the forecast load
 is a bet on the forecast and on the estimates; a signer should see it. The figures compared are
-the planned ones: the simulated p95 where the candidate was simulated, else the closed form.
+the planned ones: the simulated p95 where the candidate was simulated, else the closed form at
+the forecast load (:mod:`planner.model.load`).
 """
 
 from __future__ import annotations
@@ -29,21 +30,21 @@ def ttft_planned_s(simulated: Any, ttft_p95_s: Any, ttft_s: Any) -> Any:
 
 
 @metric("s", source="serving simulation, else closed form", group="margins")
-def itl_planned_s(simulated: Any, itl_p95_s: Any, itl_s: Any) -> Any:
+def itl_planned_s(simulated: Any, itl_p95_s: Any, itl_load_s: Any) -> Any:
     """Inter-token latency as planned [s]: simulated p95 where simulated, else closed form."""
-    return _planned(simulated, itl_p95_s, itl_s)
+    return _planned(simulated, itl_p95_s, itl_load_s)
 
 
 @metric("s", source="serving simulation, else closed form", group="margins")
-def e2e_planned_s(simulated: Any, e2e_p95_s: Any, e2e_s: Any) -> Any:
+def e2e_planned_s(simulated: Any, e2e_p95_s: Any, e2e_load_s: Any) -> Any:
     """End-to-end latency as planned [s]: simulated p95 where simulated, else closed form."""
-    return _planned(simulated, e2e_p95_s, e2e_s)
+    return _planned(simulated, e2e_p95_s, e2e_load_s)
 
 
 @metric("s", source="serving simulation, else closed form", group="margins")
-def task_planned_s(simulated: Any, task_p95_s: Any, task_s: Any) -> Any:
+def task_planned_s(simulated: Any, task_p95_s: Any, task_load_s: Any) -> Any:
     """Task latency as planned: the simulated p95 where simulated, else the closed form [s]."""
-    return _planned(simulated, task_p95_s, task_s)
+    return _planned(simulated, task_p95_s, task_load_s)
 
 
 def _headroom(planned: Any, target: Any) -> Any:

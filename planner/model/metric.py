@@ -60,6 +60,7 @@ METRIC_MODULES = (
     "planner.model.cost",
     "planner.model.latency",
     "planner.model.memory",
+    "planner.model.load",
     "planner.model.margins",
 )
 
@@ -112,6 +113,28 @@ def derived(
     if name in REGISTRY:
         raise ValueError(f"metric {name!r} is defined twice")
     REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group, restates=of)
+
+
+def rebound(name: str, of: str, inputs: dict[str, str], description: str) -> None:
+    """Register a metric that is the formula of metric ``of`` over other inputs (``inputs`` maps
+    each of its input names to the one to read instead): the same physics at another operating
+    point, with one definition."""
+    if name in REGISTRY:
+        raise ValueError(f"metric {name!r} is defined twice")
+    base = REGISTRY[of]
+    unknown = set(inputs) - set(base.inputs)
+    if unknown:
+        raise ValueError(f"metric {of!r} has no inputs {sorted(unknown)}")
+    REGISTRY[name] = Metric(
+        name,
+        base.func,
+        tuple(inputs.get(i, i) for i in base.inputs),
+        base.unit,
+        description,
+        source=base.source,
+        kind=base.kind,
+        group=base.group,
+    )
 
 
 GROUP_ORDER = ("keys", "memory", "latency", "serving", "cost")

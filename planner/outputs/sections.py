@@ -26,9 +26,9 @@ from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendation
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
     ("TTFT", "ttft_s", "ttft_p95_target_s", "ttft_p95_s"),
-    ("ITL", "itl_s", "itl_p95_target_s", "itl_p95_s"),
-    ("end-to-end", "e2e_s", "e2e_p95_target_s", "e2e_p95_s"),
-    ("task", "task_s", "task_p95_target_s", "task_p95_s"),
+    ("ITL", "itl_load_s", "itl_p95_target_s", "itl_p95_s"),
+    ("end-to-end", "e2e_load_s", "e2e_p95_target_s", "e2e_p95_s"),
+    ("task", "task_load_s", "task_p95_target_s", "task_p95_s"),
 ]
 
 #: What the estimates leave out, for the risks section.
@@ -73,7 +73,7 @@ def featured(ranks: pd.DataFrame) -> pd.DataFrame:
             continue
         fitting = group[group["replica_fits"].astype(bool)]
         if len(fitting):
-            closest = fitting.sort_values(["meets_targets", "itl_s"], ascending=[False, True])
+            closest = fitting.sort_values(["meets_targets", "itl_load_s"], ascending=[False, True])
             parts.append(closest.head(1).assign(role="closest, not eligible"))
     if not parts:
         return ranks.head(0).assign(role=pd.Series(dtype=str))
@@ -381,7 +381,8 @@ def _charts(
     main = shown[shown["role"] != "runner-up"]
     out.update(_memory_part(catalog, shown, main, f"w{index}m"))
     out["concurrency_svg"] = _concurrency_part(catalog, main, f"w{index}c")
-    panels = ["itl_s", "ttft_s", "e2e_s"] + (["task_s"] if workload.requests_per_task > 1 else [])
+    panels = ["itl_load_s", "ttft_s", "e2e_load_s"]
+    panels += ["task_load_s"] if workload.requests_per_task > 1 else []
     labels = [short_label(r) for _, r in main.iterrows()]
     out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))
     out["simulation"] = simulation_rows(main)

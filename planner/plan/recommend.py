@@ -24,7 +24,7 @@ from planner.plan.tables import ALL_KEYS
 GROUP = ["workload", "model"]
 #: The cost the ranking compares: the devices over the period, owned or rented.
 COST = "cost_usd"
-ORDER = [COST, "devices_needed", "itl_s"]
+ORDER = [COST, "devices_needed", "itl_load_s"]
 
 #: A missing ranking key ranks after every number (as pandas sorts NaN last); the workbook
 #: writes the same number into its formulas.
@@ -36,7 +36,7 @@ WINS = "lowest cost over the period"
 RECOMMENDED = f"recommended: {WINS}"
 TIE_WORDS = {
     "devices_needed": "same cost; more devices",
-    "itl_s": "same cost and devices; higher inter-token latency",
+    "itl_load_s": "same cost and devices; higher inter-token latency",
 }
 TIED = "tied on cost, devices and latency: later in the Plan"
 
@@ -136,10 +136,10 @@ WINNER_DETAILS = (
     "api_usd",
     "api_break_even_requests_per_s",
     "owned_usd_per_million_tokens",
-    "itl_s",
+    "itl_load_s",
     "ttft_s",
-    "e2e_s",
-    "task_s",
+    "e2e_load_s",
+    "task_load_s",
 )
 
 

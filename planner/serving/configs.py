@@ -56,7 +56,7 @@ def planned_batch(row: Mapping[str, Any], replicas: int) -> int:
 
 
 def step_model(
-    row: Mapping[str, Any], assumptions: Assumptions, batch: int | None = None
+    row: Mapping[str, Any], assumptions: Assumptions, batch: float | None = None
 ) -> StepModel:
     """The simulation's step times for one results row at a decode batch (default: the row's).
 
@@ -64,7 +64,7 @@ def step_model(
     row's ``decode_batch``, ``decode_step_s(batch, batch × mean_context_tokens)`` is the
     closed-form ``itl_s`` of a memory-bound row.
     """
-    b = int(row["decode_batch"]) if batch is None else int(batch)
+    b = int(row["decode_batch"]) if batch is None else batch
     touched = latency.experts_touched_fraction(row["experts"], row["experts_per_token"], b)
     weights = latency.decode_weight_bytes_per_step(
         row["weight_bytes_per_device"],

@@ -98,15 +98,15 @@ SUMMARY_TEXT = [
     "the cost is known; 'status' says why a row is not).",
     "Ranking, as planner recommends: lowest cost_usd (the cheaper of owning, tco_usd, and "
     "renting, rent_usd, over the period; acquisition says which); on a tie fewer "
-    "devices_needed; then lower itl_s (a missing value last); then the earlier Plan row. The "
+    "devices_needed; then lower itl_load_s (a missing value last); then the earlier Plan row. The "
     "runner-up is the best of the rest. 'why' says how the runner-up lost, or how many "
     "options memory, latency, the simulation or a missing cost ruled out (COUNTIFS over the "
     "Plan's ruled_out_by). 'simulation' says whether the option's simulated figures hold for "
     "the inputs as they stand.",
     "The grey helper columns do the ranking: each is an array formula MIN(IF(...)) over the Plan "
-    "(the option's cost_usd, devices_needed and itl_s, then its Plan row, 0 for none). Every other "
-    "cell reads the Plan row they find with INDEX. n/a: the Plan has no value (#N/A), e.g. no "
-    "rental price or no break-even.",
+    "(the option's cost_usd, devices_needed and itl_load_s, then its Plan row, 0 for none). "
+    "Every other cell reads the Plan row they find with INDEX. n/a: the Plan has no value "
+    "(#N/A), e.g. no rental price or no break-even.",
     "For speed the helpers scan only the Plan rows that held the group when the planner wrote the "
     "workbook, while 'group in its Plan rows' is TRUE; after the Plan has been sorted it turns "
     "FALSE and they scan the whole Plan (right, only slower); so does a group with a row added "

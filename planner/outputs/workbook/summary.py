@@ -157,7 +157,7 @@ INTRO = (
     "Eligible: the Plan's 'eligible' is TRUE (a replica holds a maximum-length sequence, every "
     "latency target is met, the cost is known). Best: lowest cost_usd (owning or renting, "
     "whichever is cheaper over the period), then fewest "
-    "devices_needed, then lowest itl_s, then the Plan's order.",
+    "devices_needed, then lowest itl_load_s, then the Plan's order.",
     "Every cell is a formula over the Plan: edit a price on the Hardware sheet (or any input) "
     "and the recommendation follows. The grey columns on the right are the ranking's helpers.",
 )
