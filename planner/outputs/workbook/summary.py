@@ -473,7 +473,7 @@ class RecommendationTable:
             shown = blank_value if position is None else self._shown(column, position)
             fmt = SUMMARY_FORMATS.get(column)
             alignment = RIGHT if self._numeric(column) else INDENT
-            align = {"alignment": CENTRE if column == BREAK_EVEN else alignment}
+            align = {"alignment": CENTRE if column in (BREAK_EVEN, "acquisition") else alignment}
             cells[column] = (_formula_cell(ws, formula, fmt, **style, **align), shown)
         cells |= self._counts(group, row, style)
         helpers = self.helper_values(position)
