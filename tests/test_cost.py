@@ -112,11 +112,14 @@ def test_api_by_hand():
     tokens_in = input_tokens_per_month(2, 1_000, 730)
     assert tokens_in == 5_256_000_000  # 2 × 1,000 × 3,600 × 730
     tokens_out = output_tokens_per_month(2, 500, 730)
-    monthly = api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60)
+    monthly = api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60, 1_500, np.nan)
     assert monthly == pytest.approx(5_256 * 0.20 + 2_628 * 0.60, rel=1e-12)  # 2,628.00
     total = api_usd(monthly, 36)
     assert total == pytest.approx(94_608, rel=1e-12)
     # cheaper than renting (157,680) and owning: the API wins up to 2 × 157,680 ÷ 94,608
     assert api_break_even_requests_per_s(2, 157_680.0, total) == pytest.approx(10 / 3, rel=1e-12)
-    assert np.isnan(api_usd_per_month(tokens_in, tokens_out, np.nan, np.nan))
+    assert np.isnan(api_usd_per_month(tokens_in, tokens_out, np.nan, np.nan, 1_500, np.nan))
+    # an API that accepts 8,192 tokens serves 1,500-token requests, not 10,000-token ones
+    assert api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60, 1_500, 8_192) == monthly
+    assert np.isnan(api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60, 10_000, 8_192))
     assert np.isnan(api_break_even_requests_per_s(2, 157_680.0, np.nan))

@@ -444,12 +444,14 @@ class Scenario(Entry):
 
 class ApiOffer(Entry):
     """A hosted API that serves one model of ``models.yaml``, at its list price per million
-    tokens in and out; ``as_of`` is the date the price was read (prices move), ``source`` where."""
+    tokens in and out; ``as_of`` is the date the price was read (prices move), ``source`` where,
+    and ``max_context_tokens`` the longest request it accepts (prompt + output), if it limits it."""
 
     model: Id
     input_usd_per_million_tokens: Money
     output_usd_per_million_tokens: Money
     as_of: dt.date
+    max_context_tokens: Count | None = None  # the API's limit on prompt + output tokens
 
 
 class Serve(Record):

@@ -121,13 +121,20 @@ def api_usd_per_month(
     output_tokens_per_month: Any,
     api_input_usd_per_million_tokens: Any,
     api_output_usd_per_million_tokens: Any,
+    tokens_per_sequence: Any,
+    api_max_context_tokens: Any,
 ) -> Any:
     """Calling the model's hosted API for the forecast volume: tokens in and out per month ×
-    their price per million [USD/month]; missing without an API offer for the model."""
-    return (
+    their price per million [USD/month]; missing without an API offer for the model, or when
+    the workload's longest request (prompt + promised output) exceeds what the API accepts."""
+    bill = (
         input_tokens_per_month * api_input_usd_per_million_tokens
         + output_tokens_per_month * api_output_usd_per_million_tokens
     ) / 1_000_000
+    fits = where(
+        is_missing(api_max_context_tokens), True, tokens_per_sequence <= api_max_context_tokens
+    )
+    return where(fits, bill, float("nan"))
 
 
 @metric("USD", source="api_offers.yaml: list price per million tokens", group="cost")

@@ -62,8 +62,14 @@ def api_sentence(row: pd.Series, catalog: Catalog) -> str:
     """The hosted API against the devices, as a sentence, or why it could not be compared."""
     model = catalog.get("models", row["model"])
     offer = next((o for o in catalog.api_offers if o.model == model.id), None)
-    if offer is None or not finite(row.get("api_usd")):
+    if offer is None:
         return "No API price is catalogued for this model: the API comparison could not be made. "
+    if not finite(row.get("api_usd")):
+        return (
+            f"{offer.label} accepts at most {offer.max_context_tokens or 0:,} tokens a request, "
+            f"fewer than this workload's longest ({float(row['tokens_per_sequence']):,.0f}): "
+            "the API cannot serve it. "
+        )
     api = (
         f"Calling {offer.label} (list price as of {offer.as_of}) for the forecast volume would "
         f"cost {usd(row['api_usd'])} USD over the period"

@@ -320,7 +320,8 @@ def api_columns(offer_of: Callable[[Model], ApiOffer | None]) -> list[Column]:
     def price(field: str) -> Callable[[Model], float]:
         def get(m: Model) -> float:
             offer = offer_of(m)
-            return math.nan if offer is None else float(getattr(offer, field))
+            value = None if offer is None else getattr(offer, field)
+            return math.nan if value is None else float(value)
 
         return get
 
@@ -340,6 +341,12 @@ def api_columns(offer_of: Callable[[Model], ApiOffer | None]) -> list[Column]:
             "USD",
             "hosted API price per million output tokens",
             price("output_usd_per_million_tokens"),
+        ),
+        Column(
+            "api_max_context_tokens",
+            "tokens",
+            "longest request the API accepts (empty: no limit given)",
+            price("max_context_tokens"),
         ),
         Column("api_offer", "", "the API offer compared with", offer_text, "text"),
     ]
