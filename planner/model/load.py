@@ -25,15 +25,16 @@ REBOUND_FROM = latency
 
 
 @metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
-def load_batch(decode_batch: Any, in_flight_requests: Any, replicas_needed: Any) -> Any:
+def load_batch(decode_batch: Any, in_flight_requests: Any, replicas_planned: Any) -> Any:
     """Sequences a replica decodes at the forecast load: the requests in flight per replica,
     at least one, at most the full batch (the full batch where no replica is planned).
 
     Closed loop without tool time this is users ÷ replicas; open loop, rate × latency ÷
-    replicas. The latency is the full-batch one, so this errs high, never low.
+    replicas. The replicas are the planned ones (the simulation's count where it asked for
+    more). The latency is the full-batch one, so this errs high, never low.
     """
-    planned = is_number(replicas_needed)
-    per_replica = in_flight_requests / where(planned, maximum(replicas_needed, 1), NAN)
+    planned = is_number(replicas_planned)
+    per_replica = in_flight_requests / where(planned, maximum(replicas_planned, 1), NAN)
     return where(planned, minimum(decode_batch, maximum(1, per_replica)), decode_batch)
 
 

@@ -67,6 +67,18 @@ SIMULATED_COLUMNS = [
         lambda r: r["preempted_fraction"],
     ),
     Column(
+        "sim_utilisation",
+        "fraction",
+        "share of the time the simulated replica runs a step",
+        lambda r: r.get("sim_utilisation", float("nan")),
+    ),
+    Column(
+        "sim_mean_batch",
+        "sequences",
+        "time-average of the sequences the simulated replica runs (compare load_batch)",
+        lambda r: r.get("sim_mean_batch", float("nan")),
+    ),
+    Column(
         "sim_bound",
         "",
         "what binds when the targets are missed: memory, bandwidth, compute, queueing, ...",

@@ -166,12 +166,15 @@ SIZING_COLUMNS = [
     "queued_fraction",
     "rejected_fraction",
     "preempted_fraction",
+    "sim_utilisation",
+    "sim_mean_batch",
     "sim_requests",
     "sim_runs",
 ]
 
 #: Simulated figures among :data:`SIZING_COLUMNS`: SimResult fields of the same name, except
-#: ``sim_throughput_tokens_per_s`` (``throughput_tokens_per_s``, per replica).
+#: ``sim_throughput_tokens_per_s`` (``throughput_tokens_per_s``, per replica), ``sim_utilisation``
+#: (``utilisation``) and ``sim_mean_batch`` (``mean_concurrency``).
 _FIGURES = SIZING_COLUMNS[SIZING_COLUMNS.index("ttft_p50_s") : SIZING_COLUMNS.index("sim_requests")]
 
 
@@ -262,6 +265,8 @@ def _figures(result: SimResult | None) -> dict[str, float]:
         return dict.fromkeys(_FIGURES, math.nan)
     values = result.to_dict()
     values["sim_throughput_tokens_per_s"] = values["throughput_tokens_per_s"]
+    values["sim_utilisation"] = values["utilisation"]
+    values["sim_mean_batch"] = values["mean_concurrency"]
     return {c: float(values[c]) for c in _FIGURES}
 
 
