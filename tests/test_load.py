@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.model.load import load_batch
+from planner.model.load import load_batch, open_loop_batch
 from planner.model.metric import metrics
 
 nan = math.nan
@@ -16,16 +16,78 @@ nan = math.nan
 @pytest.mark.parametrize(
     ("decode_batch", "in_flight", "replicas", "batch"),
     [
-        (16, 20.0, 3, 20 / 3),  # open loop: 2 requests/s × 10 s in flight over 3 replicas
         (16, 40.0, 3, 40 / 3),  # closed loop, no tool time: 40 users over 3 replicas
         (16, 0.5, 1, 1.0),  # at least one sequence
         (16, 100.0, 2, 16.0),  # at most the full batch
         (0, 3.0, nan, 0.0),  # nothing fits: no replica planned, the full (empty) batch
     ],
 )
-def test_load_batch_by_hand(decode_batch, in_flight, replicas, batch):
-    value = load_batch(np.array([decode_batch]), np.array([in_flight]), np.array([replicas]))
+def test_closed_loop_load_batch_by_hand(decode_batch, in_flight, replicas, batch):
+    value = load_batch(
+        np.array([decode_batch]),
+        np.array([in_flight]),
+        np.array([replicas]),
+        np.array([0.0]),  # no arrival rate: closed loop
+        np.array([nan]),
+    )
     assert value[0] == pytest.approx(batch)
+
+
+def test_open_loop_batch_is_the_fixed_point_by_hand():
+    """2 requests/s on one replica of the seed's 7B model at 700 GB/s, 4,096 cached tokens per
+    sequence (536,870,912 B a step), 257 output tokens, 0.1 s prefill and TTFT, no overheads.
+    Memory line: e2e = 256 × 14e9 ÷ 700e9 = 5.12 s + B × (0.1 + 256 × 536,870,912 ÷ 700e9 =
+    0.296341 s); B = 2 × 5.12 ÷ (1 − 2 × 0.296341) = 25.1401. The compute line (14e9 FLOP at
+    400 TFLOP/s) has no intercept: 0. So 25.14 sequences, and e2e there is 12.57 s = B ÷ 2."""
+    cache = 4096 * 131_072
+    args = dict(
+        decode_batch=np.array([64.0]),
+        forecast_requests_per_s=np.array([2.0]),
+        replicas_planned=np.array([1.0]),
+        ttft_s=np.array([0.1]),
+        output_tokens_mean=np.array([257.0]),
+        prefill_s=np.array([0.1]),
+        network_s=np.array([0.0]),
+        decode_weight_bytes_per_step=np.array([14e9]),
+        kv_read_bytes_per_sequence_step=np.array([float(cache)]),
+        memory_bandwidth_bytes_per_s=np.array([700e9]),
+        bandwidth_efficiency=1.0,
+        decode_flops_per_token=np.array([14e9]),
+        achieved_compute_flops_per_s=np.array([400e12]),
+        allreduce_s_per_token=np.array([0.0]),
+        step_overhead_s=0.0,
+    )
+    slope = 0.1 + 256 * cache / 700e9
+    expected = 2 * 5.12 / (1 - 2 * slope)
+    batch = open_loop_batch(**args)[0]
+    assert batch == pytest.approx(expected, rel=1e-12) and batch == pytest.approx(25.1401, 1e-4)
+    e2e = 0.1 + 256 * (14e9 + batch * cache) / 700e9 + (batch - 1) * 0.1
+    assert 2 * e2e == pytest.approx(batch, rel=1e-12)  # Little's law holds at the batch
+    # twice the rate outgrows any batch (2 × 4 × 0.296 > 1): the full batch
+    args["forecast_requests_per_s"] = np.array([8.0])
+    assert open_loop_batch(**args)[0] == 64.0
+
+
+def test_little_holds_at_the_load_batch_on_the_shipped_catalogs():
+    """On every open-loop dense row where the batch is neither 1 nor full, the requests in
+    flight at the load latency (rate × e2e_load_s) are the load batch: the fixed point is
+    solved with the very formulas that compute e2e_load_s."""
+    from planner.catalog import load_catalog
+    from planner.plan.sweep import evaluate
+    from planner.resources import shipped_catalogs
+
+    t = evaluate(load_catalog(shipped_catalogs())).table
+    rows = t[
+        (t["arrival_rate_per_s"] > 0)
+        & (t["experts"] == 0)
+        & (t["load_batch"] > 1)
+        & (t["load_batch"] < t["decode_batch"])
+    ]
+    assert len(rows) > 20
+    rate = rows["forecast_requests_per_s"] / rows["replicas_planned"]
+    assert (rate * rows["e2e_load_s"]).to_numpy() == pytest.approx(
+        rows["load_batch"].to_numpy(), rel=1e-9
+    )
 
 
 def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():

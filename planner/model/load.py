@@ -2,11 +2,12 @@
 
 The closed form sizes a fleet by a replica's capacity, planning every replica full; but a replica
 of that fleet decodes only the requests in flight on it. By Little's law (Little 1961) these are
-the forecast rate × the end-to-end latency, spread over the replicas; that latency is taken at
-the full batch, an upper bound, so the load batch here is never below the one the fleet would
-settle at and the latencies below stay on the pessimistic side of it (one substitution from
-above of the fixed point batch = rate × latency(batch)). Each figure is the formula of its
-full-batch metric (:mod:`planner.model.latency`) over the load batch, not a copy of it.
+the per-replica rate × the end-to-end latency, which itself grows with the batch: open loop,
+the batch is the fixed point of B = rate × e2e(B), solved exactly per roofline regime
+(:func:`open_loop_batch`); closed loop, the users per replica (with the full-batch latency where
+tool time makes part of them idle, which errs high). Neither counts queueing, so under heavy load
+the simulation, which does, is the check. Each latency is the formula of its full-batch metric
+(:mod:`planner.model.latency`) over the load batch, not a copy of it.
 """
 
 from __future__ import annotations
@@ -24,18 +25,82 @@ NAN = float("nan")
 REBOUND_FROM = latency
 
 
-@metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
-def load_batch(decode_batch: Any, in_flight_requests: Any, replicas_planned: Any) -> Any:
-    """Sequences a replica decodes at the forecast load: the requests in flight per replica,
-    at least one, at most the full batch (the full batch where no replica is planned).
+def _fixed_point(rate: Any, intercept: Any, slope: Any, cap: Any) -> Any:
+    """The batch B = rate × (intercept + slope × B) [sequences]: rate × intercept ÷ (1 − rate ×
+    slope), or ``cap`` where the load outgrows any batch (rate × slope ≥ 1)."""
+    room = 1 - rate * slope
+    return where(room > 0, rate * intercept / where(room > 0, room, NAN), cap)
 
-    Closed loop without tool time this is users ÷ replicas; open loop, rate × latency ÷
-    replicas. The replicas are the planned ones (the simulation's count where it asked for
-    more). The latency is the full-batch one, so this errs high, never low.
+
+@metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
+def open_loop_batch(
+    decode_batch: Any,
+    forecast_requests_per_s: Any,
+    replicas_planned: Any,
+    ttft_s: Any,
+    output_tokens_mean: Any,
+    prefill_s: Any,
+    network_s: Any,
+    decode_weight_bytes_per_step: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
+    decode_flops_per_token: Any,
+    achieved_compute_flops_per_s: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """Sequences an open-loop replica decodes at the forecast load: the batch B at which
+    Little's law holds, B = per-replica rate × e2e(B) [sequences].
+
+    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × prefill + network, and
+    ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
+    B × FLOP ÷ compute, plus B × all-reduce + overhead: so e2e is the larger of two lines in B,
+    and the fixed point the larger of each line's (``_fixed_point``). The weights are those of
+    the full batch (for a mixture of experts, an upper bound: the batch errs high). The cap is
+    the full batch.
+    """
+    planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
+    rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
+    steps = output_tokens_mean - 1
+    bandwidth = memory_bandwidth_bytes_per_s * bandwidth_efficiency
+    base = ttft_s - prefill_s + network_s + steps * step_overhead_s
+    per_batch = prefill_s + steps * allreduce_s_per_token
+    memory = _fixed_point(
+        rate,
+        base + steps * decode_weight_bytes_per_step / bandwidth,
+        per_batch + steps * kv_read_bytes_per_sequence_step / bandwidth,
+        decode_batch,
+    )
+    compute = _fixed_point(
+        rate,
+        base,
+        per_batch + steps * decode_flops_per_token / achieved_compute_flops_per_s,
+        decode_batch,
+    )
+    return where(planned, maximum(memory, compute), decode_batch)
+
+
+@metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
+def load_batch(
+    decode_batch: Any,
+    in_flight_requests: Any,
+    replicas_planned: Any,
+    arrival_rate_per_s: Any,
+    open_loop_batch: Any,
+) -> Any:
+    """Sequences a replica decodes at the forecast load, at least one, at most the full batch
+    (the full batch where no replica is planned).
+
+    Open loop: :func:`open_loop_batch`, where Little's law holds at the load's own latency.
+    Closed loop: the requests in flight per replica (users ÷ replicas without tool time), with
+    the full-batch latency, so it errs high, never low. The replicas are the planned ones (the
+    simulation's count where it asked for more).
     """
     planned = is_number(replicas_planned)
     per_replica = in_flight_requests / where(planned, maximum(replicas_planned, 1), NAN)
-    return where(planned, minimum(decode_batch, maximum(1, per_replica)), decode_batch)
+    load = where(arrival_rate_per_s > 0, open_loop_batch, per_replica)
+    return where(planned, minimum(decode_batch, maximum(1, load)), decode_batch)
 
 
 rebound(
