@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -51,9 +52,9 @@ def progress_display(console: Console | None = None) -> Iterator[ProgressCallbac
         yield report
 
 
-def ask_table(catalog: Catalog, results: Results) -> Table:
-    """The one ask: per workload the model, the advice and what it costs, with the totals."""
-    page = ask_context(ask(catalog, results.table), catalog)
+def ask_table(page: dict[str, Any]) -> Table:
+    """The one ask (``page``: :func:`planner.outputs.advice.ask_context`): per workload the
+    model, the advice and what it costs, with the totals."""
     months = page["months"]
     table = Table(title="The ask (USD)", title_justify="left", show_footer=bool(page["lines"]))
     table.add_column("Workload", footer="Total", no_wrap=True)
@@ -78,7 +79,7 @@ def print_ask(catalog: Catalog, results: Results, console: Console | None = None
         if not console.is_terminal:  # a log or a pipe: wide enough for the table, not 80
             console = Console(width=120)
     page = ask_context(ask(catalog, results.table), catalog)
-    console.print(ask_table(catalog, results))
+    console.print(ask_table(page))
     for line in page["lines"]:
         if line["margin"]:
             workload, model, _ = line["ids"]

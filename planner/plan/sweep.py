@@ -344,14 +344,15 @@ class _Column:
         if self.values.dtype != object:
             self.values[at : at + len(values)] = values
             return
-        if self.codes is None and at == 0 and len(values):
-            codes, uniques = pd.factorize(values)
-            if 2 * len(uniques) <= len(values):
-                self.codes = np.empty(len(self.values), dtype=np.int32)
-        if self.codes is None:
+        if self.codes is None and at > 0:  # the first chunk chose plain strings
             self.values[at : at + len(values)] = values
             return
         codes, uniques = pd.factorize(values)
+        if self.codes is None:
+            if not len(values) or 2 * len(uniques) > len(values):  # mostly distinct: as is
+                self.values[at : at + len(values)] = values
+                return
+            self.codes = np.empty(len(self.values), dtype=np.int32)
         known = [self.distinct.setdefault(u, len(self.distinct)) for u in uniques]
         self.codes[at : at + len(values)] = np.array([*known, -1], dtype=np.int32)[codes]
 

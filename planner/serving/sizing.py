@@ -536,15 +536,15 @@ def contenders(ranks: pd.DataFrame) -> pd.DataFrame:
     their group's winner, and not already beyond their TTFT target at no load (``ttft_s`` is a
     floor: a proven miss). The simulation then decides; it starts with the best case, so an
     option that misses even one request at a time costs one short run."""
-    winner = ranks[ranks["rank"] == 1].set_index(recommend.GROUP)[recommend.COST]
-    best = pd.MultiIndex.from_frame(ranks[recommend.GROUP]).map(winner.to_dict())
     cost = pd.to_numeric(ranks[recommend.COST], errors="coerce")
+    groups = [ranks[g] for g in recommend.GROUP]
+    best = cost.where(ranks["rank"] == 1).groupby(groups, observed=True).transform("min")
     target = pd.to_numeric(ranks["ttft_p95_target_s"], errors="coerce")
     reachable = target.isna() | (pd.to_numeric(ranks["ttft_s"], errors="coerce") <= target)
     could = (
         (ranks["ruled_out_by"].astype(str) == "latency")
         & ~ranks["simulated"].astype(bool)
-        & (cost < pd.Series(best, index=ranks.index, dtype=float))
+        & (cost < best)
         & reachable
     )
     return ranks[could.to_numpy(dtype=bool)]
