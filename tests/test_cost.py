@@ -5,6 +5,7 @@ import pytest
 
 from planner.model.cost import (
     acquisition,
+    advice,
     api_break_even_requests_per_s,
     api_usd,
     api_usd_per_month,
@@ -123,3 +124,17 @@ def test_api_by_hand():
     assert api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60, 1_500, 8_192) == monthly
     assert np.isnan(api_usd_per_month(tokens_in, tokens_out, 0.20, 0.60, 10_000, 8_192))
     assert np.isnan(api_break_even_requests_per_s(2, 157_680.0, np.nan))
+
+
+@pytest.mark.parametrize(
+    ("acquired", "api", "cost", "expected"),
+    [
+        ("buy", 94_608.0, TCO, "API"),  # the API above (94,608) costs less than owning
+        ("rent", 94_608.0, 157_680.0, "API"),  # ... and than renting at 0.75 USD an hour
+        ("buy", 300_000.0, TCO, "buy"),  # a dearer API: the devices
+        ("rent", np.nan, 157_680.0, "rent"),  # no API price: the devices
+        ("", 94_608.0, np.nan, "API"),  # devices of unknown cost: the API
+    ],
+)
+def test_advice_by_hand(acquired, api, cost, expected):
+    assert advice(np.array([acquired], dtype=object), api, cost)[0] == expected

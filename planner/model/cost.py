@@ -102,8 +102,8 @@ def acquisition(tco_usd: Any, rent_usd: Any) -> Any:
     running cost is known); empty when neither is known. At equal cost, renting: no capital."""
     return where(
         is_missing(tco_usd),
-        where(is_missing(rent_usd), "", "rent"),
-        where(is_missing(rent_usd), "buy", where(rent_usd <= tco_usd, "rent", "buy")),
+        where(is_missing(rent_usd), "", RENT),
+        where(is_missing(rent_usd), BUY, where(rent_usd <= tco_usd, RENT, BUY)),
     )
 
 
@@ -150,6 +150,24 @@ def api_break_even_requests_per_s(forecast_requests_per_s: Any, cost_usd: Any, a
     for the forecast, so above this load the API costs more, below it less)."""
     # no API price or a free API: nothing to divide by (missing, never a division by zero)
     return forecast_requests_per_s * cost_usd / where(api_usd > 0, api_usd, float("nan"))
+
+
+#: The words of :func:`acquisition` and :func:`advice`.
+BUY, RENT, API = "buy", "rent", "API"
+
+
+@metric(
+    "",
+    kind="text",
+    source="recommendation rule: the cheapest of owning, renting and the API",
+    group="cost",
+)
+def advice(acquisition: Any, api_usd: Any, cost_usd: Any) -> Any:
+    """What to do about an option, in one word: ``API`` where the model's hosted API costs less
+    over the period than the devices, owned or rented (or they have no known cost), else the
+    cheaper way to get the devices (``acquisition``: buy or rent)."""
+    cheaper = where(is_missing(cost_usd), True, api_usd < cost_usd)
+    return where(is_missing(api_usd), acquisition, where(cheaper, API, acquisition))
 
 
 @metric("USD", source="owning cost ÷ tokens at the forecast load", group="cost")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, finite, usd
-from planner.plan.deployment import API, Ask, Line, advice
+from planner.plan.deployment import API, RENT, Ask, Line, advice
 from planner.plan.recommend import candidate_label
 
 
@@ -45,7 +45,7 @@ def buy_or_rent_sentence(row: pd.Series, months: int) -> str:
         f"renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month: "
         f"{usd(row['rent_usd'])} USD over the period"
     )
-    if row.get("acquisition") == "rent":
+    if row.get("acquisition") == RENT:
         verdict = "rent: owning would not pay back within the period" + (
             f" (break-even {break_even_text(row, months)})"
             if finite(row["break_even_month"])

@@ -3,11 +3,11 @@
 Each workload is served by one model: the one ``deployment.yaml`` names, else the model whose
 recommended option ranks first by the recommendation's own rule (cost, then fewer devices, then
 lower inter-token latency; then the earlier model in the catalog). Models whose options cost the
-same are named as a tie.
-Its recommended option (:mod:`planner.plan.recommend`) is then bought, rented or replaced by the
-model's hosted API, whichever costs least over the period (:func:`advice`). The ask adds the lines
-up: devices and nodes to buy or rent, capital, the monthly bill, the cost over the period, the
-power owned devices draw, and the alternatives a signer may ask about.
+same are named as a tie. Its recommended option (:mod:`planner.plan.recommend`) is then bought,
+rented or replaced by the model's hosted API, whichever costs least over the period (the
+``advice`` metric). The ask adds the lines up: devices and nodes to buy or rent, capital, the
+monthly bill, the cost over the period, the power owned devices draw, and the alternatives a
+signer may ask about.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import Catalog
+from planner.model.cost import API, BUY, RENT
 from planner.plan.recommend import COST, ORDER, rank
-
-BUY, RENT, API = "buy", "rent", "API"
 
 
 def _number(value: Any) -> float:
@@ -33,13 +32,9 @@ def _number(value: Any) -> float:
 
 
 def advice(row: pd.Series | dict[str, Any]) -> str:
-    """What to do about an option, in one word: :data:`API` when the model's hosted API costs
-    less over the period than the devices (owned or rented), else :data:`RENT` or :data:`BUY`
-    (``acquisition``: the cheaper way to get the devices)."""
-    api, cost = _number(row.get("api_usd")), _number(row.get(COST))
-    if math.isfinite(api) and (not math.isfinite(cost) or api < cost):
-        return API
-    return RENT if row.get("acquisition") == RENT else BUY
+    """What to do about an option, in one word: the metric :func:`planner.model.cost.advice`
+    (:data:`API`, :data:`RENT` or :data:`BUY`)."""
+    return str(row["advice"]) or BUY
 
 
 @dataclass(frozen=True)

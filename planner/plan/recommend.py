@@ -123,7 +123,7 @@ def ranked(table: pd.DataFrame) -> pd.DataFrame:
 
 
 #: What :func:`recommendations` gives of each group's winner and runner-up.
-SHOWN = ("hardware", "precision", "tensor_parallel", "devices_needed", COST, "acquisition")
+SHOWN = ("hardware", "precision", "tensor_parallel", "devices_needed", COST, "advice")
 WINNER_DETAILS = (
     "replicas_needed",
     "nodes_needed",

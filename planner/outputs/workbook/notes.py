@@ -97,7 +97,8 @@ SUMMARY_TEXT = [
     "'eligible' is TRUE (a replica holds a maximum-length sequence, every latency target is met, "
     "the cost is known; 'status' says why a row is not).",
     "Ranking, as planner recommends: lowest cost_usd (the cheaper of owning, tco_usd, and "
-    "renting, rent_usd, over the period; acquisition says which); on a tie fewer "
+    "renting, rent_usd, over the period; acquisition says which, and advice says API where "
+    "the hosted API costs less still); on a tie fewer "
     "devices_needed; then lower itl_load_s (a missing value last); then the earlier Plan row. The "
     "runner-up is the best of the rest. 'why' says how the runner-up lost, or how many "
     "options memory, latency, the simulation or a missing cost ruled out (COUNTIFS over the "

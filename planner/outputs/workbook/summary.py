@@ -47,7 +47,7 @@ SHOWN = (
     "precision",
     "tensor_parallel",
     "devices_needed",
-    "acquisition",
+    "advice",
     "cost_usd",
     "capital_usd",
     "opex_usd_per_month",
@@ -76,7 +76,7 @@ TITLES = {
     "devices_needed": "devices",
     "capital_usd": "capital (USD)",
     "opex_usd_per_month": "operating cost per month (USD)",
-    "acquisition": "buy or rent",
+    "advice": "buy, rent or API",
     "cost_usd": "cost over the period (USD)",
     "tco_usd": "total cost of ownership (USD)",
     "cloud_usd_per_month": "cloud rental per month (USD)",
@@ -473,7 +473,7 @@ class RecommendationTable:
             shown = blank_value if position is None else self._shown(column, position)
             fmt = SUMMARY_FORMATS.get(column)
             alignment = RIGHT if self._numeric(column) else INDENT
-            align = {"alignment": CENTRE if column in (BREAK_EVEN, "acquisition") else alignment}
+            align = {"alignment": CENTRE if column in (BREAK_EVEN, "advice") else alignment}
             cells[column] = (_formula_cell(ws, formula, fmt, **style, **align), shown)
         cells |= self._counts(group, row, style)
         helpers = self.helper_values(position)
