@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.model.load import load_batch, open_loop_batch
+from planner.model.load import load_batch, open_loop_batch_bound, open_loop_batch_refined
 from planner.model.metric import metrics
 
 nan = math.nan
@@ -37,8 +37,10 @@ def test_open_loop_batch_is_the_fixed_point_by_hand():
     """2 requests/s on one replica of the seed's 7B model at 700 GB/s, 4,096 cached tokens per
     sequence (536,870,912 B a step), 257 output tokens, 0.1 s prefill and TTFT, no overheads.
     Memory line: e2e = 256 × 14e9 ÷ 700e9 = 5.12 s + B × (0.1 + 256 × 536,870,912 ÷ 700e9 =
-    0.296341 s); B = 2 × 5.12 ÷ (1 − 2 × 0.296341) = 25.1401. The compute line (14e9 FLOP at
-    400 TFLOP/s) has no intercept: 0. So 25.14 sequences, and e2e there is 12.57 s = B ÷ 2."""
+    0.296341 s); the request itself and 2 × e2e others: B = 1 + 2 × (5.12 + 0.296341 × B), so
+    B = (1 + 2 × 5.12) ÷ (1 − 2 × 0.296341) = 27.5950. The compute line (14e9 FLOP at 400 TFLOP/s)
+    has no intercept: 1 ÷ (1 − 2 × 0.07) = 1.16. So 27.60 sequences, and e2e there is
+    13.30 s = (B − 1) ÷ 2."""
     cache = 4096 * 131_072
     args = dict(
         decode_batch=np.array([64.0]),
@@ -58,20 +60,63 @@ def test_open_loop_batch_is_the_fixed_point_by_hand():
         step_overhead_s=0.0,
     )
     slope = 0.1 + 256 * cache / 700e9
-    expected = 2 * 5.12 / (1 - 2 * slope)
-    batch = open_loop_batch(**args)[0]
-    assert batch == pytest.approx(expected, rel=1e-12) and batch == pytest.approx(25.1401, 1e-4)
+    expected = (1 + 2 * 5.12) / (1 - 2 * slope)
+    batch = open_loop_batch_bound(**args)[0]
+    assert batch == pytest.approx(expected, rel=1e-12) and batch == pytest.approx(27.5950, 1e-4)
     e2e = 0.1 + 256 * (14e9 + batch * cache) / 700e9 + (batch - 1) * 0.1
-    assert 2 * e2e == pytest.approx(batch, rel=1e-12)  # Little's law holds at the batch
+    assert 1 + 2 * e2e == pytest.approx(batch, rel=1e-12)  # Little's law holds at the batch
     # twice the rate outgrows any batch (2 × 4 × 0.296 > 1): the full batch
     args["forecast_requests_per_s"] = np.array([8.0])
-    assert open_loop_batch(**args)[0] == 64.0
+    assert open_loop_batch_bound(**args)[0] == 64.0
+
+
+def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
+    """1 request/s; 2 GB of shared weights and 8 experts of 1 GB, 2 per token; 1 TB/s; 101 output
+    tokens; 0.1 s prefill and TTFT; 0.1 GB of cache a sequence a step; no overheads. With all
+    10 GB read: e2e = 100 × 10e9 ÷ 1e12 = 1 s + B × (0.1 + 100 × 1e8 ÷ 1e12 = 0.11 s), so
+    B = (1 + 1) ÷ (1 − 0.11) = 2.247191. At that batch a step touches 1 − 0.75^2.247191 =
+    0.476112 of the experts: 2 + 8 × 0.476112 = 5.808893 GB, intercept 0.580889 s, and
+    B = 1.580889 ÷ 0.89 = 1.776280."""
+    line = dict(
+        decode_batch=np.array([64.0]),
+        forecast_requests_per_s=np.array([1.0]),
+        replicas_planned=np.array([1.0]),
+        ttft_s=np.array([0.1]),
+        output_tokens_mean=np.array([101.0]),
+        prefill_s=np.array([0.1]),
+        network_s=np.array([0.0]),
+        kv_read_bytes_per_sequence_step=np.array([1e8]),
+        memory_bandwidth_bytes_per_s=np.array([1e12]),
+        bandwidth_efficiency=1.0,
+        decode_flops_per_token=np.array([1e9]),
+        achieved_compute_flops_per_s=np.array([1e18]),
+        allreduce_s_per_token=np.array([0.0]),
+        step_overhead_s=0.0,
+    )
+    bound = open_loop_batch_bound(decode_weight_bytes_per_step=np.array([10e9]), **line)[0]
+    assert bound == pytest.approx(2 / 0.89, rel=1e-12) and bound == pytest.approx(2.247191, 1e-6)
+    moe = dict(
+        experts=np.array([8.0]),
+        experts_per_token=np.array([2.0]),
+        weight_bytes_per_device=np.array([10e9]),
+        routed_expert_parameters=np.array([8e9]),
+        weight_bytes_per_param=np.array([1.0]),
+        tensor_parallel=np.array([1.0]),
+    )
+    once = open_loop_batch_refined(open_loop_batch_bound=np.array([bound]), **moe, **line)[0]
+    expected = (1 + 100 * (2e9 + 8e9 * (1 - 0.75**bound)) / 1e12) / 0.89
+    assert once == pytest.approx(expected, rel=1e-12) and once == pytest.approx(1.776280, 1e-6)
+    # a dense model (no routed experts) is unchanged by a pass
+    dense = {**moe, "experts": np.array([0.0]), "experts_per_token": np.array([0.0])}
+    dense["routed_expert_parameters"] = np.array([0.0])
+    again = open_loop_batch_refined(open_loop_batch_bound=np.array([bound]), **dense, **line)[0]
+    assert again == pytest.approx(bound, rel=1e-12)
 
 
 def test_little_holds_at_the_load_batch_on_the_shipped_catalogs():
-    """On every open-loop dense row where the batch is neither 1 nor full, the requests in
-    flight at the load latency (rate × e2e_load_s) are the load batch: the fixed point is
-    solved with the very formulas that compute e2e_load_s."""
+    """On every open-loop dense row where the batch is neither 1 nor full, a request and the
+    others in flight at the load latency (1 + rate × e2e_load_s) are the load batch: the fixed
+    point is solved with the very formulas that compute e2e_load_s."""
     from planner.catalog import load_catalog
     from planner.plan.sweep import evaluate
     from planner.resources import shipped_catalogs
@@ -85,7 +130,7 @@ def test_little_holds_at_the_load_batch_on_the_shipped_catalogs():
     ]
     assert len(rows) > 20
     rate = rows["forecast_requests_per_s"] / rows["replicas_planned"]
-    assert (rate * rows["e2e_load_s"]).to_numpy() == pytest.approx(
+    assert (1 + rate * rows["e2e_load_s"]).to_numpy() == pytest.approx(
         rows["load_batch"].to_numpy(), rel=1e-9
     )
 

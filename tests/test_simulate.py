@@ -150,6 +150,8 @@ def test_single_request_by_hand():
     # 5 tokens over the busy time (queue entry to completion)
     assert r.throughput_tokens_per_s == pytest.approx(5 / (_prefill_1000() + sum(steps)))
     assert r.utilisation == pytest.approx(1.0)
+    # of which the prefill's share
+    assert r.prefill_utilisation == pytest.approx(_prefill_1000() / (_prefill_1000() + sum(steps)))
 
 
 def test_agent_loop_by_hand():
@@ -277,6 +279,8 @@ def test_single_slot_fixed_service_matches_md1(rho, n):
     # PASTA: the fraction of arrivals that find the slot busy is rho
     assert r.queued_fraction == pytest.approx(rho, abs=0.02)
     assert r.utilisation == pytest.approx(rho, abs=0.02)
+    # one prefill step (0.02 s) of the ten steps each request takes
+    assert r.prefill_utilisation == pytest.approx(rho / 10, abs=0.002)
 
 
 def test_single_slot_exponential_service_matches_mm1():

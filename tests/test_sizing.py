@@ -167,8 +167,7 @@ def test_step_model_reproduces_closed_form_on_shipped_catalogs(shipped):
         )
         # and at the batch the forecast load produces, the closed form's load figure
         load = float(row["load_batch"])
-        at_load = step_model(row, catalog.assumptions, batch=load)
-        assert at_load.decode_step_s(load, load * row["mean_context_tokens"]) == pytest.approx(
+        assert step.decode_step_s(load, load * row["mean_context_tokens"]) == pytest.approx(
             row["itl_load_s"], rel=1e-12
         )
         kinds.add((row["decode_bound"], row["tensor_parallel"] > 1))
@@ -198,15 +197,16 @@ def test_a_compute_bound_tensor_parallel_step_pays_its_all_reduce_once():
 
 def test_mixture_of_experts_reads_fewer_experts_at_a_smaller_batch(shipped):
     """Mixtral routes each token to 2 of 8 experts: at batch 1 a step reads 2/8 of the routed
-    experts, at batch B a share 1 - (6/8)^B of them."""
+    experts, at batch B a share 1 - (6/8)^B of them; a prefill reads them all."""
     catalog, table = shipped
     row = table[(table.model == "mixtral-8x7b") & table.replica_fits].iloc[0]
     routed = row["routed_expert_parameters"] * row["weight_bytes_per_param"]
     routed /= row["tensor_parallel"]
-    one = step_model(row, catalog.assumptions, batch=1).weight_bytes
-    assert one == pytest.approx(row["weight_bytes_per_device"] - routed * (1 - 2 / 8))
-    four = step_model(row, catalog.assumptions, batch=4).weight_bytes
-    assert four == pytest.approx(row["weight_bytes_per_device"] - routed * 0.75**4)
+    step = step_model(row, catalog.assumptions)
+    everything = row["weight_bytes_per_device"]
+    assert step.decode_weight_bytes(1) == pytest.approx(everything - routed * (1 - 2 / 8))
+    assert step.decode_weight_bytes(4) == pytest.approx(everything - routed * 0.75**4)
+    assert step.prefill_memory_s() * step.bandwidth_bytes_per_s == pytest.approx(everything)
 
 
 def test_kv_budget_holds_max_sequences(seed, shipped):

@@ -1,13 +1,15 @@
 """Latency at the forecast load: the closed form's step times at the batch the load produces.
 
 The closed form sizes a fleet by a replica's capacity, planning every replica full; but a replica
-of that fleet decodes only the requests in flight on it. By Little's law (Little 1961) these are
-the per-replica rate × the end-to-end latency, which itself grows with the batch: open loop,
-the batch is the fixed point of B = rate × e2e(B), solved exactly per roofline regime
-(:func:`open_loop_batch`); closed loop, the users per replica (with the full-batch latency where
-tool time makes part of them idle, which errs high). Neither counts queueing, so under heavy load
-the simulation, which does, is the check. Each latency is the formula of its full-batch metric
-(:mod:`planner.model.latency`) over the load batch, not a copy of it.
+of that fleet decodes only the requests in flight on it. A request's tokens share each step with
+itself and the others in flight. Closed loop, these are the users per replica. Open loop, by
+Little's law (Little 1961) the others are on average the per-replica rate × the end-to-end
+latency, and a Poisson arrival finds that time average (arrivals see time averages, Wolff 1982),
+while the latency itself grows with the batch: the batch is the fixed point of
+B = 1 + rate × e2e(B), solved exactly per roofline regime (:func:`open_loop_batch`). Neither counts
+queueing, so under heavy load the simulation, which does, is the check. Each latency is the
+formula of its full-batch metric (:mod:`planner.model.latency`) over the load batch, not a copy
+of it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from planner.model import latency
 from planner.model.expr import is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
-from planner.model.sources import LITTLE
+from planner.model.sources import LITTLE, PASTA
 
 NAN = float("nan")
 
@@ -26,14 +28,13 @@ REBOUND_FROM = latency
 
 
 def _fixed_point(rate: Any, intercept: Any, slope: Any, cap: Any) -> Any:
-    """The batch B = rate × (intercept + slope × B) [sequences]: rate × intercept ÷ (1 − rate ×
-    slope), or ``cap`` where the load outgrows any batch (rate × slope ≥ 1)."""
+    """The batch B = 1 + rate × (intercept + slope × B) [sequences]: (1 + rate × intercept) ÷
+    (1 − rate × slope), or ``cap`` where the load outgrows any batch (rate × slope ≥ 1)."""
     room = 1 - rate * slope
-    return where(room > 0, rate * intercept / where(room > 0, room, NAN), cap)
+    return where(room > 0, (1 + rate * intercept) / where(room > 0, room, NAN), cap)
 
 
-@metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
-def open_loop_batch(
+def _open_loop_batch(
     decode_batch: Any,
     forecast_requests_per_s: Any,
     replicas_planned: Any,
@@ -50,16 +51,8 @@ def open_loop_batch(
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
 ) -> Any:
-    """Sequences an open-loop replica decodes at the forecast load: the batch B at which
-    Little's law holds, B = per-replica rate × e2e(B) [sequences].
-
-    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × prefill + network, and
-    ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
-    B × FLOP ÷ compute, plus B × all-reduce + overhead: so e2e is the larger of two lines in B,
-    and the fixed point the larger of each line's (``_fixed_point``). The weights are those of
-    the full batch (for a mixture of experts, an upper bound: the batch errs high). The cap is
-    the full batch.
-    """
+    """B = 1 + per-replica rate × e2e(B) at given decode weights [sequences]
+    (:func:`open_loop_batch_bound`)."""
     planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
     rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
     steps = output_tokens_mean - 1
@@ -81,6 +74,127 @@ def open_loop_batch(
     return where(planned, maximum(memory, compute), decode_batch)
 
 
+@metric("sequences", source=f"{LITTLE}: L = λ × W; {PASTA}", group="latency")
+def open_loop_batch_bound(
+    decode_batch: Any,
+    forecast_requests_per_s: Any,
+    replicas_planned: Any,
+    ttft_s: Any,
+    output_tokens_mean: Any,
+    prefill_s: Any,
+    network_s: Any,
+    decode_weight_bytes_per_step: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
+    decode_flops_per_token: Any,
+    achieved_compute_flops_per_s: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """The batch an open-loop request's tokens share at the forecast load: itself and the
+    others in flight, B = 1 + per-replica rate × e2e(B) by Little's law [sequences].
+
+    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × prefill + network, and
+    ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
+    B × FLOP ÷ compute, plus B × all-reduce + overhead: so e2e is the larger of two lines in B,
+    and the fixed point the larger of each line's (``_fixed_point``). The weights are those of
+    the full batch: for a mixture of experts an upper bound, which
+    :func:`open_loop_batch_refined` brings down. The cap is the full batch.
+    """
+    return _open_loop_batch(
+        decode_batch,
+        forecast_requests_per_s,
+        replicas_planned,
+        ttft_s,
+        output_tokens_mean,
+        prefill_s,
+        network_s,
+        decode_weight_bytes_per_step,
+        kv_read_bytes_per_sequence_step,
+        memory_bandwidth_bytes_per_s,
+        bandwidth_efficiency,
+        decode_flops_per_token,
+        achieved_compute_flops_per_s,
+        allreduce_s_per_token,
+        step_overhead_s,
+    )
+
+
+@metric("sequences", source=f"{LITTLE}: L = λ × W; {PASTA}", group="latency")
+def open_loop_batch_refined(
+    open_loop_batch_bound: Any,
+    experts: Any,
+    experts_per_token: Any,
+    weight_bytes_per_device: Any,
+    routed_expert_parameters: Any,
+    weight_bytes_per_param: Any,
+    tensor_parallel: Any,
+    decode_batch: Any,
+    forecast_requests_per_s: Any,
+    replicas_planned: Any,
+    ttft_s: Any,
+    output_tokens_mean: Any,
+    prefill_s: Any,
+    network_s: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
+    decode_flops_per_token: Any,
+    achieved_compute_flops_per_s: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """The open-loop batch solved again with the weights a step reads at the previous pass's
+    batch [sequences] (one pass of the fixed-point iteration; a dense model's batch is unchanged).
+
+    A mixture's decode step reads the experts its batch touches, fewer at a smaller batch, so the
+    full-batch weights of :func:`open_loop_batch_bound` make it too large; each pass reads the
+    weights at the last batch, and the batches fall towards the fixed point (each still an upper
+    bound, as the weights grow with the batch).
+    """
+    touched = latency.experts_touched_fraction(experts, experts_per_token, open_loop_batch_bound)
+    weights = latency.decode_weight_bytes_per_step(
+        weight_bytes_per_device,
+        routed_expert_parameters,
+        weight_bytes_per_param,
+        touched,
+        tensor_parallel,
+    )
+    return _open_loop_batch(
+        decode_batch,
+        forecast_requests_per_s,
+        replicas_planned,
+        ttft_s,
+        output_tokens_mean,
+        prefill_s,
+        network_s,
+        weights,
+        kv_read_bytes_per_sequence_step,
+        memory_bandwidth_bytes_per_s,
+        bandwidth_efficiency,
+        decode_flops_per_token,
+        achieved_compute_flops_per_s,
+        allreduce_s_per_token,
+        step_overhead_s,
+    )
+
+
+rebound(
+    "open_loop_batch_refined_twice",
+    "open_loop_batch_refined",
+    {"open_loop_batch_bound": "open_loop_batch_refined"},
+    "The open-loop batch after a second pass of the fixed-point iteration [sequences].",
+)
+rebound(
+    "open_loop_batch",
+    "open_loop_batch_refined",
+    {"open_loop_batch_bound": "open_loop_batch_refined_twice"},
+    "The batch an open-loop request's tokens share at the forecast load, itself included: the "
+    "fixed point of B = 1 + per-replica rate × e2e(B), after three passes [sequences].",
+)
+
+
 @metric("sequences", source=f"{LITTLE}: L = λ × W", group="latency")
 def load_batch(
     decode_batch: Any,
@@ -89,8 +203,8 @@ def load_batch(
     arrival_rate_per_s: Any,
     open_loop_batch: Any,
 ) -> Any:
-    """Sequences a replica decodes at the forecast load, at least one, at most the full batch
-    (the full batch where no replica is planned).
+    """The batch a request's tokens share at the forecast load, itself included, at least one,
+    at most the full batch (the full batch where no replica is planned).
 
     Open loop: :func:`open_loop_batch`, where Little's law holds at the load's own latency.
     Closed loop: the requests in flight per replica (users ÷ replicas without tool time), with

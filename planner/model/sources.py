@@ -14,6 +14,7 @@ PAGED = "Kwon et al. 2023 (vLLM PagedAttention)"
 ROOFLINE = "Williams et al. 2009 (roofline)"
 KAPLAN = "Kaplan et al. 2020"
 LITTLE = "Little 1961"
+PASTA = "Wolff 1982 (Poisson arrivals see time averages)"
 VLLM_METRICS = "vLLM serving benchmark metrics"
 SRE = "Beyer et al. 2016 (SRE), ch. 4"
 MISTRAL = "Jiang et al. 2023 (Mistral 7B)"
@@ -37,6 +38,7 @@ REFERENCES: dict[str, str] = {
     "Models, arXiv:2001.08361, §2.1 (a forward pass costs about 2 FLOP per parameter per token).",
     LITTLE: "J. D. C. Little, A Proof for the Queuing Formula L = λW, Operations Research 9(3), "
     "1961.",
+    PASTA: "R. W. Wolff, Poisson Arrivals See Time Averages, Operations Research 30(2), 1982.",
     VLLM_METRICS: "vLLM documentation, benchmarking the online serving throughput: time to "
     "first token (TTFT), time per output token, inter-token latency (ITL), end-to-end latency.",
     SRE: "B. Beyer, C. Jones, J. Petoff, N. R. Murphy (eds.), Site Reliability Engineering, "

@@ -73,6 +73,12 @@ SIMULATED_COLUMNS = [
         lambda r: r.get("sim_utilisation", float("nan")),
     ),
     Column(
+        "sim_prefill_utilisation",
+        "fraction",
+        "share of the time it prefills: the load of the queue a first token waits in",
+        lambda r: r.get("sim_prefill_utilisation", float("nan")),
+    ),
+    Column(
         "sim_mean_batch",
         "sequences",
         "time-average of the sequences the simulated replica runs (compare load_batch)",

@@ -15,7 +15,6 @@ import pandas as pd
 
 from planner.catalog.datafiles import read_trace
 from planner.catalog.workloads import samples_of
-from planner.model import latency
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
 if TYPE_CHECKING:
@@ -38,44 +37,22 @@ def users_per_replica(concurrency: int, replicas: int) -> int:
     return -(-int(concurrency) // int(replicas))
 
 
-def planned_batch(row: Mapping[str, Any], replicas: int) -> int:
-    """The batch the most loaded of R replicas is planned to run [sequences].
+def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
+    """The simulation's step times for one results row.
 
-    Closed loop: ⌈users ÷ R⌉, at most the replica's capacity (``replica_capacity_sequences``).
-    Open loop: Little's law, ⌈closed-form requests in flight ÷ R⌉, between 1 and the capacity.
-    It sets only the weight bytes a mixture of experts reads per step and the all-reduce charge
-    (see the module docstring); the simulation itself batches whatever is running.
+    See :mod:`planner.serving.sizing` for what each field takes from the row. At any batch B
+    and context, ``decode_step_s(B, B × mean_context_tokens)`` is the closed form's ``itl_s`` at
+    that batch (a mixture reading the experts B sequences touch).
     """
-    capacity = max(1, int(row["replica_capacity_sequences"]))
-    if row["concurrency"] > 0:
-        return min(capacity, users_per_replica(int(row["concurrency"]), replicas))
-    in_flight = float(row["in_flight_requests"])
-    if not math.isfinite(in_flight):
-        return capacity
-    return int(min(capacity, max(1, math.ceil(in_flight / replicas))))
-
-
-def step_model(
-    row: Mapping[str, Any], assumptions: Assumptions, batch: float | None = None
-) -> StepModel:
-    """The simulation's step times for one results row at a decode batch (default: the row's).
-
-    See the module docstring for what each field takes from the row. With ``batch`` equal to the
-    row's ``decode_batch``, ``decode_step_s(batch, batch × mean_context_tokens)`` is the
-    closed-form ``itl_s`` of a memory-bound row.
-    """
-    b = int(row["decode_batch"]) if batch is None else batch
-    touched = latency.experts_touched_fraction(row["experts"], row["experts_per_token"], b)
-    weights = latency.decode_weight_bytes_per_step(
-        row["weight_bytes_per_device"],
-        row["routed_expert_parameters"],
-        row["weight_bytes_per_param"],
-        touched,
-        row["tensor_parallel"],
+    # per device, as decode_weight_bytes_per_step divides them
+    routed = (
+        float(row["routed_expert_parameters"])
+        * float(row["weight_bytes_per_param"])
+        / float(row["tensor_parallel"])
     )
     allreduce = float(row["allreduce_s_per_token"])
     return StepModel(
-        weight_bytes=float(weights),
+        weight_bytes=float(row["weight_bytes_per_device"]),
         kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
         / float(row["mean_context_tokens"]),
         bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
@@ -88,7 +65,9 @@ def step_model(
         * float(row["head_dim"]),
         step_overhead_s=assumptions.step_overhead,
         allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
-        prefill_weight_bytes=float(row["weight_bytes_per_device"]),
+        routed_expert_bytes=routed,
+        experts=float(row["experts"]),
+        experts_per_token=float(row["experts_per_token"]),
     )
 
 
@@ -161,14 +140,13 @@ def _assemble(
     workload: Workload,
     row: Mapping[str, Any],
     arrivals: Arrivals,
-    batch: int,
     n_requests: int | None,
     seed: int | None,
     prompt: Lengths | None = None,
 ) -> SimConfig:
     a = catalog.assumptions
     return SimConfig(
-        step=step_model(row, a, batch),
+        step=step_model(row, a),
         kv_budget_tokens=max(1, kv_budget_tokens(row)),
         prompt=prompt or _lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
         output=_lengths(catalog, workload.output_tokens, workload.max_output_tokens),
@@ -212,8 +190,7 @@ def sim_config(
         arrivals = Arrivals.bursty(float(arrival.rate or 0) / replicas, arrival.burst_factor)
     else:
         arrivals = Arrivals.poisson(float(arrival.rate or 0) / replicas)
-    batch = planned_batch(row, replicas)
-    return _assemble(catalog, workload, row, arrivals, batch, n_requests, seed)
+    return _assemble(catalog, workload, row, arrivals, n_requests, seed)
 
 
 def best_case_config(
@@ -232,4 +209,4 @@ def best_case_config(
         prompts = _tokens(_trace(catalog, workload), "prompt_tokens")
         if prompts is not None:
             prompt = Lengths.samples(prompts.tolist())
-    return _assemble(catalog, workload, row, Arrivals.closed(1), 1, n_requests, seed, prompt=prompt)
+    return _assemble(catalog, workload, row, Arrivals.closed(1), n_requests, seed, prompt=prompt)

@@ -98,6 +98,8 @@ with at least q of the samples at or below it).
   this is the M/G/1 "arrival finds the server busy" (= utilisation).
 * ``throughput_tokens_per_s``: all tokens emitted in the window / window;
   ``utilisation``: fraction of the window the accelerator runs a step;
+  ``prefill_utilisation``: the part of it spent prefilling, the load of the
+  queue a fresh request's first token waits in (its M/G/1 utilisation);
   ``mean_concurrency``: time-average of sequences in the running batch.
 * ``peak_kv_tokens_used``: max cached tokens (after a decode step);
   ``peak_kv_tokens_reserved``: max allocated tokens (reservations under
@@ -443,6 +445,7 @@ class _Replica:
         batch = len(self.running) + len(admitted.prefilled) + len(admitted.swapped_in)
         if in_window:
             totals.busy += t_prefill
+            totals.prefill_busy += t_prefill
             totals.conc_area += batch * t_prefill
             totals.tokens_window += len(admitted.prefilled)
         # arrivals during the prefill step saw the batch including the new requests

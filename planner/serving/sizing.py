@@ -24,9 +24,10 @@ number of tasks.
 (``itl_s`` for a decode step, ``prefill_s`` for a prefill step over its prompts' total
 arithmetic and tokens), so a change to those formulas changes the simulation too, and at the
 row's batch and mean context a decode step is exactly ``itl_s`` and a prefill of the mean prompt
-exactly ``prefill_s``. From the row: decode weight bytes per device at the replica's batch (for
-a mixture of experts the share of experts a step touches grows with the batch; the batch used is
-:func:`planned_batch`), all weights for a prefill (a prompt's many tokens touch every expert),
+exactly ``prefill_s``. From the row: weight bytes per device, all read by a prefill (a prompt's
+many tokens touch every expert) and by a dense model's decode step; a mixture of experts' decode
+step reads the share of routed experts that the step's own batch touches, so it grows with the
+batch as it runs;
 cache bytes read per cached token such that a batch at the mean context reads exactly
 ``kv_read_bytes_per_sequence_step`` per sequence (sliding windows and fixed state are therefore
 charged as at the mean context), achieved bandwidth and compute, the prefill attention of
@@ -106,7 +107,6 @@ from planner.serving.configs import (
     _finite,
     best_case_config,
     kv_budget_tokens,
-    planned_batch,
     queue_timeout_s,
     sim_config,
     step_model,
@@ -124,7 +124,6 @@ __all__ = [
     "SIZING_COLUMNS",
     "best_case_config",
     "kv_budget_tokens",
-    "planned_batch",
     "queue_timeout_s",
     "select_candidates",
     "sim_config",
@@ -167,6 +166,7 @@ SIZING_COLUMNS = [
     "rejected_fraction",
     "preempted_fraction",
     "sim_utilisation",
+    "sim_prefill_utilisation",
     "sim_mean_batch",
     "sim_requests",
     "sim_runs",
@@ -174,7 +174,8 @@ SIZING_COLUMNS = [
 
 #: Simulated figures among :data:`SIZING_COLUMNS`: SimResult fields of the same name, except
 #: ``sim_throughput_tokens_per_s`` (``throughput_tokens_per_s``, per replica), ``sim_utilisation``
-#: (``utilisation``) and ``sim_mean_batch`` (``mean_concurrency``).
+#: (``utilisation``), ``sim_prefill_utilisation`` (``prefill_utilisation``) and ``sim_mean_batch``
+#: (``mean_concurrency``).
 _FIGURES = SIZING_COLUMNS[SIZING_COLUMNS.index("ttft_p50_s") : SIZING_COLUMNS.index("sim_requests")]
 
 
@@ -230,9 +231,9 @@ def _bound(
 
     def decode() -> tuple[str, str]:
         ctx = mean_prompt + p95_output / 2
-        memory = step.decode_memory_s(ctx)
+        memory = step.decode_memory_s(1, ctx)
         compute = step.decode_compute_s(1)
-        read = (step.weight_bytes + step.kv_bytes_per_token * ctx) / GB
+        read = (step.decode_weight_bytes(1) + step.kv_bytes_per_token * ctx) / GB
         if memory >= compute:
             return "bandwidth", (
                 f"bandwidth-bound decode step (reading {read:.1f} GB of weights and cache per "
@@ -266,6 +267,7 @@ def _figures(result: SimResult | None) -> dict[str, float]:
     values = result.to_dict()
     values["sim_throughput_tokens_per_s"] = values["throughput_tokens_per_s"]
     values["sim_utilisation"] = values["utilisation"]
+    values["sim_prefill_utilisation"] = values["prefill_utilisation"]
     values["sim_mean_batch"] = values["mean_concurrency"]
     return {c: float(values[c]) for c in _FIGURES}
 
@@ -371,7 +373,7 @@ def size_candidate(
     # one sequence with one cached token), else only when the closed form's count misses
     floors = (
         ("ttft_p95_target_s", float(row["ttft_s"])),
-        ("itl_p95_target_s", step_model(row, a, batch=1).decode_step_s(1, 1)),
+        ("itl_p95_target_s", step_model(row, a).decode_step_s(1, 1)),
     )
     if any(_finite(row.get(t)) and floor > float(row[t]) for t, floor in floors) and hopeless():
         return out

@@ -61,6 +61,7 @@ class SimResult:
     tasks_completed: int
     tasks_failed: int
     utilisation: float
+    prefill_utilisation: float
     mean_concurrency: float
     mean_kv_tokens: float
     peak_kv_tokens_used: int
@@ -220,6 +221,8 @@ class Totals:
 
     busy: float = 0.0
     """Time the accelerator runs a step [s]."""
+    prefill_busy: float = 0.0
+    """Time the accelerator runs a prefill step [s]."""
     conc_area: float = 0.0
     """Running sequences × time [s]."""
     kv_area: float = 0.0
@@ -306,6 +309,7 @@ def summarise(r: Records, t: Totals, kv_budget_tokens: int, network_s: float) ->
         tasks_completed=int(ok.sum()),
         tasks_failed=int((~ok & ~np.isnan(t_send)).sum()),
         utilisation=per_s(t.busy),
+        prefill_utilisation=per_s(t.prefill_busy),
         mean_concurrency=per_s(t.conc_area),
         mean_kv_tokens=per_s(t.kv_area),
         peak_kv_tokens_used=int(t.peak_used),

@@ -22,7 +22,8 @@ class StepModel:
     """
 
     weight_bytes: float
-    """Bytes read once per step, shared by the whole batch [B]."""
+    """Weight bytes per device, read once per prefill and (less untouched experts) per decode
+    step, shared by the whole batch [B]."""
     kv_bytes_per_token: float
     """KV-cache bytes per cached token [B/token]."""
     bandwidth_bytes_per_s: float
@@ -37,9 +38,12 @@ class StepModel:
     """Fixed overhead per decode step and per prefill launch [s]."""
     allreduce_s_per_token: float = 0.0
     """Tensor-parallel communication per processed token [s] (0 without tensor parallelism)."""
-    prefill_weight_bytes: float | None = None
-    """Bytes a prefill reads once [B]: every weight (a prompt's many tokens touch every expert
-    of a mixture); None: ``weight_bytes``."""
+    routed_expert_bytes: float = 0.0
+    """Weight bytes per device of a mixture's routed experts [B] (0: dense)."""
+    experts: float = 0.0
+    """Routed experts of a mixture (0: dense) [-]."""
+    experts_per_token: float = 0.0
+    """Experts each token is routed to [-]."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
@@ -51,6 +55,7 @@ class StepModel:
             "attention_flops_per_token_sq",
             "step_overhead_s",
             "allreduce_s_per_token",
+            "routed_expert_bytes",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
@@ -75,12 +80,9 @@ class StepModel:
         return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s
 
     def prefill_memory_s(self) -> float:
-        """Memory time of a prefill launch: the weights are read once [s]
-        (:func:`latency.weight_read_s`)."""
-        weights = (
-            self.weight_bytes if self.prefill_weight_bytes is None else self.prefill_weight_bytes
-        )
-        return float(latency.weight_read_s(weights, self.bandwidth_bytes_per_s, 1.0))
+        """Memory time of a prefill launch: every weight is read once, a prompt's many tokens
+        touching every expert of a mixture [s] (:func:`latency.weight_read_s`)."""
+        return float(latency.weight_read_s(self.weight_bytes, self.bandwidth_bytes_per_s, 1.0))
 
     def prefill_s(self, prompt_tokens: float) -> float:
         """Prefill time of one prompt of P tokens [s] (:func:`latency.prefill_s`):
@@ -104,28 +106,43 @@ class StepModel:
             )
         )
 
-    def decode_memory_s(self, context_tokens_total: float) -> float:
-        """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights
-        once for the batch plus every sequence's cache, ``context_tokens_total`` tokens."""
-        cache = self.kv_bytes_per_token * float(context_tokens_total)
+    def decode_weight_bytes(self, batch: float) -> float:
+        """Weight bytes a decode step of ``batch`` sequences reads [B]: all of a dense model's;
+        a mixture's less the experts no token of the batch is routed to
+        (:func:`latency.experts_touched_fraction`, :func:`latency.decode_weight_bytes_per_step`)."""
+        if self.routed_expert_bytes <= 0.0:
+            return self.weight_bytes
+        touched = latency.experts_touched_fraction(self.experts, self.experts_per_token, batch)
         return float(
-            latency.decode_memory_s(self.weight_bytes, 1, cache, self.bandwidth_bytes_per_s, 1.0)
+            latency.decode_weight_bytes_per_step(
+                self.weight_bytes, self.routed_expert_bytes, 1.0, touched, 1
+            )
         )
 
-    def decode_compute_s(self, batch: int) -> float:
+    def decode_memory_s(self, batch: float, context_tokens_total: float) -> float:
+        """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights the
+        batch touches, once, plus every sequence's cache, ``context_tokens_total`` tokens."""
+        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        return float(
+            latency.decode_memory_s(
+                self.decode_weight_bytes(batch), 1, cache, self.bandwidth_bytes_per_s, 1.0
+            )
+        )
+
+    def decode_compute_s(self, batch: float) -> float:
         """Arithmetic time of one decode step, one token per sequence [s]
         (:func:`latency.decode_compute_s`)."""
         return float(
             latency.decode_compute_s(self.flops_per_token, batch, self.compute_flops_per_s)
         )
 
-    def decode_step_s(self, batch: int, context_tokens_total: float) -> float:
+    def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
         ``max(memory, compute) + batch × all-reduce + step_overhead_s``, with
         ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so far)."""
         return float(
             latency.itl_s(
-                self.decode_memory_s(context_tokens_total),
+                self.decode_memory_s(batch, context_tokens_total),
                 self.decode_compute_s(batch),
                 self.allreduce_s_per_token,
                 batch,
@@ -133,7 +150,7 @@ class StepModel:
             )
         )
 
-    def decode_overhead_s(self, batch: int) -> float:
+    def decode_overhead_s(self, batch: float) -> float:
         """The part of a decode step that neither reads nor computes: ``itl_s`` with no memory
         or compute time, i.e. batch × all-reduce + step overhead [s]."""
         return float(
@@ -155,7 +172,7 @@ class _DecodeRun:
 
     def __init__(self, step: StepModel, batch: int, ctx0: float) -> None:
         # the step's own terms, each a metric of the closed form (linear in the context)
-        self.alpha = step.decode_memory_s(ctx0)
+        self.alpha = step.decode_memory_s(batch, ctx0)
         self.beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
         self.c = step.decode_compute_s(batch)
         self.o = step.decode_overhead_s(batch)
