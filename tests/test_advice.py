@@ -195,6 +195,7 @@ def test_the_ask_adds_up_the_advice_by_hand(tmp_path):
         assert plan.total("monthly_usd") == pytest.approx(monthly, rel=1e-9)
         assert plan.total("period_usd") == pytest.approx(period, rel=1e-9)
         assert plan.facility_kw == pytest.approx(kw, rel=1e-9)
+        assert ask_context(plan, cat)["bought"] is (kw > 0)  # the page speaks of power only then
 
 
 TWIN = (
@@ -222,8 +223,9 @@ def test_models_that_cost_the_same_are_named_as_a_tie(tmp_path):
     page = ask_context(plan, cat)
     assert page["ties"] == [
         "steady: invented-7b, twin-7b tie at 27,759 USD; the plan takes invented-7b by the "
-        "ranking's tie-breaks (fewer devices, then lower inter-token latency, then the order of "
-        "models.yaml): name the one to deploy in deployment.yaml"
+        "ranking's tie-breaks (fewer devices, then the larger safety margin, then lower "
+        "inter-token latency, then the order of models.yaml): name the one to deploy in "
+        "deployment.yaml"
     ]
 
 

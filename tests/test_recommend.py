@@ -1,10 +1,10 @@
 """The recommendation rule, computed once (:func:`planner.plan.recommend.rank`) and read everywhere.
 
-Hand-built groups whose order is worked out by the rule in words: among eligible options the
-lowest cost over the period wins; ties go to fewer devices, then lower inter-token latency (a
-missing latency last), then the earlier row. The workbook's Summary cache, the choice of what to
-simulate and the report read the same ranking; a test holds them to it on the catalogs of the
-tests.
+Hand-built groups whose order is worked out by the rule in words: among eligible options the lowest
+cost over the period wins; ties go to fewer devices, then the smaller shortfall from the safety
+margin, then lower inter-token latency (a missing latency last), then the earlier row. The
+workbook's Summary cache, the choice of what to simulate and the report read the same ranking; a
+test holds them to it on the catalogs of the tests.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ def table_of(rows: list[tuple]) -> pd.DataFrame:
         rows, columns=["workload", "eligible", "cost_usd", "devices_needed", "itl_load_s"]
     )
     frame.insert(1, "model", "m")
+    if "margin_shortfall" not in frame:
+        frame.insert(5, "margin_shortfall", 0.0)
     frame["status"] = np.where(frame["eligible"], "eligible", "cost: price missing")
     return frame
 
@@ -53,7 +55,7 @@ def table_of(rows: list[tuple]) -> pd.DataFrame:
     ("position", "rank", "winner", "verdict"),
     [
         (3, 1, 3, "recommended: lowest cost over the period"),
-        (6, 2, 3, "tied on cost, devices and latency: later in the Plan"),
+        (6, 2, 3, "tied on cost, devices, margin and latency: later in the Plan"),
         (2, 3, 3, "same cost; more devices"),
         (1, 4, 3, "same cost; more devices"),
         (0, 5, 3, "cost: 2 USD more over the period"),
@@ -75,7 +77,21 @@ def test_ties_on_cost_and_devices_go_to_the_lower_latency() -> None:
     table = table_of(rows)
     assert recommend.rank(table)["rank"].tolist() == [3, 2, 1]
     verdicts = recommend.verdicts(table, recommend.rank(table))
-    assert verdicts[0] == verdicts[1] == "same cost and devices; higher inter-token latency"
+    assert verdicts[0] == verdicts[1] == "same cost, devices and margin; higher inter-token latency"
+
+
+def test_ties_on_cost_and_devices_go_to_the_option_that_keeps_its_margin() -> None:
+    """Three options at the same cost on one device: 2 % headroom to a target (8 % short of a
+    10 % margin) loses to 6 % (4 % short), which loses to one that keeps its margin, although
+    the first has the lowest inter-token latency."""
+    rows = [("w", True, 3.0, 1, 0.1), ("w", True, 3.0, 1, 0.2), ("w", True, 3.0, 1, 0.3)]
+    table = table_of(rows)
+    table["margin_shortfall"] = [0.10 - 0.02, 0.10 - 0.06, 0.0]
+    assert recommend.rank(table)["rank"].tolist() == [3, 2, 1]
+    verdicts = recommend.verdicts(table, recommend.rank(table))
+    assert (
+        verdicts[0] == verdicts[1] == "same cost and devices; less margin to a target or to memory"
+    )
 
 
 @pytest.mark.parametrize(
@@ -115,6 +131,7 @@ def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
             "eligible": rng.random(n) < 0.7,
             "cost_usd": rng.integers(1, 5, n).astype(float) * 1000,
             "devices_needed": rng.integers(1, 3, n).astype(float),
+            "margin_shortfall": np.where(rng.random(n) < 0.5, 0.0, rng.random(n) / 10),
             "itl_load_s": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
         }
     )
@@ -122,7 +139,10 @@ def test_ranking_twenty_thousand_rows_has_no_group_loop() -> None:
     expected = (
         table[table["eligible"]]
         .assign(_row=np.flatnonzero(table["eligible"]))
-        .sort_values(["cost_usd", "devices_needed", "itl_load_s", "_row"], na_position="last")
+        .sort_values(
+            ["cost_usd", "devices_needed", "margin_shortfall", "itl_load_s", "_row"],
+            na_position="last",
+        )
         .groupby(["workload", "model"], sort=False)
         .cumcount()
         + 1

@@ -444,6 +444,7 @@ def test_select_candidates_cheapest_eligible_or_closest():
             "meets_itl_target": flags[1],
             "meets_e2e_target": flags[2],
             "meets_task_target": flags[3],
+            "margin_shortfall": 0.0,
             "itl_load_s": 0.01,
         }
 

@@ -717,12 +717,12 @@ def test_summary_cache_is_the_recommendation(built: Built) -> None:
 
 def test_rich_catalog_exercises_every_case(built: Built) -> None:
     """Groups with two or more eligible options, with one, with none; winners decided by cost
-    and by a tie on cost and devices (inter-token latency)."""
+    and by a tie on cost and devices (the margin kept to a target or to memory)."""
     frame = recommend.recommendations(built.rich.table)
     assert set(frame["eligible"]) >= {0, 1, 2}
     groups = summary_by_group(cached(built.files["rich"], "Summary"))
     whys = {g["runner-up"]["why"] for g in groups.values()}
-    assert "same cost and devices; higher inter-token latency" in whys
+    assert "same cost and devices; less margin to a target or to memory" in whys
     assert any(str(w).startswith("cost: ") for w in whys)
     none = groups[("strict", "invented-7b")]["recommended"]
     assert none["why"] == "ruled out: 1 × memory; 5 × latency"
@@ -738,6 +738,7 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
             "eligible": [True, True, True, True, False, True, False, False],
             "cost_usd": [5.0, 3.0, 3.0, 3.0, 1.0, 3.0, 1.0, 2.0],
             "devices_needed": [1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0],
+            "margin_shortfall": [0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.0],
             "itl_load_s": [0.1, nan, 0.2, 0.3, 0.1, 0.2, 0.1, 0.1],
             "status": ["eligible"] * 4 + ["cost: x", "eligible", "memory: y", "latency: z"],
             "ruled_out_by": [""] * 4 + ["cost", "", "memory", "latency"],
@@ -747,7 +748,8 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
     ranks = recommend.ranked(table)
     best = ranks[ranks["workload"] == "w"].sort_values("rank").dropna(subset=["rank"])
     assert groups[0].ids == ("w", "m") and groups[0].best == list(best.index[:2])
-    assert groups[0].best == [3, 2]  # fewer devices; then the number before the missing ITL
+    # fewer devices; then the options keeping their margin; then a number before a missing ITL
+    assert groups[0].best == [3, 5]
     assert (groups[0].options, groups[0].eligible) == (6, 5)
     assert groups[1].best == [] and groups[1].reasons == {
         "memory": 1,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import is_missing, is_number, logical_not, minimum, where
+from planner.model.expr import is_missing, is_number, logical_not, maximum, minimum, where
 from planner.model.metric import metric
 from planner.model.sources import LITTLE, SRE
 
@@ -111,3 +111,12 @@ def tight_margin(latency_headroom: Any, kv_spare_fraction: Any, margin_fraction:
     tight_latency = where(is_missing(latency_headroom), False, latency_headroom < margin_fraction)
     tight_kv = where(is_missing(kv_spare_fraction), False, kv_spare_fraction < margin_fraction)
     return logical_not(logical_not(tight_latency) & logical_not(tight_kv))
+
+
+@metric("fraction", source="margin_fraction assumption", group="margins")
+def margin_shortfall(latency_headroom: Any, kv_spare_fraction: Any, margin_fraction: Any) -> Any:
+    """How far the least room, to a latency target or in the KV capacity, falls short of
+    ``margin_fraction``: margin − least room, 0 when the margin is kept (or nothing is
+    measured). Among options of equal cost the ranking prefers the smaller."""
+    least = _least(latency_headroom, kv_spare_fraction)
+    return where(is_missing(least), 0, maximum(margin_fraction - least, 0))

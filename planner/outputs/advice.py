@@ -12,7 +12,8 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, finite, usd
-from planner.plan.deployment import API, RENT, Ask, Line, advice
+from planner.plan import recommend
+from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.recommend import candidate_label
 
 
@@ -137,8 +138,8 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         f"{catalog.get('workloads', line.workload).label}: "
         + ", ".join([line.model, *line.ties])
         + f" tie at {_money(float(line.row['cost_usd']))} USD; the plan takes {line.model} by "
-        "the ranking's tie-breaks (fewer devices, then lower inter-token latency, then the "
-        "order of models.yaml): name the one to deploy in deployment.yaml"
+        f"the ranking's tie-breaks ({recommend.TIE_BREAKS}, then the order of models.yaml): "
+        "name the one to deploy in deployment.yaml"
         for line in ask.lines
         if line.ties
     ]
@@ -150,6 +151,7 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         "monthly": _money(ask.total("monthly_usd")),
         "period": _money(ask.total("period_usd")),
         "facility_kw": f"{ask.facility_kw:,.1f}",
+        "bought": any(advice(line.row) == BUY for line in ask.lines),
         "months": ask.months,
         "alternatives": alternatives,
         "ties": ties,

@@ -1,13 +1,13 @@
 """The deployment plan: which model serves each workload, on what, and the one ask it adds up to.
 
 Each workload is served by one model: the one ``deployment.yaml`` names, else the model whose
-recommended option ranks first by the recommendation's own rule (cost, then fewer devices, then
-lower inter-token latency; then the earlier model in the catalog). Models whose options cost the
-same are named as a tie. Its recommended option (:mod:`planner.plan.recommend`) is then bought,
-rented or replaced by the model's hosted API, whichever costs least over the period (the
-``advice`` metric). The ask adds the lines up: devices and nodes to buy or rent, capital, the
-monthly bill, the cost over the period, the power owned devices draw, and the alternatives a
-signer may ask about.
+recommended option ranks first by the recommendation's own rule (cost, then fewer devices, then the
+larger safety margin, then lower inter-token latency; then the earlier model in the catalog).
+Models whose options cost the same are named as a tie. Its recommended option
+(:mod:`planner.plan.recommend`) is then bought, rented or replaced by the model's hosted API,
+whichever costs least over the period (the ``advice`` metric). The ask adds the lines up: devices
+and nodes to buy or rent, capital, the monthly bill, the cost over the period, the power owned
+devices draw, and the alternatives a signer may ask about.
 """
 
 from __future__ import annotations

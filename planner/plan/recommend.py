@@ -3,7 +3,9 @@
 An option is eligible when a replica holds a maximum-length sequence, every latency target is
 met, and its cost is known (:func:`planner.model.cost.eligible`). The winner has the lowest cost
 over the period, owned or rented whichever is cheaper (:func:`planner.model.cost.cost_usd`); ties
-go to fewer devices, then lower inter-token latency, then the earlier row of the plan. Every other
+go to fewer devices, then the one that keeps its safety margin to the latency targets and the KV
+capacity (the smaller :func:`planner.model.margins.margin_shortfall`), then lower inter-token
+latency, then the earlier row of the plan. Every other
 option is listed with why it lost: memory, latency, a missing price, or how it compares with the
 winner.
 
@@ -24,7 +26,7 @@ from planner.plan.tables import ALL_KEYS
 GROUP = ["workload", "model"]
 #: The cost the ranking compares: the devices over the period, owned or rented.
 COST = "cost_usd"
-ORDER = [COST, "devices_needed", "itl_load_s"]
+ORDER = [COST, "devices_needed", "margin_shortfall", "itl_load_s"]
 
 #: A missing ranking key ranks after every number (as pandas sorts NaN last); the workbook
 #: writes the same number into its formulas.
@@ -36,9 +38,12 @@ WINS = "lowest cost over the period"
 RECOMMENDED = f"recommended: {WINS}"
 TIE_WORDS = {
     "devices_needed": "same cost; more devices",
-    "itl_load_s": "same cost and devices; higher inter-token latency",
+    "margin_shortfall": "same cost and devices; less margin to a target or to memory",
+    "itl_load_s": "same cost, devices and margin; higher inter-token latency",
 }
-TIED = "tied on cost, devices and latency: later in the Plan"
+TIED = "tied on cost, devices, margin and latency: later in the Plan"
+#: The tie-breaks in words, for the reader's text (report, workbook notes, terminal).
+TIE_BREAKS = "fewer devices, then the larger safety margin, then lower inter-token latency"
 
 
 def half_up(value: float) -> int:

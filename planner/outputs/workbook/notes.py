@@ -22,6 +22,7 @@ from planner.outputs.workbook.cells import (
     _widths,
 )
 from planner.outputs.workbook.plan import _number, formula_in_words
+from planner.plan import recommend
 from planner.plan.sweep import Results
 from planner.plan.tables import GLOBALS, KEYS, SIMULATED, Lookup
 
@@ -29,9 +30,9 @@ SHEETS_TEXT = [
     (
         "Summary",
         "The recommendation, as formulas over the Plan: for each workload and model, the "
-        "eligible option with the lowest total cost of ownership (ties: fewer devices, then lower "
-        "inter-token latency, then Plan order) and the runner-up, their fleet and costs, or why "
-        "no option is eligible; charts of their cost and of the recommended device's memory.",
+        "eligible option with the lowest cost over the period, owned or rented (ties: "
+        f"{recommend.TIE_BREAKS}, then Plan order) and the runner-up, their fleet and costs, or "
+        "why no option is eligible; charts of their cost and of the recommended device's memory.",
     ),
     (
         "Plan",
