@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from planner.model.load import load_batch, open_loop_batch_bound, open_loop_batch_refined
+from planner.model.load import (
+    decode_busy_fraction,
+    load_batch,
+    open_loop_batch_bound,
+    open_loop_batch_refined,
+    prefill_busy_fraction,
+    ttft_load_s,
+)
 from planner.model.metric import metrics
 
 nan = math.nan
@@ -154,3 +161,25 @@ def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():
     # at 700 GB/s: (14e9 + 2,147,483,648) ÷ 700e9 = 23.07 ms
     memory = registry["load_decode_memory_s"].func(14e9, 4, 4096 * 131_072, 700e9, 1.0)
     assert memory == pytest.approx((14e9 + 2_147_483_648) / 700e9, rel=1e-12)
+
+
+def test_time_to_first_token_at_load_by_hand():
+    """A replica with two others in flight on average (load batch 3) decodes when an arrival
+    comes with probability 1 − e^−2 = 0.864665; at 2 requests/s and a 50 ms mean prefill it
+    prefills 10 % of the time. The arrival waits half a 20 ms decode step or half a 50 ms
+    prefill: 0.864665 × 0.010 + 0.1 × 0.025 = 11.1467 ms, after 5 ms of preprocessing, then
+    its own 20 ms median prefill: 36.1467 ms. With no replica planned there is no load."""
+    busy = decode_busy_fraction(np.array([3.0]))
+    assert busy[0] == pytest.approx(0.8646647168, rel=1e-9)
+    prefilling = prefill_busy_fraction(np.array([2.0, nan]), np.array([0.05, 0.05]))
+    assert prefilling[0] == pytest.approx(0.1, rel=1e-12) and np.isnan(prefilling[1])
+    ttft = ttft_load_s(
+        preprocess_s=np.array([0.005, 0.005]),
+        median_prefill_s=np.array([0.02, 0.02]),
+        decode_busy_fraction=np.array([busy[0], busy[0]]),
+        itl_load_s=np.array([0.02, 0.02]),
+        prefill_busy_fraction=prefilling,
+        prefill_s=np.array([0.05, 0.05]),
+    )
+    assert ttft == pytest.approx([0.0361466472, 0.025], rel=1e-9)
+    assert decode_busy_fraction(np.array([1.0]))[0] == 0.0  # alone: nothing to wait for

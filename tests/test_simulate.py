@@ -632,3 +632,19 @@ def test_steps_to_reach_is_the_smallest_count_that_lasts_the_time(
             walked = k + 1
             break
     assert run.steps_to_reach(target, n_max) == walked
+
+
+@pytest.mark.parametrize(
+    ("lengths", "median"),
+    [
+        (Lengths.fixed(7), 7.0),
+        (Lengths.samples([10, 1, 3, 2]), 2.0),  # inverted CDF: the 2nd of 4 sorted values
+        # mean 800, p95 2,500: sigma = 1.644854 - sqrt(1.644854² - 2 ln 3.125) = 0.991651, and
+        # the median e^mu = 800 × e^(-sigma²/2) = 800 × 0.611596
+        (Lengths.from_summary(800, 2500, 4096), 489.276),
+        (Lengths.geometric(4), 3.0),  # P(X ≤ 2) = 0.4375, P(X ≤ 3) = 0.578
+        (Lengths.geometric(4, max=2), 2.0),
+    ],
+)
+def test_median_length_by_hand(lengths, median):
+    assert lengths.median_tokens() == pytest.approx(median, abs=1e-3)

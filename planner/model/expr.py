@@ -281,6 +281,13 @@ def power(base: Any, exponent: Any) -> Any:
     return np.power(base, exponent)
 
 
+def exp(x: Any) -> Any:
+    """e raised to ``x`` (Excel ``EXP``)."""
+    if _symbolic(x):
+        return Call("EXP", (lift(x),))
+    return np.exp(x)
+
+
 def _excel_text(value: Any) -> str:
     """How a spreadsheet's ``&`` turns a value into text: whole numbers without ``.0``."""
     if isinstance(value, (float, np.floating)):

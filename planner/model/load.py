@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model import latency
-from planner.model.expr import is_number, maximum, minimum, where
+from planner.model import capacity, latency
+from planner.model.expr import exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
-from planner.model.sources import LITTLE, PASTA
+from planner.model.sources import LITTLE, PASTA, RESIDUAL
 
 NAN = float("nan")
 
 #: The full-batch formulas this module rebinds (imported so that they are registered first).
-REBOUND_FROM = latency
+REBOUND_FROM = (capacity, latency)
 
 
 def _fixed_point(rate: Any, intercept: Any, slope: Any, cap: Any) -> Any:
@@ -231,3 +231,67 @@ rebound(
     {"e2e_s": "e2e_load_s"},
     "Agent task latency at the forecast load [s].",
 )
+rebound(
+    "load_forecast_requests_per_s",
+    "forecast_requests_per_s",
+    {"task_s": "task_load_s"},
+    "Model requests per second at the forecast load: closed loop, users run tasks at the task "
+    "latency at load [1/s].",
+)
+
+
+@metric("1/s", source=f"{LITTLE}: L = λ × W", group="latency")
+def load_requests_per_s_per_replica(
+    load_forecast_requests_per_s: Any, replicas_planned: Any
+) -> Any:
+    """Requests one planned replica starts per second at the forecast load [1/s]; missing where
+    no replica is planned."""
+    planned = is_number(replicas_planned)
+    return load_forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
+
+
+@metric("", source=f"{PASTA}; M/G/∞: the number in service is Poisson", group="latency")
+def decode_busy_fraction(load_batch: Any) -> Any:
+    """Share of time a replica is decoding for the others in flight, as an arrival finds it:
+    1 − e^−(B − 1), the chance that at least one of the B − 1 others is there [-]."""
+    return 1 - exp(-(load_batch - 1))
+
+
+@metric("", source=f"{LITTLE}: busy fraction = rate × service time", group="latency")
+def prefill_busy_fraction(load_requests_per_s_per_replica: Any, prefill_s: Any) -> Any:
+    """Share of time a replica spends prefilling: per-replica rate × mean prefill, at most 1
+    [-]."""
+    return minimum(load_requests_per_s_per_replica * prefill_s, 1)
+
+
+rebound(
+    "median_prefill_flops",
+    "prefill_flops",
+    {"prompt_tokens_mean": "prompt_tokens_median"},
+    "Arithmetic for the median prompt [FLOP].",
+)
+rebound(
+    "median_prefill_s",
+    "prefill_s",
+    {"prefill_flops": "median_prefill_flops", "prompt_tokens_mean": "prompt_tokens_median"},
+    "Time to process the median prompt [s].",
+)
+
+
+@metric("s", source=f"{RESIDUAL}; {PASTA}", group="latency")
+def ttft_load_s(
+    preprocess_s: Any,
+    median_prefill_s: Any,
+    decode_busy_fraction: Any,
+    itl_load_s: Any,
+    prefill_busy_fraction: Any,
+    prefill_s: Any,
+) -> Any:
+    """Typical time to first token at the forecast load [s]: preprocessing + the median prompt's
+    prefill + the expected wait for the step in progress, half a decode step at the load batch
+    when one runs and half a mean prefill when one runs (the mean residual of a step of fixed
+    length). No queue for memory or for other prefills: the simulation's p50 is the check.
+    Where no replica is planned there is no load, and no wait.
+    """
+    wait = decode_busy_fraction * itl_load_s / 2 + prefill_busy_fraction * prefill_s / 2
+    return preprocess_s + median_prefill_s + where(is_number(wait), wait, 0)

@@ -15,6 +15,7 @@ ROOFLINE = "Williams et al. 2009 (roofline)"
 KAPLAN = "Kaplan et al. 2020"
 LITTLE = "Little 1961"
 PASTA = "Wolff 1982 (Poisson arrivals see time averages)"
+RESIDUAL = "Kleinrock 1975 (mean residual life of a service in progress)"
 VLLM_METRICS = "vLLM serving benchmark metrics"
 SRE = "Beyer et al. 2016 (SRE), ch. 4"
 MISTRAL = "Jiang et al. 2023 (Mistral 7B)"
@@ -39,6 +40,7 @@ REFERENCES: dict[str, str] = {
     LITTLE: "J. D. C. Little, A Proof for the Queuing Formula L = λW, Operations Research 9(3), "
     "1961.",
     PASTA: "R. W. Wolff, Poisson Arrivals See Time Averages, Operations Research 30(2), 1982.",
+    RESIDUAL: "L. Kleinrock, Queueing Systems, Volume 1: Theory, Wiley, 1975, section 5.2.",
     VLLM_METRICS: "vLLM documentation, benchmarking the online serving throughput: time to "
     "first token (TTFT), time per output token, inter-token latency (ITL), end-to-end latency.",
     SRE: "B. Beyer, C. Jones, J. Petoff, N. R. Murphy (eds.), Site Reliability Engineering, "

@@ -337,7 +337,7 @@ def _token_tick(value: float, _: Any) -> str:
 #: Latency panels: closed-form column, title, unit, factor from seconds, target, simulated p95.
 LATENCY_PANELS: list[tuple[str, str, str, float, str, str]] = [
     ("itl_load_s", "ITL", "ms", 1e3, "itl_p95_target_s", "itl_p95_s"),
-    ("ttft_s", "TTFT", "ms", 1e3, "ttft_p95_target_s", "ttft_p95_s"),
+    ("ttft_load_s", "TTFT", "ms", 1e3, "ttft_p95_target_s", "ttft_p95_s"),
     ("e2e_load_s", "End-to-end", "s", 1.0, "e2e_p95_target_s", "e2e_p95_s"),
     ("task_load_s", "Task", "s", 1.0, "task_p95_target_s", "task_p95_s"),
 ]

@@ -381,7 +381,7 @@ def _charts(
     main = shown[shown["role"] != "runner-up"]
     out.update(_memory_part(catalog, shown, main, f"w{index}m"))
     out["concurrency_svg"] = _concurrency_part(catalog, main, f"w{index}c")
-    panels = ["itl_load_s", "ttft_s", "e2e_load_s"]
+    panels = ["itl_load_s", "ttft_load_s", "e2e_load_s"]
     panels += ["task_load_s"] if workload.requests_per_task > 1 else []
     labels = [short_label(r) for _, r in main.iterrows()]
     out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))

@@ -158,6 +158,15 @@ LOOKUPS = [
         fallback_column="prompt_tokens",
     ),
     _lk(
+        "prompt_tokens_median",
+        "workload",
+        "prompt_tokens_median",
+        1,
+        "tokens",
+        "median prompt (prompt_tokens_median, else prompt_tokens)",
+        fallback_column="prompt_tokens",
+    ),
+    _lk(
         "max_output_tokens", "workload", "max_output_tokens", 1, "tokens", "promised maximum output"
     ),
     _lk(

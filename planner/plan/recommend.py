@@ -142,7 +142,7 @@ WINNER_DETAILS = (
     "api_break_even_requests_per_s",
     "owned_usd_per_million_tokens",
     "itl_load_s",
-    "ttft_s",
+    "ttft_load_s",
     "e2e_load_s",
     "task_load_s",
 )

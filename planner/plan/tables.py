@@ -44,6 +44,7 @@ from planner.plan.simulated import (
     simulated_sheet,
     simulation_input_column,
 )
+from planner.serving.configs import lengths
 
 
 def _compute_tflops(fmt: str) -> Callable[[Hardware], float]:
@@ -217,10 +218,13 @@ PRECISION_COLUMNS = [
 
 
 def workload_columns(
-    summaries: Callable[[Any, str], tuple[float, float, float]], rate: Callable[[Any], float]
+    summaries: Callable[[Any, str], tuple[float, float, float]],
+    rate: Callable[[Any], float],
+    median_prompt: Callable[[Any], float],
 ) -> list[Column]:
-    """Workload sheet columns; ``summaries(workload, 'prompt'|'output')`` gives mean, p95, max
-    and ``rate(workload)`` the forecast arrivals per second."""
+    """Workload sheet columns; ``summaries(workload, 'prompt'|'output')`` gives mean, p95, max,
+    ``rate(workload)`` the forecast arrivals per second and ``median_prompt(workload)`` the
+    median prompt the simulation draws."""
     return [
         Column("id", "", "catalog id", lambda w: w.id, "text"),
         Column("name", "", "name", lambda w: w.label, "text"),
@@ -235,6 +239,12 @@ def workload_columns(
             "tokens",
             "mean prompt (blank: every prompt is prompt_tokens long)",
             lambda w: math.nan if isinstance(w.prompt_tokens, int) else summaries(w, "prompt")[0],
+        ),
+        Column(
+            "prompt_tokens_median",
+            "tokens",
+            "median prompt (blank: every prompt is prompt_tokens long)",
+            lambda w: math.nan if isinstance(w.prompt_tokens, int) else median_prompt(w),
         ),
         Column(
             "prompt_tokens_p95",
@@ -362,7 +372,9 @@ def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> Inp
         + api_columns(lambda m: {o.model: o for o in catalog.api_offers}.get(m.id)),
         "Precisions": PRECISION_COLUMNS,
         "Workloads": workload_columns(
-            lambda w, which: length_summary(catalog, w, which), lambda w: arrival_rate(catalog, w)
+            lambda w, which: length_summary(catalog, w, which),
+            lambda w: arrival_rate(catalog, w),
+            lambda w: lengths(catalog, w.prompt_tokens, w.max_output_tokens).median_tokens(),
         ),
     }
     records: dict[

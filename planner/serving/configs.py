@@ -84,7 +84,7 @@ def kv_budget_tokens(row: Mapping[str, Any]) -> int:
     return int(math.floor(budget / per_token * (1 + 1e-12)))
 
 
-def _lengths(catalog: Catalog, value: int | LengthDistribution | None, default: int) -> Lengths:
+def lengths(catalog: Catalog, value: int | LengthDistribution | None, default: int) -> Lengths:
     """A workload length (fixed, summary, samples or CSV column) as a simulation distribution."""
     if value is None:
         return Lengths.fixed(default)
@@ -148,8 +148,8 @@ def _assemble(
     return SimConfig(
         step=step_model(row, a),
         kv_budget_tokens=max(1, kv_budget_tokens(row)),
-        prompt=prompt or _lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
-        output=_lengths(catalog, workload.output_tokens, workload.max_output_tokens),
+        prompt=prompt or lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
+        output=lengths(catalog, workload.output_tokens, workload.max_output_tokens),
         max_output_tokens=workload.max_output_tokens,
         arrivals=arrivals,
         admission=workload.admission,

@@ -90,6 +90,22 @@ class Lengths:
             raise ValueError("mean must be >= 1")
         return cls(kind="geometric", mean_tokens=float(mean), max_tokens=max)
 
+    def median_tokens(self) -> float:
+        """The median length [tokens]: the count itself, the samples' median (an observed
+        value), ``exp(mu)`` for the lognormal and ``ceil(ln 2 / -ln(1 - p))`` for the
+        geometric, each clipped to ``[1, max]`` as draws are."""
+        if self.kind == "fixed":
+            median = float(self.value)
+        elif self.kind == "samples":
+            median = float(np.percentile(self.values, 50, method="inverted_cdf"))
+        elif self.kind == "lognormal":
+            median = math.exp(self.mu)
+        else:
+            p = 1.0 / self.mean_tokens
+            median = math.ceil(math.log(2.0) / -math.log1p(-p)) if p < 1 else 1.0
+        hi = self.max_tokens if self.max_tokens is not None else math.inf
+        return float(min(max(median, 1.0), hi))
+
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n token counts (int64, >= 1)."""
         if self.kind == "fixed":
