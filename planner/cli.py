@@ -202,6 +202,7 @@ def import_hf(
         entry_to_yaml,
         load_hf_config,
         model_entry_from_hf_config,
+        quantisation_note,
     )
 
     try:
@@ -211,6 +212,9 @@ def import_hf(
     except UnsupportedConfig as exc:
         click.echo(f"error: {config}: {exc}", err=True)
         sys.exit(EXIT_INVALID)
+    note = quantisation_note(cfg)
+    if note:
+        click.echo(f"note: {note}", err=True)
     text = entry_to_yaml(entry, list_item=True)
     if append_to is None:
         click.echo(text, nl=False)

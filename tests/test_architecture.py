@@ -51,6 +51,7 @@ B = 10**9
 # qwen3-30b-a3b        30,532,122,624       Hub metadata; card: 30.5B total, 3.3B activated
 # deepseek-v3             671B              card/report: 671B total, 37B activated
 # deepseek-v2-lite     15,706,484,224       Hub metadata; card: 15.7B total, 2.4B activated
+# gpt-oss-20b             20.91B            OpenAI model card Table 1: 20.91B total, 3.61B active
 PUBLISHED = [
     # fixture, total, tol, active, active_unit, conv
     ("llama-3.1-8b", 8_030_261_248, 0.001, None, None, None),
@@ -65,6 +66,7 @@ PUBLISHED = [
     ("qwen3-30b-a3b", 30_532_122_624, 0.005, 3.3 * B, 0.1 * B, "all"),
     ("deepseek-v3", 671 * B, 0.005, 37 * B, 1 * B, "excluding_input_embedding"),
     ("deepseek-v2-lite", 15_706_484_224, 0.005, 2.4 * B, 0.1 * B, "excluding_input_embedding"),
+    ("gpt-oss-20b", 20.91 * B, 0.005, 3.61 * B, 0.01 * B, "excluding_input_embedding"),
 ]
 
 # Published non-embedding counts (total minus input embeddings and LM head).
@@ -197,6 +199,27 @@ def test_mixtral_experts_by_hand():
     assert count.breakdown["experts"] == 32 * (8 * expert + 4096 * 8)
     assert count.active_breakdown["experts"] == 32 * (2 * expert + 4096 * 8)
     assert count.breakdown["mlp"] == 0
+
+
+def test_gpt_oss_20b_by_hand():
+    """gpt-oss-20b (config.json: 24 layers, width 2880, 64 query and 8 KV heads of 64, 32
+    experts of width 2880, 4 per token, vocabulary 201,088, untied). Attention per layer: q and
+    o 2880 × 4096 each, k and v 2880 × 512 each, q/k/v biases 4096 + 512 + 512, 64 sinks =
+    26,547,264. One expert 3 × 2880² + biases 2 × 2880 + 2880 = 24,891,840; router 2880 × 32 +
+    32. Total 20,914,688,064 and active without the input embedding 3,608,238,144: the model
+    card's 20.91B and 3.61B (OpenAI, gpt-oss-120b & gpt-oss-20b Model Card, 2025, Table 1)."""
+    arch = Architecture(
+        24, 2880, 2880, 64, 8, 64, 201_088, attention_bias=True, attention_sinks=True,
+        moe=MoE(32, 4, 2880, router_bias=True, expert_bias=True),
+        sliding_window=SlidingWindow(128, "SF"),
+    )  # fmt: skip
+    count = count_parameters(arch)
+    assert count.breakdown["attention"] == 24 * 26_547_264
+    assert count.breakdown["experts"] == 24 * (32 * 24_891_840 + 2880 * 32 + 32)
+    assert count.total == 20_914_688_064
+    assert count.active - count.breakdown["embeddings"] == 3_608_238_144
+    assert abs(count.total - 20.91 * B) <= 0.005 * B
+    assert abs(count.active - count.breakdown["embeddings"] - 3.61 * B) <= 0.005 * B
 
 
 def test_breakdowns_sum_to_totals():

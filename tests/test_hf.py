@@ -19,6 +19,7 @@ from planner.catalog.hf import (
     mla_from_hf_config,
     model_entry_from_hf_config,
     moe_from_hf_config,
+    quantisation_note,
     sliding_window_from_hf_config,
 )
 from planner.model.architecture import MLA, Architecture, MoE, SlidingWindow, count_parameters
@@ -77,6 +78,13 @@ EXPECTED = {
         27, 2048, 10944, 16, 16, 192, 102400,
         moe=MoE(64, 6, 1408, shared_experts=2, dense_layers=1),
         mla=MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
+    ),
+    # Attention (with biases and sinks) alternates windowed and full from layer 0; router and
+    # experts carry biases.
+    "gpt-oss-20b": Architecture(
+        24, 2880, 2880, 64, 8, 64, 201088, attention_bias=True, attention_sinks=True,
+        moe=MoE(32, 4, 2880, router_bias=True, expert_bias=True),
+        sliding_window=SlidingWindow(128, "SF"),
     ),
 }  # fmt: skip
 
@@ -139,6 +147,7 @@ def test_entry_blocks_use_dataclass_field_names():
         "shared_experts": 1,
         "dense_layers": 3,
         "router_bias": True,
+        "expert_bias": False,
     }
     assert entry["mla"] == {
         "kv_lora_rank": 512,
@@ -357,3 +366,10 @@ def test_block_readers_refuse_unknown_or_incomplete_input():
         mla_from_hf_config({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128})
     with pytest.raises(UnsupportedConfig, match="sliding_window"):
         sliding_window_from_hf_config({}, "gemma2", 42)
+
+
+def test_a_quantised_checkpoint_is_pointed_at_its_precision():
+    note = quantisation_note(config("gpt-oss-20b"))
+    assert note is not None and "'mxfp4'" in note and "mxfp4 (routed experts only)" in note
+    assert quantisation_note(config("llama-3.1-8b")) is None
+    assert "precisions.yaml" in quantisation_note({"quantization_config": {"quant_method": "awq"}})

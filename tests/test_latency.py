@@ -156,6 +156,6 @@ def test_more_output_tokens_never_lower_latency(output, extra, itl, ttft, batch)
     per_seq=st.integers(1, 2**33),
 )
 def test_more_memory_never_lowers_concurrency(memory, more, weights, per_seq):
-    low = max_sequences(kv_budget_bytes(memory, weights, 0, 0), per_seq)
-    high = max_sequences(kv_budget_bytes(memory + more, weights, 0, 0), per_seq)
+    low = max_sequences(kv_budget_bytes(memory, weights, 0, 0, 0, np.nan), per_seq)
+    high = max_sequences(kv_budget_bytes(memory + more, weights, 0, 0, 0, np.nan), per_seq)
     assert high >= low

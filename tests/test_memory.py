@@ -37,7 +37,8 @@ def seed_kv_per_token(layers, kv_heads, head_dim, bytes_per_value, tp=1, mla=0, 
 
 
 def test_weight_payload_seed_paragraph_3():
-    payload = weight_bytes(7_000_000_000, 0, weight_bytes_per_param(16, 0, 16), 16)
+    bpp = weight_bytes_per_param(16, 0, 16)
+    payload = weight_bytes(7_000_000_000, 0, 0, bpp, bpp, 16)
     assert payload == 14_000_000_000
     assert round(payload / GiB, 2) == 13.04
 
@@ -60,7 +61,9 @@ def test_embeddings_kept_at_higher_precision():
     emb = 2 * 128_256 * 4_096
     total = 8_030_261_248
     expected = (total - emb) * 4.125 / 8 + emb * 2
-    assert weight_bytes(total, emb, 4.125 / 8, 16) == pytest.approx(expected, rel=1e-15)
+    assert weight_bytes(total, emb, 0, 4.125 / 8, 4.125 / 8, 16) == pytest.approx(
+        expected, rel=1e-15
+    )
 
 
 def test_kv_per_token_seed_paragraph_6():
@@ -133,7 +136,7 @@ def test_sixteen_sequences_need_8_gib():
 
 
 def test_budget_and_concurrency_seed_paragraph_9():
-    budget = kv_budget_bytes(16 * GiB, 4 * GiB, 2 * GiB, 2 * GiB)
+    budget = kv_budget_bytes(16 * GiB, 4 * GiB, 2 * GiB, 2 * GiB, 0, np.nan)
     assert budget == 8 * GiB
     assert max_sequences(budget, 512 * MiB) == 16
     assert fits(16, 16)
@@ -143,30 +146,36 @@ def test_budget_and_concurrency_seed_paragraph_9():
 
 
 def test_max_sequences_is_zero_when_weights_do_not_fit():
-    budget = kv_budget_bytes(16 * GiB, 20 * GiB, 2 * GiB, 2 * GiB)
+    budget = kv_budget_bytes(16 * GiB, 20 * GiB, 2 * GiB, 2 * GiB, 0, np.nan)
     assert budget == -8 * GiB
     assert max_sequences(budget, 512 * MiB) == 0
 
 
 def test_tensor_parallel_fits_what_one_device_cannot():
     # Llama 3.1 70B in BF16: 70,553,706,496 × 2 B = 141,107,412,992 B (131.4 GiB) of weights.
-    weights = weight_bytes(70_553_706_496, 0, 2.0, 16)
+    weights = weight_bytes(70_553_706_496, 0, 0, 2.0, 2.0, 16)
     assert weights == 141_107_412_992
     per_seq = 4096 * seed_kv_per_token(80, 8, 128, 2)  # 4,096 tokens × 320 KiB = 1.25 GiB
     assert per_seq == 1.25 * GiB
-    one = kv_budget_bytes(80 * GiB, weight_bytes_per_device(weights, 1), 3 * GiB, 4 * GiB)
+    one = kv_budget_bytes(
+        80 * GiB, weight_bytes_per_device(weights, 1), 3 * GiB, 4 * GiB, 0, np.nan
+    )
     assert max_sequences(one, per_seq) == 0
     # TP 2: 70,553,706,496 B per device; 80 GiB − that − 7 GiB = 7,829,446,656 B of cache; each
     # device holds 4 of the 8 KV heads, so a 4,096-token sequence takes 0.625 GiB per device:
     # ⌊7,829,446,656 ÷ 671,088,640⌋ = ⌊11.67⌋ = 11 sequences.
-    two = kv_budget_bytes(80 * GiB, weight_bytes_per_device(weights, 2), 3 * GiB, 4 * GiB)
+    two = kv_budget_bytes(
+        80 * GiB, weight_bytes_per_device(weights, 2), 3 * GiB, 4 * GiB, 0, np.nan
+    )
     assert two == 7_829_446_656
     per_seq_two = 4096 * seed_kv_per_token(80, 8, 128, 2, tp=2)
     assert per_seq_two == 671_088_640
     assert max_sequences(two, per_seq_two) == 11
     # TP 4: 35,276,853,248 B weights per device, 2 heads per device (0.3125 GiB per sequence):
     # ⌊(85,899,345,920 − 35,276,853,248 − 7,516,192,768) ÷ 335,544,320⌋ = ⌊128.46…⌋ = 128
-    four = kv_budget_bytes(80 * GiB, weight_bytes_per_device(weights, 4), 3 * GiB, 4 * GiB)
+    four = kv_budget_bytes(
+        80 * GiB, weight_bytes_per_device(weights, 4), 3 * GiB, 4 * GiB, 0, np.nan
+    )
     assert max_sequences(four, 4096 * seed_kv_per_token(80, 8, 128, 2, tp=4)) == 128
 
 

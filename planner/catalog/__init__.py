@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from planner.catalog.datafiles import DataFileError, read_column, read_trace
+from planner.catalog.engines import constants_for, known_series, series_of
 from planner.catalog.problems import CatalogError, Problem, UnknownEntry
 from planner.catalog.records import (
     CATALOG_FILES,
@@ -36,6 +37,7 @@ from planner.catalog.records import (
     CountOrZero,
     Deployment,
     DeploymentFile,
+    Engine,
     Entry,
     Fraction,
     Hardware,
@@ -436,6 +438,27 @@ def _serve_problem(
     )
 
 
+def _engine(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
+    """An engine profile whose release series planner has no constants for."""
+    engine = parsed["assumptions"].assumptions.engine  # type: ignore[attr-defined]
+    if engine is None or constants_for(engine) is not None:
+        return []
+    known = known_series(engine.name)
+    message = (
+        f"no memory constants for {engine.name} {engine.version} (series "
+        f"{series_of(engine.version)}); known series: {', '.join(known) or 'none'}"
+    )
+    return [
+        Problem(
+            _display(folder, "assumptions"),
+            message,
+            line=docs["assumptions"].line_of(("assumptions", "engine", "version")),
+            entry="assumptions",
+            field="engine.version",
+        )
+    ]
+
+
 def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
     """References between files that name no entry."""
     problems = []
@@ -453,6 +476,7 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
             problems.append(_at(folder, docs, "precisions", i, p.id, "compute", message))
     problems.extend(_offers(folder, parsed, docs))
     problems.extend(_deployment(folder, parsed, docs))
+    problems.extend(_engine(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]
@@ -477,6 +501,7 @@ __all__ = [
     "ApiOffer",
     "ApiOffersFile",
     "Deployment",
+    "Engine",
     "DeploymentFile",
     "Arrival",
     "Assumptions",

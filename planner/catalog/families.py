@@ -17,7 +17,8 @@ class Family:
     wrappers whose text decoder is this model type). ``defaults``: the transformers
     configuration-class defaults used when config.json omits a key. ``qkv_bias``: q/k/v biases
     are part of the architecture regardless of any flag. ``moe`` / ``mla``: which MoE / MLA
-    reader applies. ``sliding``: how the sliding-window layers are described.
+    reader applies. ``sliding``: how the sliding-window layers are described. ``sinks``: every
+    attention layer learns one sink logit per head.
     """
 
     architectures: frozenset[str]
@@ -26,6 +27,7 @@ class Family:
     moe: str | None = None
     mla: bool = False
     sliding: str | None = None
+    sinks: bool = False
 
 
 def _family(*architectures: str, **kwargs: Any) -> Family:
@@ -67,6 +69,15 @@ FAMILIES: dict[str, Family] = {
         "Gemma3ForConditionalGeneration",
         defaults={"tie_word_embeddings": True, "vocab_size": 262_208, "sliding_window_pattern": 6},
         sliding="gemma3",
+    ),
+    # transformers GptOssConfig: attention_bias defaults to true; layer_types, when absent,
+    # alternate from a sliding layer, as Gemma 2's do.
+    "gpt_oss": _family(
+        "GptOssForCausalLM",
+        defaults={"tie_word_embeddings": False, "attention_bias": True},
+        moe="gpt_oss",
+        sliding="gemma2",
+        sinks=True,
     ),
     "deepseek_v2": _family(
         "DeepseekV2ForCausalLM",

@@ -172,6 +172,8 @@ def moe_from_hf_config(cfg: Mapping[str, Any], model_type: str) -> MoE | None:
 
     * Mixtral: ``num_local_experts``, ``num_experts_per_tok``; experts are ``intermediate_size``
       wide (transformers ``MixtralBlockSparseTop2MLP``).
+    * gpt-oss: the same keys; the router and every expert's projections carry biases
+      (transformers ``GptOssTopKRouter``, ``GptOssExperts``).
     * Qwen2-MoE / Qwen3-MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``;
       Qwen2-MoE adds one shared expert of ``shared_expert_intermediate_size``. Requires
       ``decoder_sparse_step`` 1 and empty ``mlp_only_layers`` (MoE in every layer).
@@ -192,13 +194,20 @@ def moe_from_hf_config(cfg: Mapping[str, Any], model_type: str) -> MoE | None:
 def _moe(r: _Reader, kind: str | None) -> MoE | None:
     if kind is None:
         return None
-    if kind == "mixtral":
+    if kind in ("mixtral", "gpt_oss"):
         experts, per_token = r.integer("num_local_experts"), r.integer("num_experts_per_tok")
         width = r.integer("intermediate_size")
         if None in (experts, per_token, width):
             return None
+        biased = kind == "gpt_oss"
         return _build(
-            r, MoE, experts=experts, experts_per_token=per_token, expert_intermediate_size=width
+            r,
+            MoE,
+            experts=experts,
+            experts_per_token=per_token,
+            expert_intermediate_size=width,
+            router_bias=biased,
+            expert_bias=biased,
         )
     if kind == "qwen":
         step = r.raw("decoder_sparse_step")
@@ -400,7 +409,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         return Architecture(
             layers=layers, hidden_size=hidden, intermediate_size=intermediate,
             attention_heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab_size=vocab,
-            tied_embeddings=tied, attention_bias=bias, gated_mlp=True,
+            tied_embeddings=tied, attention_bias=bias, attention_sinks=family.sinks,
+            gated_mlp=True,
             moe=moe, mla=mla, sliding_window=window,
         )  # fmt: skip
     except ValueError as error:
@@ -459,11 +469,31 @@ def model_entry_from_hf_config(
         "tied_embeddings": arch.tied_embeddings,
         "attention_bias": arch.attention_bias,
     }
+    if arch.attention_sinks:
+        entry["attention_sinks"] = True
     for key in ("moe", "mla", "sliding_window"):
         block = getattr(arch, key)
         if block is not None:
             entry[key] = {k: v for k, v in asdict(block).items() if v is not None}
     return entry
+
+
+#: Checkpoint quantisation methods and the shipped precision that stores them.
+QUANTISED_AS = {"mxfp4": "mxfp4 (routed experts only)", "fp8": "fp8", "nvfp4": "nvfp4"}
+
+
+def quantisation_note(cfg: Mapping[str, Any]) -> str | None:
+    """What a config's ``quantization_config`` says about how the checkpoint stores its
+    weights, and the precision to plan it with (None when it names no method)."""
+    section = cfg.get("quantization_config")
+    method = section.get("quant_method") if isinstance(section, Mapping) else None
+    if not isinstance(method, str):
+        return None
+    precision = QUANTISED_AS.get(method)
+    advice = (
+        f"plan it with the precision {precision}" if precision else "describe it in precisions.yaml"
+    )
+    return f"the checkpoint stores its weights as {method!r} (quantization_config): {advice}"
 
 
 def _default_source(cfg: Mapping[str, Any]) -> str | None:

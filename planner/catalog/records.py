@@ -135,6 +135,7 @@ class MoEBlock(Record):
     shared_expert_intermediate_size: Count | None = None
     dense_layers: CountOrZero = 0
     router_bias: bool = False
+    expert_bias: bool = False
 
 
 class MLABlock(Record):
@@ -168,6 +169,7 @@ class Model(Entry):
     vocab_size: Count | None = None
     tied_embeddings: bool = False
     attention_bias: bool = False
+    attention_sinks: bool = False
     gated_mlp: bool = True
     moe: MoEBlock | None = None
     mla: MLABlock | None = None
@@ -224,6 +226,7 @@ class Model(Entry):
             vocab_size=self.vocab_size,
             tied_embeddings=self.tied_embeddings,
             attention_bias=self.attention_bias,
+            attention_sinks=self.attention_sinks,
             gated_mlp=self.gated_mlp,
             moe=MoE(**self.moe.model_dump()) if self.moe else None,
             mla=MLA(**self.mla.model_dump()) if self.mla else None,
@@ -273,6 +276,21 @@ class Model(Entry):
         return (arch.layers - moe.dense_layers) * moe.experts * per_expert
 
     @property
+    def mlp_width(self) -> int | None:
+        """Intermediate width a token passes through in its widest MLP layer: the dense width,
+        or a mixture's experts per token × expert width + its shared experts (None without the
+        architecture)."""
+        arch = self.architecture()
+        if arch is None:
+            return None
+        if arch.moe is None:
+            return arch.intermediate_size
+        moe = arch.moe
+        routed = moe.experts_per_token * moe.expert_intermediate_size
+        experts = routed + moe.shared_experts * moe.shared_width
+        return max(experts, arch.intermediate_size) if moe.dense_layers else experts
+
+    @property
     def windowed_layers(self) -> int:
         """Layers that cache only the last ``window`` tokens."""
         if self.sliding_window is None:
@@ -292,7 +310,10 @@ class Precision(Entry):
     Weights are given either as ``weight_bytes_per_param`` or as ``weight_bits`` with an optional
     quantisation ``group_size`` and ``scale_bits`` per group (4-bit, group 128, 16-bit scale is
     4 + 16/128 = 4.125 bits). Embeddings and the LM head are kept at ``embedding_bits``
-    (default: 16, or the weight bits when higher).
+    (default: 16, or the weight bits when higher). ``quantised: experts`` quantises only the
+    routed experts of a mixture (gpt-oss's MXFP4 checkpoints); its other weights (attention,
+    router, shared and dense layers) are stored at ``unquantised_bits``, and the precision
+    does not apply to dense models.
     """
 
     weight_bytes_per_param: Positive | None = None
@@ -300,6 +321,8 @@ class Precision(Entry):
     group_size: Count | None = None
     scale_bits: Positive = 16.0
     embedding_bits: Positive | None = None
+    quantised: Literal["all", "experts"] = "all"
+    unquantised_bits: Positive = 16.0
     kv_bytes_per_value: Positive
     compute: Annotated[str, Field(pattern=r"^[a-z0-9]+$")]
     compute_fallback: Annotated[str, Field(pattern=r"^[a-z0-9]+$")] | None = None
@@ -406,6 +429,23 @@ class Workload(Entry):
         return self
 
 
+class Engine(Record):
+    """The serving engine whose start-up memory arithmetic sizes the KV pool.
+
+    The engine's arguments of the same names. Its block size and ``max_num_seqs`` are the
+    assumptions' ``kv_block_tokens`` and ``max_batch_sequences``; its KV dtype is the
+    precision's. ``version`` selects the engine's measured constants (activation, non-torch
+    and CUDA-graph memory) from the data file shipped with planner.
+    """
+
+    name: Literal["vllm"]
+    version: Annotated[str, Field(strict=True, pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")]
+    gpu_memory_utilization: Fraction = 0.9
+    max_num_batched_tokens: Count = 8192
+    max_model_len: Count | None = None
+    cuda_graphs: bool = True
+
+
 class Assumptions(Record):
     """Planning assumptions that apply to every candidate."""
 
@@ -419,6 +459,7 @@ class Assumptions(Record):
     tensor_parallel_sizes: list[Count] = Field(default=[1], min_length=1)
     max_rejected_fraction: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.001
     max_batch_sequences: Count = 256
+    engine: Engine | None = None
     simulated_requests: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 2000
     seed: CountOrZero = 0
     margin: Fraction = 0.10

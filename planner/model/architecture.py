@@ -50,7 +50,10 @@ class MoE:
     * ``dense_layers``: the first N layers keep a dense MLP of the architecture's
       ``intermediate_size`` (DeepSeek ``first_k_dense_replace``).
     * ``router_bias``: the router carries one bias per expert (DeepSeek-V3's
-      ``e_score_correction_bias``, present when ``topk_method`` is ``noaux_tc``).
+      ``e_score_correction_bias``, present when ``topk_method`` is ``noaux_tc``; gpt-oss's
+      router is a linear layer with bias).
+    * ``expert_bias``: every expert's projections carry biases (gpt-oss: ``gate_up_proj_bias``
+      of 2 × width and ``down_proj_bias`` of hidden per expert).
     """
 
     experts: int
@@ -60,6 +63,7 @@ class MoE:
     shared_expert_intermediate_size: int | None = None
     dense_layers: int = 0
     router_bias: bool = False
+    expert_bias: bool = False
 
     def __post_init__(self) -> None:
         _require_positive(self, "experts", "experts_per_token", "expert_intermediate_size")
@@ -181,8 +185,9 @@ class Architecture:
     num_attention_heads``); under MLA it is informational (``qk_nope + qk_rope``) and the
     :class:`MLA` block governs. ``intermediate_size`` is the dense MLP width, used by every layer
     without MoE and by the first ``moe.dense_layers`` layers with it. ``attention_bias`` adds
-    biases to the q, k and v projections (Qwen2 always has them). ``gated_mlp`` selects
-    gate/up/down (SwiGLU/GeGLU, 3 matrices) over up/down (2 matrices).
+    biases to the q, k and v projections (Qwen2 always has them). ``attention_sinks`` adds one
+    learned sink logit per query head per layer (gpt-oss). ``gated_mlp`` selects gate/up/down
+    (SwiGLU/GeGLU, 3 matrices) over up/down (2 matrices).
     """
 
     layers: int
@@ -194,6 +199,7 @@ class Architecture:
     vocab_size: int
     tied_embeddings: bool = False
     attention_bias: bool = False
+    attention_sinks: bool = False
     gated_mlp: bool = True
     moe: MoE | None = None
     mla: MLA | None = None
@@ -286,16 +292,19 @@ def gqa_attention_parameters(arch: Architecture) -> int:
     """One layer of grouped-query attention [parameters].
 
     q: hidden × heads·head_dim; k and v: hidden × kv_heads·head_dim each; o: heads·head_dim ×
-    hidden; plus q/k/v biases (heads·head_dim + 2·kv_heads·head_dim) when ``attention_bias``.
-    Source: GQA (Ainslie et al. 2023, arXiv:2305.13245) as in transformers ``LlamaAttention``;
-    Qwen2's biases per ``Qwen2Attention`` (``q_proj``/``k_proj``/``v_proj`` with ``bias=True``).
+    hidden; plus q/k/v biases (heads·head_dim + 2·kv_heads·head_dim) when ``attention_bias``,
+    and one sink logit per head when ``attention_sinks``. Source: GQA (Ainslie et al. 2023,
+    arXiv:2305.13245) as in transformers ``LlamaAttention``; Qwen2's biases per
+    ``Qwen2Attention`` (``q_proj``/``k_proj``/``v_proj`` with ``bias=True``); gpt-oss's
+    ``GptOssAttention.sinks`` (one parameter per attention head).
     """
     h = arch.hidden_size
     q_width = arch.attention_heads * arch.head_dim
     kv_width = arch.kv_heads * arch.head_dim
     weights = h * q_width + 2 * h * kv_width + q_width * h
     biases = q_width + 2 * kv_width if arch.attention_bias else 0
-    return weights + biases
+    sinks = arch.attention_heads if arch.attention_sinks else 0
+    return weights + biases + sinks
 
 
 def mla_attention_parameters(arch: Architecture, mla: MLA) -> int:
@@ -346,14 +355,26 @@ def router_parameters(arch: Architecture, moe: MoE) -> int:
     return arch.hidden_size * moe.experts + (moe.experts if moe.router_bias else 0)
 
 
+def expert_bias_parameters(arch: Architecture, moe: MoE, width: int) -> int:
+    """Biases of one expert of ``width`` when ``expert_bias``: gated 2 × width (gate and up) +
+    hidden (down), plain width + hidden; else 0 [parameters]. Source: transformers
+    ``GptOssExperts`` (``gate_up_proj_bias``, ``down_proj_bias``)."""
+    if not moe.expert_bias:
+        return 0
+    return (2 if arch.gated_mlp else 1) * width + arch.hidden_size
+
+
 def moe_layer_parameters(arch: Architecture, moe: MoE) -> tuple[int, int]:
     """One MoE layer's (total, active) expert parameters, router included [parameters].
 
     Total: all routed experts + shared experts + router. Active: ``experts_per_token`` routed
     experts + all shared experts + router (every token is scored against every expert).
     """
-    routed = mlp_parameters(arch.hidden_size, moe.expert_intermediate_size, arch.gated_mlp)
-    shared = moe.shared_experts * mlp_parameters(arch.hidden_size, moe.shared_width, arch.gated_mlp)
+    width = moe.expert_intermediate_size
+    routed = mlp_parameters(arch.hidden_size, width, arch.gated_mlp)
+    routed += expert_bias_parameters(arch, moe, width)
+    shared_one = mlp_parameters(arch.hidden_size, moe.shared_width, arch.gated_mlp)
+    shared = moe.shared_experts * (shared_one + expert_bias_parameters(arch, moe, moe.shared_width))
     router = router_parameters(arch, moe)
     return (
         moe.experts * routed + shared + router,

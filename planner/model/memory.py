@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import ceil, floor, maximum, minimum, where
+from planner.model.expr import ceil, floor, is_number, maximum, minimum, where
 from planner.model.metric import derived, metric
 from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
@@ -29,18 +29,36 @@ def weight_bytes_per_param(weight_bits: Any, group_size: Any, scale_bits: Any) -
     return (weight_bits + where(group_size > 0, scale_bits / maximum(group_size, 1), 0)) / 8
 
 
+@metric("B", source="OCP Microscaling (MX) v1.0 for experts-only MXFP4", group="memory")
+def unquantised_bytes_per_param(weight_bytes_per_param: Any, unquantised_bits: Any) -> Any:
+    """Stored bytes per weight outside the routed experts: the quantised size, or
+    ``unquantised_bits`` ÷ 8 where the quantisation covers the experts only [B].
+
+    gpt-oss keeps attention and router in BF16 (2 B) beside MXFP4 experts."""
+    return where(unquantised_bits > 0, unquantised_bits / 8, weight_bytes_per_param)
+
+
 @metric("B", source=f"{POPE}; {UNITS}", group="memory")
 def weight_bytes(
-    parameters: Any, embedding_parameters: Any, weight_bytes_per_param: Any, embedding_bits: Any
+    parameters: Any,
+    embedding_parameters: Any,
+    routed_expert_parameters: Any,
+    weight_bytes_per_param: Any,
+    unquantised_bytes_per_param: Any,
+    embedding_bits: Any,
 ) -> Any:
-    """Weight payload: parameters × bytes per parameter, embeddings at their own bits [B].
+    """Weight payload: routed experts at the quantised size, the other layers at theirs,
+    embeddings at their own bits [B].
 
     7e9 parameters at 2 bytes is a 14,000,000,000-byte payload, about 13.04 GiB. Memory
     holds every expert of a mixture of experts. Runtime buffers and allocator overhead are not in
     this figure; they are in ``runtime_overhead_bytes``.
     """
-    return (parameters - embedding_parameters) * weight_bytes_per_param + embedding_parameters * (
-        embedding_bits / 8
+    other = parameters - embedding_parameters - routed_expert_parameters
+    return (
+        routed_expert_parameters * weight_bytes_per_param
+        + other * unquantised_bytes_per_param
+        + embedding_parameters * (embedding_bits / 8)
     )
 
 
@@ -156,14 +174,21 @@ def kv_paging_waste_bytes(
 
 @metric("B", source=PAGED, group="memory")
 def kv_budget_bytes(
-    memory_bytes: Any, weight_bytes_per_device: Any, runtime_overhead_bytes: Any, reserve_bytes: Any
+    memory_bytes: Any,
+    weight_bytes_per_device: Any,
+    runtime_overhead_bytes: Any,
+    reserve_bytes: Any,
+    engine_modelled: Any,
+    kv_pool_bytes: Any,
 ) -> Any:
     """Memory left for the KV cache per device: memory − weights − runtime overhead − reserve [B].
 
     16 GiB − 4 GiB weights − 2 GiB runtime − 2 GiB reserve leaves 8 GiB. Negative when
-    the weights alone do not fit.
+    the weights alone do not fit. With an engine profile, the engine's own pool
+    (``kv_pool_bytes``) instead, wherever the model's architecture sizes its activation peak.
     """
-    return memory_bytes - weight_bytes_per_device - runtime_overhead_bytes - reserve_bytes
+    planned = memory_bytes - weight_bytes_per_device - runtime_overhead_bytes - reserve_bytes
+    return where((engine_modelled > 0) & is_number(kv_pool_bytes), kv_pool_bytes, planned)
 
 
 @metric("sequences", source=PAGED, group="memory")

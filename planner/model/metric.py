@@ -60,6 +60,7 @@ METRIC_MODULES = (
     "planner.model.cost",
     "planner.model.latency",
     "planner.model.memory",
+    "planner.model.engine",
     "planner.model.load",
     "planner.model.margins",
 )

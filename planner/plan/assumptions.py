@@ -8,8 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planner.catalog.engines import EngineSeries, constants_for
+from planner.catalog.records import Engine
 from planner.model.units import GIB
 from planner.plan.columns import _nan
+
+#: The newest vLLM release series whose constants planner ships.
+LATEST_VLLM = "0.11"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,21 @@ def _g(
     name: str, cell: str, scale: float, unit: str, description: str, get: Callable[[Any], float]
 ) -> Global:
     return Global(name, cell, scale, unit, description, get)
+
+
+#: The engine profile used for the engine's figures when the catalog names none: vLLM's
+#: defaults on the newest release series with constants (the budget then stays the planner's).
+DEFAULT_ENGINE = Engine(name="vllm", version=LATEST_VLLM)
+
+
+def _engine(a: Any) -> Engine:
+    return a.engine if a.engine is not None else DEFAULT_ENGINE
+
+
+def _series(a: Any) -> EngineSeries:
+    constants = constants_for(_engine(a))
+    assert constants is not None  # the catalog refuses a version without constants
+    return constants
 
 
 GLOBALS = [
@@ -94,6 +114,87 @@ GLOBALS = [
         "B",
         "bytes per activation value exchanged by tensor-parallel all-reduce",
         lambda a: a.activation_bytes,
+    ),
+    _g(
+        "engine_modelled",
+        "engine_modelled",
+        1,
+        "1 = yes",
+        "1: the KV budget is the serving engine's pool (assumptions.yaml engine); 0: memory − "
+        "weights − runtime overhead − reserve",
+        lambda a: 1.0 if a.engine is not None else 0.0,
+    ),
+    _g(
+        "gpu_memory_utilization",
+        "gpu_memory_utilization",
+        1,
+        "fraction",
+        "engine: share of the device memory the engine may use",
+        lambda a: _engine(a).gpu_memory_utilization,
+    ),
+    _g(
+        "max_num_batched_tokens",
+        "max_num_batched_tokens",
+        1,
+        "tokens",
+        "engine: tokens in one scheduled batch (its profiling pass)",
+        lambda a: _engine(a).max_num_batched_tokens,
+    ),
+    _g(
+        "max_model_len_setting",
+        "max_model_len",
+        1,
+        "tokens",
+        "engine: longest request accepted (0: the workload's prompt + promised output)",
+        lambda a: _engine(a).max_model_len or 0,
+    ),
+    _g(
+        "activation_scale",
+        "activation_scale",
+        1,
+        "ratio",
+        "engine release: fitted scale of the activation peak of its profiling pass",
+        lambda a: _series(a).activation_scale,
+    ),
+    _g(
+        "sampler_bytes_per_logit",
+        "sampler_bytes_per_logit",
+        1,
+        "B",
+        "engine release: sampler bytes per logit in its dummy sampling step",
+        lambda a: _series(a).sampler_bytes_per_logit,
+    ),
+    _g(
+        "engine_non_torch_bytes",
+        "engine_non_torch_gib",
+        GIB,
+        "GiB",
+        "engine release: memory outside PyTorch per device, one device per replica",
+        lambda a: _series(a).non_torch / GIB,
+    ),
+    _g(
+        "engine_non_torch_tp_bytes",
+        "engine_non_torch_tp_gib",
+        GIB,
+        "GiB",
+        "engine release: memory outside PyTorch per device under tensor parallelism",
+        lambda a: _series(a).non_torch_tensor_parallel / GIB,
+    ),
+    _g(
+        "cuda_graph_bytes",
+        "cuda_graph_gib",
+        GIB,
+        "GiB",
+        "engine release: CUDA graph memory per device (0 with graphs off)",
+        lambda a: _series(a).cuda_graphs / GIB if _engine(a).cuda_graphs else 0.0,
+    ),
+    _g(
+        "cuda_graphs_in_budget",
+        "cuda_graphs_in_budget",
+        1,
+        "1 = yes",
+        "engine release: 1 where CUDA graphs are taken from the KV pool's budget",
+        lambda a: 1.0 if _series(a).cuda_graphs_in_budget else 0.0,
     ),
     _g(
         "max_rejected_fraction",

@@ -14,7 +14,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from planner.catalog import Catalog, Hardware, Precision
+from planner.catalog import Catalog, Hardware, Model, Precision
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.tables import (
     ALL_KEYS,
@@ -54,9 +54,20 @@ def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
     return None
 
 
+def applies(model: Model, precision: Precision) -> bool:
+    """Whether a precision can store a model: one that quantises experts only needs experts."""
+    return precision.quantised == "all" or model.moe is not None
+
+
 def skipped_pairs(catalog: Catalog) -> list[str]:
-    """Why some combinations are not evaluated at all (no compute rate, no interconnect)."""
-    notes = []
+    """Why some combinations are not evaluated at all (no compute rate, no interconnect, a
+    quantisation of experts for a model without them)."""
+    notes = [
+        f"{m.id} × {p.id}: the precision quantises experts and the model has none"
+        for m in catalog.models
+        for p in catalog.precisions
+        if not applies(m, p)
+    ]
     for h in catalog.hardware:
         for p in catalog.precisions:
             if compute_format_for(h, p) is None:
@@ -76,7 +87,8 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
     every entry); without it, every hardware × model × precision × workload. Rows are ordered by
     workload, model, precision, then hardware, so that a workload's options sit together.
     A device without the precision's compute format (or its fallback) is left out; so are
-    tensor-parallel sizes above 1 on a device without an interconnect figure.
+    tensor-parallel sizes above 1 on a device without an interconnect figure, and precisions
+    that quantise experts for models without them.
     """
     all_ids = {
         "hardware": [h.id for h in catalog.hardware],
@@ -93,6 +105,9 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
         ],
         dtype=bool,
     ).reshape(len(catalog.hardware), -1)
+    stores = np.array(
+        [applies(m, p) for m in catalog.models for p in catalog.precisions], dtype=bool
+    ).reshape(len(catalog.models), -1)
     linked = np.array([h.interconnect_bandwidth is not None for h in catalog.hardware], bool)
     sizes = np.array(sorted(set(catalog.assumptions.tensor_parallel_sizes)), dtype=np.int64)
     chosen = [
@@ -115,7 +130,7 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
             indexing="ij",
         )
         w, m, p, h, t = (a.ravel() for a in (w, m, p, h, t))
-        keep = runs[h, p] & ((sizes[t] <= 1) | linked[h])
+        keep = runs[h, p] & stores[m, p] & ((sizes[t] <= 1) | linked[h])
         codes.append(np.stack([w[keep], m[keep], p[keep], h[keep], t[keep]], axis=1))
     rows = np.concatenate(codes)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once

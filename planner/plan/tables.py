@@ -157,6 +157,13 @@ MODEL_COLUMNS = [
         "model width",
         lambda m: m.hidden_size or (m.attention_heads or m.kv_heads) * m.head_dim,
     ),
+    Column(
+        "mlp_width",
+        "",
+        "MLP width a token passes through (MoE: its experts and shared experts; blank: unknown)",
+        lambda m: _nan(m.mlp_width),
+    ),
+    Column("vocab_size", "", "vocabulary (blank: unknown)", lambda m: _nan(m.vocab_size)),
     Column("windowed_layers", "", "sliding-window layers", lambda m: m.windowed_layers),
     Column(
         "window_tokens",
@@ -201,6 +208,12 @@ PRECISION_COLUMNS = [
         "bit",
         "bits per weight of embeddings and LM head",
         lambda p: p.embedding_bits_or_default,
+    ),
+    Column(
+        "unquantised_bits",
+        "bit",
+        "bits per weight left out of an experts-only quantisation (0: every weight quantised)",
+        lambda p: p.unquantised_bits if p.quantised == "experts" else 0,
     ),
     Column(
         "kv_bytes_per_value", "B", "stored bytes per cached value", lambda p: p.kv_bytes_per_value

@@ -1,0 +1,156 @@
+"""Each measured figure beside planner's estimate for the same device, model, precision and
+engine settings, with the error.
+
+The estimate is the plan's own metric, evaluated for a one-candidate catalog set up as the
+measurement was taken: its tensor-parallel size, its engine profile (else the catalog's, else the
+engine defaults), and a closed-loop workload of its concurrency and lengths.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pandas as pd
+
+from planner.catalog import Catalog, Workload
+from planner.catalog.records import Engine
+from planner.measure import Measurement
+from planner.plan.assumptions import DEFAULT_ENGINE, GLOBALS
+from planner.plan.columns import ALL_KEYS
+from planner.plan.sweep import evaluate_plan
+
+#: Measured figure → (the metric estimating it, unit, words).
+COMPARED: dict[str, tuple[str, str, str]] = {
+    "total_memory_bytes": ("memory_bytes", "B", "device memory the driver reports"),
+    "weights_bytes": ("weight_bytes_per_device", "B", "weights as loaded, per device"),
+    "activation_peak_bytes": ("activation_peak_bytes", "B", "activation peak of profiling"),
+    "non_torch_bytes": ("non_torch_bytes", "B", "memory outside PyTorch"),
+    "cuda_graph_bytes": ("cuda_graph_bytes", "B", "CUDA graphs"),
+    "kv_pool_bytes": ("kv_pool_bytes", "B", "KV cache pool"),
+    "kv_pool_tokens": ("kv_pool_tokens", "tokens", "KV cache pool"),
+    "max_concurrency": ("engine_max_concurrency", "requests", "requests of max_model_len"),
+    "ttft_s.p50": ("ttft_load_s", "s", "median time to first token"),
+    "itl_s.p50": ("itl_load_s", "s", "median inter-token latency"),
+    "e2e_s.p50": ("e2e_load_s", "s", "median end-to-end latency"),
+}
+
+COLUMNS = [
+    "measurement",
+    "format",
+    "hardware",
+    "model",
+    "precision",
+    "tensor_parallel",
+    "engine",
+    "figure",
+    "what",
+    "unit",
+    "measured",
+    "estimated",
+    "error_fraction",
+    "source",
+]
+
+
+def _engine(catalog: Catalog, measurement: Measurement) -> Engine:
+    """The engine as measured: the entry's profile (with the log's max_model_len and
+    utilisation where it states them), else the catalog's, else the defaults."""
+    engine = measurement.entry.engine or catalog.assumptions.engine or DEFAULT_ENGINE
+    figures = measurement.figures
+    update: dict[str, object] = {}
+    if engine.max_model_len is None and "max_model_len" in figures:
+        update["max_model_len"] = int(figures["max_model_len"])
+    if "gpu_memory_utilization" in figures and measurement.entry.engine is None:
+        update["gpu_memory_utilization"] = figures["gpu_memory_utilization"]
+    return engine.model_copy(update=update) if update else engine
+
+
+def _workload(measurement: Measurement, engine: Engine) -> Workload:
+    """A closed-loop workload of the measurement's concurrency and request lengths."""
+    entry = measurement.entry
+    figures = measurement.figures
+    concurrency = entry.concurrency or int(figures.get("max_concurrency", 1) or 1)
+    if entry.format == "vllm-log":
+        concurrency = 1  # start-up figures do not depend on the traffic
+    length = engine.max_model_len or 4096
+    output = entry.output_tokens or max(1, min(256, length // 4))
+    prompt = entry.prompt_tokens or max(1, length - output)
+    return Workload(
+        id="measured",
+        prompt_tokens=prompt,
+        output_tokens=output,
+        max_output_tokens=output,
+        concurrency=max(1, concurrency),
+    )
+
+
+def estimate_row(catalog: Catalog, measurement: Measurement) -> pd.Series:
+    """The plan's metrics for the candidate a measurement was taken on, as it was set up."""
+    entry = measurement.entry
+    engine = _engine(catalog, measurement)
+    assumptions = catalog.assumptions.model_copy(
+        update={"engine": engine, "tensor_parallel_sizes": [entry.tensor_parallel]}
+    )
+    workload = _workload(measurement, engine)
+    sub = replace(
+        catalog,
+        hardware=(catalog.get("hardware", entry.hardware),),
+        models=(catalog.get("models", entry.model),),
+        precisions=(catalog.get("precisions", entry.precision),),
+        workloads=(workload,),
+        assumptions=assumptions,
+        scenarios=(),
+        deployment=(),
+    )
+    plan = pd.DataFrame(
+        [(entry.hardware, entry.model, entry.precision, workload.id, entry.tensor_parallel)],
+        columns=ALL_KEYS,
+    )
+    row = evaluate_plan(sub, plan).table.iloc[0]
+    assumed = pd.Series({g.name: g.get(assumptions) * g.scale for g in GLOBALS})
+    return pd.concat([row, assumed[~assumed.index.isin(row.index)]])
+
+
+def measured_figures(catalog: Catalog, measurement: Measurement) -> dict[str, float]:
+    """The figures a measurement gives, with a V0 log's block count as tokens (blocks × the
+    block size, the assumptions' ``kv_block_tokens``)."""
+    figures = dict(measurement.figures)
+    if "gpu_blocks" in figures and "kv_pool_tokens" not in figures:
+        figures["kv_pool_tokens"] = figures["gpu_blocks"] * catalog.assumptions.kv_block_tokens
+    return figures
+
+
+def comparison(catalog: Catalog, measurements: tuple[Measurement, ...]) -> pd.DataFrame:
+    """One row per measured figure planner estimates: measured, estimated and the error
+    (estimated ÷ measured − 1), in base units."""
+    rows = []
+    for measurement in measurements:
+        entry = measurement.entry
+        estimates = estimate_row(catalog, measurement)
+        engine = _engine(catalog, measurement)
+        for figure, value in measured_figures(catalog, measurement).items():
+            if figure not in COMPARED:
+                continue
+            metric, unit, what = COMPARED[figure]
+            estimated = float(estimates[metric])
+            error = estimated / value - 1 if value and math.isfinite(estimated) else math.nan
+            rows.append(
+                {
+                    "measurement": entry.id,
+                    "format": entry.format,
+                    "hardware": entry.hardware,
+                    "model": entry.model,
+                    "precision": entry.precision,
+                    "tensor_parallel": entry.tensor_parallel,
+                    "engine": f"{engine.name} {engine.version}",
+                    "figure": figure,
+                    "what": what,
+                    "unit": unit,
+                    "measured": value,
+                    "estimated": estimated,
+                    "error_fraction": error,
+                    "source": entry.source or "",
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)

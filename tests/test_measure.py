@@ -1,0 +1,267 @@
+"""Measurements taken in: parsing real-format files and holding the estimates against them.
+
+The vLLM logs in tests/fixtures/vllm are public start-up logs, verbatim, with their sources in
+that folder's index.yaml. Every expected figure below is read off those logs or worked out by
+hand in the docstrings, never taken from planner's own output.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from planner.catalog import CatalogError, load_catalog
+from planner.measure import load_measurements
+from planner.measure.benchmarks import (
+    FormatError,
+    parse_nvidia_smi,
+    parse_perf_export,
+    parse_vllm_bench,
+)
+from planner.measure.compare import comparison
+from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
+from planner.model.units import GIB, MIB
+from planner.resources import shipped_catalogs
+
+FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
+
+#: Devices of the logs, by the total each log prints (what the driver reports to PyTorch).
+EXTRA_HARDWARE = """
+  - id: a10-24gb
+    memory: 24 GB
+    usable_memory: 22.07 GiB
+    memory_bandwidth: 600 GB/s
+    compute: {bf16: 125 TFLOPS}
+  - id: rtx2060-12gb
+    memory: 12 GiB
+    usable_memory: 12.00 GiB
+    memory_bandwidth: 336 GB/s
+    compute: {bf16: 52 TFLOPS}
+  - id: a100-sxm-40gb
+    memory: 40 GiB
+    usable_memory: 39.39 GiB
+    memory_bandwidth: 1555 GB/s
+    compute: {bf16: 312 TFLOPS}
+    interconnect_bandwidth: 300 GB/s
+"""
+
+#: Qwen3-4B from its config.json (huggingface.co/Qwen/Qwen3-4B): 4.02B parameters, tied.
+EXTRA_MODELS = """
+  - id: qwen3-4b
+    layers: 36
+    hidden_size: 2560
+    intermediate_size: 9728
+    attention_heads: 32
+    kv_heads: 8
+    head_dim: 128
+    vocab_size: 151936
+    tied_embeddings: true
+"""
+
+
+@pytest.fixture(scope="module")
+def measured_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("catalog")
+    shutil.copytree(shipped_catalogs(), folder, dirs_exist_ok=True)
+    for name, extra in (("hardware.yaml", EXTRA_HARDWARE), ("models.yaml", EXTRA_MODELS)):
+        path = folder / name
+        path.write_text(path.read_text().rstrip("\n") + "\n" + extra.lstrip("\n"))
+    shutil.copytree(FIXTURES, folder / "measurements")
+    return folder
+
+
+# Parsing --------------------------------------------------------------------------------------
+
+
+def test_a_v0_log_is_read_figure_by_figure() -> None:
+    figures = summarise(parse_vllm_log((FIXTURES / "oci-a10-llama-3.1-8b.log").read_text()))
+    values = {name: f.value for name, f in figures.items()}
+    assert values == pytest.approx(
+        {
+            "weights_bytes": 14.9888 * GIB,  # the first wording met: "took 14.9888 GB" (GiB)
+            "total_memory_bytes": 22.07 * GIB,
+            "gpu_memory_utilization": 0.90,
+            "non_torch_bytes": 0.05 * GIB,
+            "activation_peak_bytes": 0.22 * GIB,
+            "kv_pool_bytes": 4.60 * GIB,
+            "gpu_blocks": 2356,
+            "max_model_len": 131072,
+            "max_concurrency": 0.29,
+        }
+    )
+    assert figures["gpu_blocks"].line == 5 and figures["weights_bytes"].line == 1
+
+
+def test_wrapped_worker_lines_and_graph_memory_are_read() -> None:
+    text = (FIXTURES / "a100-40gb-tp8-deepseek-coder-v2-lite.log").read_text()
+    values = {n: f.value for n, f in summarise(parse_vllm_log(text)).items()}
+    assert values["non_torch_bytes"] == pytest.approx(2.10 * GIB)
+    assert values["cuda_graph_bytes"] == pytest.approx(0.47 * GIB)
+    assert values["kv_pool_bytes"] == pytest.approx(29.02 * GIB)
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "value"),
+    [
+        ("INFO [gpu_worker.py:358] Available KV cache memory: 18.78 GiB", "kv_pool_bytes", 18.78),
+        ("INFO [kv_cache_utils.py:1305] GPU KV cache size: 175,856 tokens", "kv_pool_tokens", None),
+        ("Maximum concurrency for 32,768 tokens per request: 13.64x", "max_concurrency", None),
+        ("Model loading took 14.9889 GiB and 4.56 seconds", "weights_bytes", 14.9889),
+    ],
+)
+def test_v1_wordings(line: str, name: str, value: float | None) -> None:
+    figures = {f.name: f.value for f in parse_vllm_log(line)}
+    expected = {"kv_pool_tokens": 175_856, "max_concurrency": 13.64}
+    assert figures[name] == pytest.approx(value * GIB if value else expected[name])
+
+
+def test_a_log_without_figures_is_refused() -> None:
+    with pytest.raises(LogError, match="no vLLM start-up figure"):
+        parse_vllm_log("INFO starting server\nERROR something else\n")
+
+
+#: The flat JSON ``vllm bench serve --save-result`` writes (keys of vllm/benchmarks/serve.py).
+BENCH = """{"date": "20250801-120000", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B",
+"num_prompts": 200, "request_rate": "inf", "max_concurrency": 32, "duration": 61.2,
+"completed": 200, "total_input_tokens": 204800, "total_output_tokens": 51200,
+"request_throughput": 3.27, "output_throughput": 836.6, "total_token_throughput": 4183.0,
+"mean_ttft_ms": 120.5, "median_ttft_ms": 98.0, "std_ttft_ms": 40.1, "p99_ttft_ms": 310.0,
+"mean_tpot_ms": 36.1, "median_tpot_ms": 35.0, "p99_tpot_ms": 44.0,
+"mean_itl_ms": 35.9, "median_itl_ms": 34.2, "p99_itl_ms": 80.3,
+"mean_e2el_ms": 9300.0, "median_e2el_ms": 9100.0, "p99_e2el_ms": 11900.0}"""
+
+
+def test_vllm_bench_statistics_are_in_seconds() -> None:
+    stats = parse_vllm_bench(BENCH)
+    assert stats["ttft_s.p50"] == pytest.approx(0.098)
+    assert stats["itl_s.p99"] == pytest.approx(0.0803)
+    assert stats["e2e_s.mean"] == pytest.approx(9.3)
+    assert stats["max_concurrency"] == 32 and stats["request_throughput"] == 3.27
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[1, 2]", "expected a JSON object"),
+        ("{not json", "not JSON"),
+        ('{"completed": 3}', "no latency statistic"),
+        ('{"median_ttft_ms": "fast"}', "median_ttft_ms must be a finite number"),
+    ],
+)
+def test_malformed_bench_results_are_refused(text: str, words: str) -> None:
+    with pytest.raises(FormatError, match=words):
+        parse_vllm_bench(text)
+
+
+#: GenAI-Perf's profile_export_genai_perf.json shape: one object per metric, with its unit.
+GENAI_PERF = """{"request_throughput": {"unit": "requests/sec", "avg": 4.2},
+"request_latency": {"unit": "ms", "avg": 5100.0, "p50": 5000.0, "p99": 7000.0},
+"time_to_first_token": {"unit": "ms", "avg": 150.0, "p50": 140.0, "p95": 260.0},
+"inter_token_latency": {"unit": "ms", "avg": 20.0, "p50": 19.5, "p99": 31.0},
+"output_token_throughput": {"unit": "tokens/sec", "avg": 1075.0},
+"input_config": {"model": ["llama"]}}"""
+
+
+def test_perf_exports_convert_their_stated_units() -> None:
+    stats = parse_perf_export(GENAI_PERF)
+    assert stats["ttft_s.p50"] == pytest.approx(0.140)
+    assert stats["itl_s.p99"] == pytest.approx(0.031)
+    assert stats["output_throughput.mean"] == 1075.0
+    nanoseconds = '{"records": {"time_to_first_token": {"unit": "ns", "p50": 140000000}}}'
+    assert parse_perf_export(nanoseconds)["ttft_s.p50"] == pytest.approx(0.140)
+    with pytest.raises(FormatError, match="unit 'fortnights'"):
+        parse_perf_export('{"time_to_first_token": {"unit": "fortnights", "p50": 1}}')
+
+
+def test_nvidia_smi_peak_in_mib() -> None:
+    csv = (
+        "timestamp, name, memory.used [MiB], memory.total [MiB]\n"
+        "2025/08/01 12:00:00.000, NVIDIA H100 80GB HBM3, 70213 MiB, 81559 MiB\n"
+        "2025/08/01 12:00:01.000, NVIDIA H100 80GB HBM3, 72417 MiB, 81559 MiB\n"
+    )
+    stats = parse_nvidia_smi(csv)
+    assert stats["memory_used_bytes.max"] == 72417 * MIB
+    assert stats["memory_total_bytes"] == 81559 * MIB
+    with pytest.raises(FormatError, match="line 3: memory.used 'n/a'"):
+        parse_nvidia_smi("memory.used [MiB]\n100 MiB\nn/a\n")
+    with pytest.raises(FormatError, match="no 'memory.used' column"):
+        parse_nvidia_smi("name\nH100\n")
+
+
+# The index ------------------------------------------------------------------------------------
+
+
+def test_the_index_ties_each_file_to_the_catalog(measured_catalog: Path) -> None:
+    measurements = load_measurements(load_catalog(measured_catalog))
+    assert [m.entry.id for m in measurements] == [
+        "oci-a10-llama-3.1-8b",
+        "rtx2060-qwen3-4b",
+        "a100-40gb-tp8-deepseek-coder-v2-lite",
+    ]
+    assert measurements[2].entry.tensor_parallel == 8
+
+
+def test_a_bad_index_names_the_entry_and_the_field(measured_catalog: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "catalog"
+    shutil.copytree(measured_catalog, folder)
+    index = folder / "measurements" / "index.yaml"
+    index.write_text(index.read_text().replace("hardware: rtx2060-12gb", "hardware: rtx9090"))
+    with pytest.raises(CatalogError) as error:
+        load_measurements(load_catalog(folder))
+    text = str(error.value.problems[0])
+    assert "measurement 'rtx2060-qwen3-4b'" in text and "rtx9090" in text and ":" in text
+
+
+def test_a_file_in_the_wrong_format_names_the_file(measured_catalog: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "catalog"
+    shutil.copytree(measured_catalog, folder)
+    (folder / "measurements" / "rtx2060-qwen3-4b.log").write_text("nothing useful\n")
+    (folder / "measurements" / "escape.log").symlink_to("/etc/hostname")
+    index = folder / "measurements" / "index.yaml"
+    index.write_text(
+        index.read_text().replace(
+            "file: a100-40gb-tp8-deepseek-coder-v2-lite.log", "file: escape.log"
+        )
+    )
+    with pytest.raises(CatalogError) as error:
+        load_measurements(load_catalog(folder))
+    problems = [str(p) for p in error.value.problems]
+    assert any("rtx2060-qwen3-4b.log" in p and "no vLLM start-up figure" in p for p in problems)
+    assert any("escape.log" in p and "inside the measurements folder" in p for p in problems)
+
+
+# Estimates against the logs -------------------------------------------------------------------
+
+
+def test_the_kv_pool_is_predicted_within_three_percent(measured_catalog: Path) -> None:
+    """A10, Llama 3.1 8B: 0.9 × 22.07 GiB − 14.9575 GiB weights (16,060,522,496 B) − 0.2266 GiB
+    activation (2,048 tokens × 2 B × (3 × 14,336 + 4 × 4,096)) − 0.1 GiB non-torch = 4.579 GiB:
+    2,344 blocks of 16 tokens at 128 KiB a token, 37,504 tokens against the log's 2,356 blocks
+    (37,696 tokens): −0.5 %. RTX 2060, Qwen3-4B: 0.95 × 12 GiB − 7.4925 GiB (4,022,458,880
+    parameters × 2 B) − 0.7343 GiB (10,000 tokens × 2 B × (3 × 9,728 + 4 × 2,560)) − 0.1 GiB =
+    3.073 GiB: 1,398 blocks of 16 × 144 KiB against the log's 1,394: +0.3 %."""
+    catalog = load_catalog(measured_catalog)
+    table = comparison(catalog, load_measurements(catalog))
+    by = table.set_index(["measurement", "figure"])
+    tokens = {
+        "oci-a10-llama-3.1-8b": (37_504, 37_696),
+        "rtx2060-qwen3-4b": (1_398 * 16, 1_394 * 16),
+    }
+    for measurement, (predicted, logged) in tokens.items():
+        row = by.loc[(measurement, "kv_pool_tokens")]
+        assert row["measured"] == logged
+        assert row["estimated"] == predicted
+        assert abs(row["error_fraction"]) <= 0.03
+
+
+def test_dense_weights_are_predicted_within_one_percent(measured_catalog: Path) -> None:
+    """Llama 3.1 8B: 14.9575 GiB against the log's 14.9888 (−0.2 %; vLLM also holds the
+    rotary cache); Qwen3-4B: 7.4925 GiB against 7.5552 (−0.8 %)."""
+    catalog = load_catalog(measured_catalog)
+    table = comparison(catalog, load_measurements(catalog))
+    weights = table[(table["figure"] == "weights_bytes") & (table["tensor_parallel"] == 1)]
+    assert len(weights) == 2
+    assert (weights["error_fraction"].abs() <= 0.01).all()
+    assert weights["estimated"].tolist() == pytest.approx([16_060_522_496, 8_044_917_760])
