@@ -123,6 +123,23 @@ CASES = {
             "less than or equal to 1",
         ],
     ),
+    "engine release without constants": (
+        "assumptions.yaml",
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  engine:\n    name: vllm\n"
+        "    version: 0.3.1\n",
+        [
+            "assumptions.yaml:6",
+            "field 'engine.version'",
+            "no memory constants for vllm 0.3.1 (series 0.3)",
+            "known series: 0.6, 0.7, 0.8",
+        ],
+    ),
+    "engine utilisation above one": (
+        "assumptions.yaml",
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  engine:\n    name: vllm\n"
+        "    version: 0.10.1\n    gpu_memory_utilization: 1.2\n",
+        ["assumptions.yaml:7", "gpu_memory_utilization", "less than or equal to 1"],
+    ),
     "not a mapping": ("models.yaml", "- just\n- a list\n", ["models.yaml:1", "expected a mapping"]),
     "unknown compute format": (
         "precisions.yaml",

@@ -35,6 +35,7 @@ from planner.outputs.workbook import cached_value_xml, write_workbook
 from planner.plan import recommend
 from planner.plan.sweep import Results, evaluate
 from planner.plan.tables import CANDIDATE, GLOBALS, SIMULATED
+from planner.resources import shipped_catalogs
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 INJECTIONS = ['=HYPERLINK("http://example.com","x")', "+1+1", "-2+3", "@SUM(1,2)"]
@@ -159,6 +160,21 @@ def priced_catalog(source: Path, folder: Path) -> Path:
             purchase_usd=EDITED_PURCHASE_USD
         ),
     )
+    return folder
+
+
+#: The serving engine the ``engine`` workbook models (its pool becomes the KV budget).
+ENGINE = {"name": "vllm", "version": "0.10.1", "max_num_batched_tokens": 4096}
+
+
+def engine_catalog(source: Path, folder: Path) -> Path:
+    """``source`` with a serving engine profile in its assumptions, and a model described by
+    its architecture (the shipped Llama 3.1 8B) whose activation peak the engine can size."""
+    shutil.copytree(source, folder)
+    _edit_yaml(folder, "assumptions", lambda d: d["assumptions"].update(engine=dict(ENGINE)))
+    shipped = yaml.safe_load((shipped_catalogs() / "models.yaml").read_text())["models"]
+    llama = next(m for m in shipped if m["id"] == "llama-3.1-8b")
+    _edit_yaml(folder, "models", lambda d: d["models"].append(llama))
     return folder
 
 
@@ -513,6 +529,7 @@ class Built:
     sim_key: tuple[str, str, str, str, int]  # (hardware, model, precision, workload, TP)
     smaller: Results  # that option's device with 1 GiB less memory, same simulated figures
     dearer: Results  # that option's device at ten times the price, same simulated figures
+    engine: Results  # the rich catalog with a serving engine profile (see ENGINE)
 
 
 @pytest.fixture(scope="module")
@@ -571,6 +588,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     for name, after in (("sim-smaller", smaller), ("sim-dearer", dearer)):
         files[name] = folder / f"{name}.xlsx"
         edit_with_openpyxl(files["sim"], input_changes(simulated, after), files[name])
+    engine = evaluate(load_catalog(engine_catalog(rich_dir, folder / "engine-catalog")))
+    files["engine"] = write_workbook(engine, folder / "engine.xlsx")
     return Built(
         folder,
         seed,
@@ -585,6 +604,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         sim_key,
         smaller,
         dearer,
+        engine,
     )
 
 
@@ -848,11 +868,11 @@ def test_cached_value_xml(value: Any, xml: tuple[str, str]) -> None:
 # Recalculated by LibreOffice and by Gnumeric ---------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["seed", "rich"])
+@pytest.mark.parametrize("name", ["seed", "rich", "engine"])
 def test_engine_recomputes_every_plan_cell(
     built: Built, recalculated: dict[str, Path], name: str
 ) -> None:
-    results = {"seed": built.seed, "rich": built.rich}[name]
+    results = {"seed": built.seed, "rich": built.rich, "engine": built.engine}[name]
     assert_plan_equals(computed_values(recalculated[name], "Plan"), results)
 
 
@@ -1132,3 +1152,30 @@ def test_base_unit_columns_restated_for_people_are_grouped_and_hidden(built: Bui
     header = computed_values(built.files["sim"], "Simulated")[0]
     hidden = _hidden_columns(built.files["sim"], "Simulated")
     assert hidden == {c for c in header if c.startswith("sim_input_")} and len(hidden) == 19
+
+
+def test_with_an_engine_profile_the_kv_budget_is_the_engine_pool(built: Built) -> None:
+    """0.9 × the device's memory − weights − activation − non-torch (CUDA graphs are captured
+    outside the budget in vLLM 0.10): the planner's overhead and reserve no longer apply. A
+    model given by its parameter count alone has no MLP width to size the activation peak
+    with, and keeps the planner's budget."""
+    table = built.engine.table
+    known = table["kv_pool_bytes"].notna()
+    assert known.any() and (~known).any()
+    assert (table.loc[known, "kv_budget_bytes"] == table.loc[known, "kv_pool_bytes"]).all()
+    keys = list(recommend.ALL_KEYS)
+    planner = table.loc[~known, [*keys, "kv_budget_bytes"]].merge(
+        built.rich.table[[*keys, "kv_budget_bytes"]], on=keys, suffixes=("", "_rich")
+    )
+    assert len(planner) == (~known).sum()
+    assert (planner["kv_budget_bytes"] == planner["kv_budget_bytes_rich"]).all()
+    assert table.loc[~known, "mlp_width"].isna().all()
+    table = table[known]
+    pool = (
+        0.9 * table["memory_bytes"]
+        - table["weight_bytes_per_device"]
+        - table["activation_peak_bytes"]
+        - table["non_torch_bytes"]
+    )
+    assert table["kv_pool_bytes"].to_numpy() == pytest.approx(pool.to_numpy(), rel=1e-12)
+    assert not (built.rich.table["kv_budget_bytes"] == built.rich.table["kv_pool_bytes"]).any()
