@@ -173,6 +173,49 @@ def diff(old: Path, new: Path, csv_path: Path | None, limit: int) -> None:
         click.echo(f"Changes written to {result.write_csv(csv_path)}")
 
 
+@main.command()
+@CATALOGS_OPTION
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the calibration (YAML) to this new file instead of printing it.",
+)
+def calibrate(catalogs: Path | None, out: Path | None) -> None:
+    """Fit efficiencies, step overhead and the engine's memory to measurements/index.yaml."""
+    import yaml
+
+    from planner.measure import load_measurements
+    from planner.measure.calibrate import calibrate as fit
+    from planner.measure.calibrate import calibration_document
+
+    catalog = _load(catalogs)
+    try:
+        measurements = load_measurements(catalog)
+    except CatalogError as exc:
+        click.echo(f"{len(exc.problems)} problem(s) in the measurements:", err=True)
+        for problem in exc.problems:
+            click.echo(f"  {problem}", err=True)
+        sys.exit(EXIT_INVALID)
+    if not measurements:
+        click.echo(
+            f"error: no measurements: {catalog.folder / 'measurements' / 'index.yaml'} lists none",
+            err=True,
+        )
+        sys.exit(EXIT_INVALID)
+    text = yaml.safe_dump(calibration_document(fit(catalog, measurements)), sort_keys=False)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    if out.exists():
+        click.echo(f"error: {out} already exists; choose another --out", err=True)
+        sys.exit(EXIT_INVALID)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    click.echo(f"calibration of {len(measurements)} measurement(s) written to {out}")
+
+
 @main.command("import-hf")
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(

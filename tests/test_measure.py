@@ -8,19 +8,24 @@ hand in the docstrings, never taken from planner's own output.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from planner.catalog import CatalogError, load_catalog
-from planner.measure import load_measurements
+from planner.cli import main
+from planner.measure import Measurement, MeasurementEntry, load_measurements
 from planner.measure.benchmarks import (
     FormatError,
     parse_nvidia_smi,
     parse_perf_export,
     parse_vllm_bench,
 )
-from planner.measure.compare import comparison
+from planner.measure.calibrate import calibrate
+from planner.measure.compare import comparison, estimate_row
 from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 from planner.model.units import GIB, MIB
 from planner.resources import shipped_catalogs
@@ -109,6 +114,17 @@ def test_wrapped_worker_lines_and_graph_memory_are_read() -> None:
         ("INFO [kv_cache_utils.py:1305] GPU KV cache size: 175,856 tokens", "kv_pool_tokens", None),
         ("Maximum concurrency for 32,768 tokens per request: 13.64x", "max_concurrency", None),
         ("Model loading took 14.9889 GiB and 4.56 seconds", "weights_bytes", 14.9889),
+        (
+            "Actual usage is 14.96 GiB for weight, 1.23 GiB for peak activation, 0.45 GiB for "
+            "non-torch memory, and 2.10 GiB for CUDAGraph memory.",
+            "cuda_graph_bytes",
+            2.10,
+        ),
+        (
+            "CUDA graph pool memory: 0.69 GiB (actual), 0.61 GiB (estimated)",
+            "cuda_graph_bytes",
+            0.69,
+        ),
     ],
 )
 def test_v1_wordings(line: str, name: str, value: float | None) -> None:
@@ -265,3 +281,82 @@ def test_dense_weights_are_predicted_within_one_percent(measured_catalog: Path) 
     assert len(weights) == 2
     assert (weights["error_fraction"].abs() <= 0.01).all()
     assert weights["estimated"].tolist() == pytest.approx([16_060_522_496, 8_044_917_760])
+
+
+# Calibration ----------------------------------------------------------------------------------
+
+
+def _synthetic(catalog, concurrency: int, figures_of) -> Measurement:
+    """A benchmark of Llama 3.1 8B on one H100 at ``concurrency`` users, 1,000-token prompts
+    and 200-token answers, whose figures ``figures_of(entry)`` computes."""
+    entry = MeasurementEntry(
+        id=f"synthetic-{concurrency}",
+        file="unused.json",
+        format="vllm-bench",
+        hardware="h100-sxm-80gb",
+        model="llama-3.1-8b",
+        precision="bf16",
+        engine={"name": "vllm", "version": "0.10.1"},
+        concurrency=concurrency,
+        prompt_tokens=1000,
+        output_tokens=200,
+    )
+    return Measurement(entry, figures_of(entry), {})
+
+
+def test_known_efficiencies_are_recovered_within_one_percent() -> None:
+    """Latencies computed with bandwidth efficiency 0.63, compute efficiency 0.41 and a 3.5 ms
+    step overhead, at 1, 8, 32 and 96 users: fitted from the catalog's 0.8, 0.5 and 2 ms."""
+    base = load_catalog(shipped_catalogs())
+    truth = {"bandwidth_efficiency": 0.63, "compute_efficiency": 0.41, "step_overhead": 0.0035}
+    true_catalog = replace(base, assumptions=base.assumptions.model_copy(update=truth))
+
+    def figures_of(entry):
+        row = estimate_row(true_catalog, Measurement(entry, {}, {}))
+        figures = {"itl_s.p50": float(row["itl_load_s"])}
+        if entry.concurrency == 1:
+            figures["ttft_s.p50"] = float(row["ttft_s"])
+        return figures
+
+    measurements = tuple(_synthetic(true_catalog, c, figures_of) for c in (1, 8, 32, 96))
+    (fit,) = calibrate(base, measurements)
+    assert (fit.hardware, fit.engine) == ("h100-sxm-80gb", "vllm 0.10")
+    assert fit.bandwidth_efficiency == pytest.approx(0.63, rel=0.01)
+    assert fit.step_overhead_s == pytest.approx(0.0035, rel=0.01)
+    assert fit.compute_efficiency == pytest.approx(0.41, rel=0.01)
+    assert all(abs(p.error_fraction) < 1e-6 for p in fit.points)
+    assert len(fit.points) == 5  # four decode steps and one first token
+
+
+def test_memory_constants_are_fitted_to_the_logs(measured_catalog: Path) -> None:
+    """One log per device here: each fit reproduces its log (activation 0.22 GiB on the A10,
+    0.74 GiB on the RTX 2060; non-torch 0.05 and 0.04 GiB; 2.10 GiB under TP 8), and the
+    activation scales say how far the structural peak is from each (0.22 ÷ 0.2266 = 0.97 and
+    0.74 ÷ 0.7343 = 1.01)."""
+    catalog = load_catalog(measured_catalog)
+    fits = {f.hardware: f for f in calibrate(catalog, load_measurements(catalog))}
+    assert fits["a10-24gb"].engine == "vllm 0.7"
+    assert fits["a10-24gb"].activation_scale == pytest.approx(0.22 / 0.22656, rel=1e-3)
+    assert fits["rtx2060-12gb"].activation_scale == pytest.approx(0.74 / 0.73433, rel=1e-3)
+    assert fits["a10-24gb"].non_torch_bytes == pytest.approx(0.05 * GIB)
+    assert fits["a100-sxm-40gb"].non_torch_tensor_parallel_bytes == pytest.approx(2.10 * GIB)
+    assert fits["a100-sxm-40gb"].non_torch_bytes is None
+    for fit in fits.values():
+        assert all(abs(p.error_fraction) < 1e-9 for p in fit.points)
+
+
+def test_the_calibrate_command_prints_and_writes_once(measured_catalog: Path, tmp_path: Path):
+    shown = CliRunner().invoke(main, ["calibrate", "--catalogs", str(measured_catalog)])
+    assert shown.exit_code == 0, shown.output
+    document = yaml.safe_load(shown.output)["calibration"]
+    a10 = next(entry for entry in document if entry["hardware"] == "a10-24gb")
+    assert a10["engine"] == "vllm 0.7" and a10["non_torch"] == "0.05 GiB"
+    assert {p["figure"] for p in a10["points"]} == {"activation_peak_bytes", "non_torch_bytes"}
+    out = tmp_path / "calibration.yaml"
+    args = ["calibrate", "--catalogs", str(measured_catalog), "--out", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert yaml.safe_load(out.read_text()) == {"calibration": document}
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 1 and "already exists" in again.output
+    none = CliRunner().invoke(main, ["calibrate", "--catalogs", str(shipped_catalogs())])
+    assert none.exit_code == 1 and "no measurements" in none.output

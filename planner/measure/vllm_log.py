@@ -26,6 +26,11 @@ also ``# cuda blocks``, ``# CUDA blocks``)
 request: 13.73x``
 ``Graph capturing finished in 8 secs, took         ``cuda_graph_bytes``
 0.53 GiB``
+``Actual usage is 14.96 GiB for weight, 1.23 GiB   ``weights_bytes``, ``activation_peak_bytes``,
+for peak activation, 0.45 GiB for non-torch        ``non_torch_bytes``, ``cuda_graph_bytes``
+memory, and 2.10 GiB for CUDAGraph memory``
+(recent V1, debug level)
+``CUDA graph pool memory: 0.69 GiB (actual)``      ``cuda_graph_bytes``
 =================================================  =============================================
 """
 
@@ -99,6 +104,14 @@ PATTERNS: list[tuple[re.Pattern[str], tuple[tuple[str, str], ...]]] = [
     ),
     (
         re.compile(r"Graph capturing finished in [0-9.]+ secs?, took " + _GIB),
+        (("cuda_graph_bytes", "gib"),),
+    ),
+    (re.compile(r"Actual usage is " + _GIB + r" for weight"), (("weights_bytes", "gib"),)),
+    (re.compile(_GIB + r" for peak activation"), (("activation_peak_bytes", "gib"),)),
+    (re.compile(_GIB + r" for non-torch memory"), (("non_torch_bytes", "gib"),)),
+    (re.compile(_GIB + r" for CUDAGraph memory"), (("cuda_graph_bytes", "gib"),)),
+    (
+        re.compile(r"CUDA graph pool memory: " + _GIB + r" \(actual\)"),
         (("cuda_graph_bytes", "gib"),),
     ),
 ]
