@@ -28,6 +28,8 @@ from planner.measure.calibrate import calibrate
 from planner.measure.compare import comparison, estimate_row
 from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 from planner.model.units import GIB, MIB
+from planner.outputs.runs import copy_catalogs
+from planner.outputs.sections import measured_rows
 from planner.resources import shipped_catalogs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
@@ -360,3 +362,34 @@ def test_the_calibrate_command_prints_and_writes_once(measured_catalog: Path, tm
     assert again.exit_code == 1 and "already exists" in again.output
     none = CliRunner().invoke(main, ["calibrate", "--catalogs", str(shipped_catalogs())])
     assert none.exit_code == 1 and "no measurements" in none.output
+
+
+def test_the_report_puts_each_measurement_beside_its_estimate(measured_catalog: Path) -> None:
+    catalog = load_catalog(measured_catalog)
+    groups = measured_rows(catalog)
+    assert [g["measurement"] for g in groups] == [
+        "oci-a10-llama-3.1-8b",
+        "rtx2060-qwen3-4b",
+        "a100-40gb-tp8-deepseek-coder-v2-lite",
+    ]
+    a10 = {f["what"]: f for f in groups[0]["figures"]}
+    tokens = a10["KV cache pool, tokens"]
+    assert (tokens["measured"], tokens["estimated"], tokens["error"]) == (
+        "37,696",
+        "37,504",
+        "-0.5%",
+    )
+    assert a10["weights as loaded, per device"]["measured"] == "14.99 GiB"
+    assert groups[2]["option"].endswith("× 8 (vllm 0.7)")
+    assert measured_rows(load_catalog(shipped_catalogs())) == []
+
+
+def test_a_run_keeps_the_measurements_it_was_held_against(
+    measured_catalog: Path, tmp_path: Path
+) -> None:
+    catalog = load_catalog(measured_catalog)
+    copy_catalogs(catalog, tmp_path / "copy")
+    copied = load_catalog(tmp_path / "copy")
+    assert [m.entry.id for m in load_measurements(copied)] == [
+        m.entry.id for m in load_measurements(catalog)
+    ]

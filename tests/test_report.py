@@ -104,6 +104,7 @@ HEADINGS = [
     "Risks and assumptions",
     "Memory policies",
     "Serving simulation",
+    "Estimates against measurements",
     "Skipped combinations",
     "Appendix A: formulas",
     "Appendix B: catalog sources",

@@ -28,7 +28,7 @@ COMPARED: dict[str, tuple[str, str, str]] = {
     "non_torch_bytes": ("non_torch_bytes", "B", "memory outside PyTorch"),
     "cuda_graph_bytes": ("cuda_graph_bytes", "B", "CUDA graphs"),
     "kv_pool_bytes": ("kv_pool_bytes", "B", "KV cache pool"),
-    "kv_pool_tokens": ("kv_pool_tokens", "tokens", "KV cache pool"),
+    "kv_pool_tokens": ("kv_pool_tokens", "tokens", "KV cache pool, tokens"),
     "max_concurrency": ("engine_max_concurrency", "requests", "requests of max_model_len"),
     "ttft_s.p50": ("ttft_load_s", "s", "median time to first token"),
     "itl_s.p50": ("itl_load_s", "s", "median inter-token latency"),

@@ -41,6 +41,7 @@ from planner.outputs.sections import (
     NOT_MODELLED,
     assumption_rows,
     lost_table,
+    measured_rows,
     policy_lines,
     price_gaps,
     simulation_summary,
@@ -176,6 +177,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in what_changes(catalog).items()
         },
+        "measured": measured_rows(catalog),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,

@@ -24,6 +24,8 @@ import pandas as pd
 
 from planner import __version__
 from planner.catalog import Catalog
+from planner.measure import FOLDER as MEASUREMENTS
+from planner.measure import INDEX, load_measurements
 from planner.plan.sweep import Results
 from planner.progress import Progress
 
@@ -142,7 +144,8 @@ Writer = Callable[[Path], Any]
 
 
 def copy_catalogs(catalog: Catalog, destination: Path) -> None:
-    """Copy the catalog files a run was made from (verbatim), so later runs can be diffed."""
+    """Copy the catalog files a run was made from (verbatim), with the measurements it was held
+    against, so later runs can be diffed."""
     destination.mkdir()
     for name in catalog.files:
         shutil.copy2(catalog.folder / name, destination / name)
@@ -150,6 +153,14 @@ def copy_catalogs(catalog: Catalog, destination: Path) -> None:
         target = destination / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(catalog.folder / relative, target)
+    measured = load_measurements(catalog)  # validated before the run: only listed files travel
+    if measured:
+        folder = destination / MEASUREMENTS
+        folder.mkdir()
+        for name in [INDEX, *(m.entry.file for m in measured)]:
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(catalog.folder / MEASUREMENTS / name, target)
 
 
 def write_run(

@@ -12,6 +12,8 @@ from markupsafe import Markup
 
 from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
+from planner.measure import load_measurements
+from planner.measure.compare import comparison
 from planner.outputs import charts
 from planner.outputs.advice import (
     api_sentence,
@@ -550,3 +552,45 @@ def sources(catalog: Catalog) -> list[tuple[str, list[Any]]]:
         ("Precisions", list(catalog.precisions)),
         ("Workloads", list(catalog.workloads)),
     ]
+
+
+def _measured_value(value: float, unit: str) -> str:
+    """A measured or estimated figure in the unit people read it in."""
+    if unit == "B":
+        return binary_decimal(value)[0]
+    if unit == "s":
+        return duration(value)
+    if unit == "requests":
+        return f"{value:,.2f}×"
+    return count(value)
+
+
+def measured_rows(catalog: Catalog) -> list[dict[str, Any]]:
+    """The measured figures beside their estimates, one group per measurement, for the report
+    (none without measurements)."""
+    table = comparison(catalog, load_measurements(catalog))
+    groups = []
+    for measurement, rows in table.groupby("measurement", sort=False):
+        first = rows.iloc[0]
+        parallel = f" × {first['tensor_parallel']}" if first["tensor_parallel"] > 1 else ""
+        option = f"{first['model']} · {first['precision']} on {first['hardware']}{parallel}"
+        figures = [
+            {
+                "what": row["what"],
+                "measured": _measured_value(row["measured"], row["unit"]),
+                "estimated": _measured_value(row["estimated"], row["unit"]),
+                "error": f"{row['error_fraction']:+.1%}"
+                if finite(row["error_fraction"])
+                else "n/a",
+            }
+            for _, row in rows.iterrows()
+        ]
+        groups.append(
+            {
+                "measurement": measurement,
+                "option": f"{option} ({first['engine']})",
+                "source": first["source"],
+                "figures": figures,
+            }
+        )
+    return groups
