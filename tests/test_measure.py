@@ -8,9 +8,12 @@ hand in the docstrings, never taken from planner's own output.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
+import openpyxl
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -30,6 +33,9 @@ from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 from planner.model.units import GIB, MIB
 from planner.outputs.runs import copy_catalogs
 from planner.outputs.sections import measured_rows
+from planner.outputs.workbook import write_workbook
+from planner.outputs.workbook.measured import HEADERS
+from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
@@ -393,3 +399,34 @@ def test_a_run_keeps_the_measurements_it_was_held_against(
     assert [m.entry.id for m in load_measurements(copied)] == [
         m.entry.id for m in load_measurements(catalog)
     ]
+
+
+def test_the_workbook_has_a_measured_sheet(measured_catalog: Path, tmp_path: Path) -> None:
+    catalog = load_catalog(measured_catalog)
+    table = comparison(catalog, load_measurements(catalog))
+    results = evaluate(replace(catalog, workloads=catalog.workloads[:1]))
+    path = write_workbook(results, tmp_path / "plan.xlsx", measured=table)
+    sheet = openpyxl.load_workbook(path)["Measured"]
+    rows = list(sheet.iter_rows(min_row=3, values_only=True))
+    assert rows[0] == tuple(HEADERS)
+    by = {(r[0], r[6]): r for r in rows[1:]}
+    tokens = by[("oci-a10-llama-3.1-8b", "KV cache pool, tokens")]
+    assert tokens[7:11] == ("tokens", 37_696, 37_504, pytest.approx(37_504 / 37_696 - 1))
+    weights = by[("oci-a10-llama-3.1-8b", "weights as loaded, per device")]
+    assert weights[7] == "GiB" and weights[8] == pytest.approx(14.9888)
+    assert len(rows) - 1 == len(table)
+    empty = write_workbook(results, tmp_path / "none.xlsx", measured=table.iloc[:0])
+    assert "Measured" not in openpyxl.load_workbook(empty).sheetnames
+
+
+def test_the_metric_order_does_not_depend_on_the_first_import() -> None:
+    """A program that imports the engine formulas first sees the registry in the same order as
+    one that asks for every metric."""
+    code = (
+        "import planner.model.engine\n"
+        "from planner.model.metric import metrics\n"
+        "names = list(metrics())\n"
+        "print(names.index('engine_memory_bytes') > names.index('weight_bytes'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

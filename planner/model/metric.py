@@ -66,12 +66,33 @@ METRIC_MODULES = (
 )
 
 
+#: The module that defined each metric, so that the order does not depend on which module a
+#: program happened to import first.
+_DEFINED_IN: dict[str, str] = {}
+_ORDERED: dict[str, Metric] = {}
+
+
+def _caller_module() -> str:
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame and frame.f_back else None
+    return str(caller.f_globals.get("__name__", "")) if caller else ""
+
+
 def metrics() -> dict[str, Metric]:
-    """Every metric by name, in definition order: imports :data:`METRIC_MODULES` explicitly, so
-    the registry is whole whichever module asked first."""
+    """Every metric by name, in definition order within the order of :data:`METRIC_MODULES`:
+    imports them explicitly, so the registry is whole, and in the same order, whichever module
+    asked first."""
     for module in METRIC_MODULES:
         importlib.import_module(module)
-    return REGISTRY
+    if len(_ORDERED) != len(REGISTRY):
+        rank = {m: i for i, m in enumerate(METRIC_MODULES)}
+        names = sorted(
+            enumerate(REGISTRY),
+            key=lambda item: (rank.get(_DEFINED_IN.get(item[1], ""), len(rank)), item[0]),
+        )
+        _ORDERED.clear()
+        _ORDERED.update((name, REGISTRY[name]) for _, name in names)
+    return _ORDERED
 
 
 def metric(
@@ -102,6 +123,7 @@ def metric(
             kind=kind,
             group=group,
         )
+        _DEFINED_IN[name] = func.__module__
         return func
 
     return register
@@ -114,6 +136,7 @@ def derived(
     if name in REGISTRY:
         raise ValueError(f"metric {name!r} is defined twice")
     REGISTRY[name] = Metric(name, func, (of,), unit, description, group=group, restates=of)
+    _DEFINED_IN[name] = _caller_module()
 
 
 def rebound(name: str, of: str, inputs: dict[str, str], description: str) -> None:
@@ -136,6 +159,7 @@ def rebound(name: str, of: str, inputs: dict[str, str], description: str) -> Non
         kind=base.kind,
         group=base.group,
     )
+    _DEFINED_IN[name] = _caller_module()
 
 
 GROUP_ORDER = ("keys", "memory", "latency", "serving", "cost")

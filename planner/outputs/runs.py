@@ -26,6 +26,7 @@ from planner import __version__
 from planner.catalog import Catalog
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
+from planner.measure.compare import comparison
 from planner.plan.sweep import Results
 from planner.progress import Progress
 
@@ -188,6 +189,7 @@ def write_run(
     destination = Path(destination)
     if destination.exists() and not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    measured = comparison(catalog, load_measurements(catalog))
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     steps: list[tuple[str, Writer]] = [
@@ -197,7 +199,7 @@ def write_run(
             RESULTS_JSON,
             lambda path: path.write_text(json.dumps(results_json(results), indent=1) + "\n"),
         ),
-        (WORKBOOK, lambda path: write_workbook(results, path)),
+        (WORKBOOK, lambda path: write_workbook(results, path, measured=measured)),
         (REPORT, lambda path: write_report(catalog, results, path, baseline=baseline)),
         *(extra_writers or {}).items(),
     ]

@@ -45,6 +45,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from openpyxl import Workbook
 from openpyxl.comments import Comment
 from openpyxl.formatting.rule import FormulaRule
@@ -72,6 +73,7 @@ from planner.outputs.workbook.cells import (
 from planner.outputs.workbook.charts import MAX_CHART_GROUPS, _summary_charts
 from planner.outputs.workbook.coverage import unplanned_ids_row
 from planner.outputs.workbook.inputs import _write_assumptions, _write_input_sheet
+from planner.outputs.workbook.measured import write_measured
 from planner.outputs.workbook.notes import _write_notes
 from planner.outputs.workbook.package import (
     _finish,
@@ -188,8 +190,11 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     return sheet.cache
 
 
-def write_workbook(results: Results, path: str | Path) -> Path:
-    """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula."""
+def write_workbook(
+    results: Results, path: str | Path, measured: pd.DataFrame | None = None
+) -> Path:
+    """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
+    ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -199,6 +204,8 @@ def write_workbook(results: Results, path: str | Path) -> Path:
     for name in results.inputs.sheets:
         caches[name] = _write_input_sheet(wb, name, results, layout)
     caches["Assumptions"] = _write_assumptions(wb, results)
+    if measured is not None:
+        write_measured(wb, measured)
     _write_notes(wb, results)
     frame = io.BytesIO()
     wb.save(frame)

@@ -64,6 +64,12 @@ SHEETS_TEXT = [
         "Planning assumptions that apply to every candidate; each value is a named "
         "cell (e.g. reserve_gib) that the Plan's formulas use by name.",
     ),
+    (
+        "Measured",
+        "Only with measurements/index.yaml: each measured figure beside planner's estimate for "
+        "the same device, model, precision and engine settings, and the error. Constants, not "
+        "formulas: the estimates are for each measurement's own settings, not rows of the Plan.",
+    ),
     ("Notes", "This sheet: how the workbook works, what every column means, and the cautions."),
 ]
 
