@@ -7,11 +7,13 @@ hand in the docstrings, never taken from planner's own output.
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import openpyxl
 import pytest
@@ -29,6 +31,7 @@ from planner.measure.benchmarks import (
 )
 from planner.measure.calibrate import calibrate
 from planner.measure.compare import comparison, estimate_row
+from planner.measure.next_steps import efficiency_at_target, next_measurements
 from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 from planner.model.units import GIB, MIB
 from planner.outputs.runs import copy_catalogs
@@ -430,3 +433,54 @@ def test_the_metric_order_does_not_depend_on_the_first_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize(
+    ("memory_s", "itl_s", "target_s", "efficiency", "expected"),
+    [
+        # rest = 14 − 10 = 4 ms; 10 ms × 0.8 ÷ (50 − 4) ms = 0.17391
+        (0.010, 0.014, 0.050, 0.8, 0.008 / 0.046),
+        # a pure memory step: efficiency scales with memory ÷ target, 0.8 × 20 ÷ 40 = 0.4
+        (0.020, 0.020, 0.040, 0.8, 0.4),
+        # the fixed part (30 ms) alone misses a 25 ms target
+        (0.010, 0.040, 0.025, 0.8, math.nan),
+    ],
+)
+def test_efficiency_at_which_a_target_is_missed(
+    memory_s: float, itl_s: float, target_s: float, efficiency: float, expected: float
+) -> None:
+    got = efficiency_at_target(memory_s, itl_s, target_s, efficiency)
+    assert got == pytest.approx(expected, nan_ok=True)
+
+
+def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> None:
+    """A start-up log is asked for only where none is in ``measurements/``; the decode
+    measurement names the batch and the efficiency at which the target is missed."""
+    catalog = load_catalog(measured_catalog)
+    row = {
+        "hardware": "a10-24gb",
+        "model": "llama-3.1-8b",
+        "precision": "bf16",
+        "tensor_parallel": 1,
+        "workload": "chat",
+        "kv_pool_tokens": 37504.0,
+        "kv_pool_bytes": 37504 * 131072.0,  # 128 KiB per token: 4.58 GiB
+        "load_batch": 12.0,
+        "itl_load_s": 0.014,
+        "load_decode_memory_s": 0.010,
+        "load_decode_compute_s": 0.002,
+        "itl_p95_target_s": 0.050,
+    }
+    other = {**row, "hardware": "rtx2060-12gb"}
+    plan = SimpleNamespace(lines=[SimpleNamespace(row=row), SimpleNamespace(row=other)])
+    lines = next_measurements(catalog, plan, load_measurements(catalog))  # type: ignore[arg-type]
+    efficiency = catalog.assumptions.bandwidth_efficiency
+    limit = 0.010 * efficiency / 0.046
+    assert lines[0] == (
+        "llama-3.1-8b (bf16) on a10-24gb for chat: measure decode inter-token latency at 12 "
+        f"requests in flight per replica (planned 14.0 ms); it misses its 50 ms target if "
+        f"bandwidth efficiency is below {limit:.2f} (planned {efficiency:.2f})."
+    )
+    assert lines[1].startswith("llama-3.1-8b (bf16) on rtx2060-12gb for chat: keep the serving")
+    assert "a pool of 37,504 tokens (4.6 GiB) per device" in lines[1]
+    assert len(lines) == 3

@@ -33,6 +33,8 @@ import jinja2
 
 from planner import __version__
 from planner.catalog import Catalog
+from planner.measure import load_measurements
+from planner.measure.next_steps import next_measurements
 from planner.model.metric import Metric
 from planner.model.sources import REFERENCES
 from planner.outputs.advice import ask_context, sensitivity_text
@@ -153,6 +155,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
     """Everything the template shows, prepared as plain values (the template does no arithmetic)."""
     table = results.table
     ranks = ranked(table)
+    plan = ask(catalog, table)
     return {
         "title": "Inference capacity plan",
         "date": dt.date.today().isoformat(),
@@ -172,12 +175,13 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
         "references": cited(results.metrics),
-        "ask": ask_context(ask(catalog, table), catalog),
+        "ask": ask_context(plan, catalog),
         "sensitivity": {
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in what_changes(catalog).items()
         },
         "measured": measured_rows(catalog),
+        "next_measurements": next_measurements(catalog, plan, load_measurements(catalog)),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,
