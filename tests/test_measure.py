@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import openpyxl
 import pytest
@@ -297,22 +298,24 @@ def test_dense_weights_are_predicted_within_one_percent(measured_catalog: Path) 
 # Calibration ----------------------------------------------------------------------------------
 
 
-def _synthetic(catalog, concurrency: int, figures_of) -> Measurement:
+def _synthetic(catalog, concurrency: int, figures_of, **entry: Any) -> Measurement:
     """A benchmark of Llama 3.1 8B on one H100 at ``concurrency`` users, 1,000-token prompts
-    and 200-token answers, whose figures ``figures_of(entry)`` computes."""
-    entry = MeasurementEntry(
-        id=f"synthetic-{concurrency}",
-        file="unused.json",
-        format="vllm-bench",
-        hardware="h100-sxm-80gb",
-        model="llama-3.1-8b",
-        precision="bf16",
-        engine={"name": "vllm", "version": "0.10.1"},
-        concurrency=concurrency,
-        prompt_tokens=1000,
-        output_tokens=200,
-    )
-    return Measurement(entry, figures_of(entry), {})
+    and 200-token answers (``entry`` changes any of these), whose figures
+    ``figures_of(entry)`` computes."""
+    fields: dict[str, Any] = {
+        "id": f"synthetic-{concurrency}",
+        "file": "unused.json",
+        "format": "vllm-bench",
+        "hardware": "h100-sxm-80gb",
+        "model": "llama-3.1-8b",
+        "precision": "bf16",
+        "engine": {"name": "vllm", "version": "0.10.1"},
+        "concurrency": concurrency,
+        "prompt_tokens": 1000,
+        "output_tokens": 200,
+    }
+    made = MeasurementEntry.model_validate(fields | entry)
+    return Measurement(made, figures_of(made), {})
 
 
 def test_known_efficiencies_are_recovered_within_one_percent() -> None:

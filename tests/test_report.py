@@ -105,6 +105,7 @@ HEADINGS = [
     "Memory policies",
     "Serving simulation",
     "Estimates against measurements",
+    "Calibration",
     "What to measure next",
     "Skipped combinations",
     "Appendix A: formulas",

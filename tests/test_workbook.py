@@ -166,15 +166,38 @@ def priced_catalog(source: Path, folder: Path) -> Path:
 #: The serving engine the ``engine`` workbook models (its pool becomes the KV budget).
 ENGINE = {"name": "vllm", "version": "0.10.1", "max_num_batched_tokens": 4096}
 
+#: Fits of the engine catalog's devices: one on its engine release (applied), one on another
+#: (not applied). The latency points miss by +10 % and −10 %: a root mean square of 10 %.
+CALIBRATION = """\
+calibration:
+  - hardware: big-80gib
+    engine: vllm 0.10
+    bandwidth_efficiency: 0.63
+    step_overhead: 3.5 ms
+    compute_efficiency: 0.41
+    activation_scale: 1.2
+    non_torch: 0.5 GiB
+    non_torch_tensor_parallel: 2 GiB
+    points:
+      - {measurement: bench-8, figure: itl_s.p50, measured: 0.010, fitted: 0.011}
+      - {measurement: bench-64, figure: itl_s.p50, measured: 0.020, fitted: 0.018}
+      - {measurement: startup, figure: activation_peak_bytes, measured: 1.0e+9, fitted: 1.5e+9}
+  - hardware: mid-48gb
+    engine: vllm 0.7
+    bandwidth_efficiency: 0.5
+"""
+
 
 def engine_catalog(source: Path, folder: Path) -> Path:
-    """``source`` with a serving engine profile in its assumptions, and a model described by
-    its architecture (the shipped Llama 3.1 8B) whose activation peak the engine can size."""
+    """``source`` with a serving engine profile in its assumptions, a model described by its
+    architecture (the shipped Llama 3.1 8B) whose activation peak the engine can size, and a
+    calibration of one device (:data:`CALIBRATION`)."""
     shutil.copytree(source, folder)
     _edit_yaml(folder, "assumptions", lambda d: d["assumptions"].update(engine=dict(ENGINE)))
     shipped = yaml.safe_load((shipped_catalogs() / "models.yaml").read_text())["models"]
     llama = next(m for m in shipped if m["id"] == "llama-3.1-8b")
     _edit_yaml(folder, "models", lambda d: d["models"].append(llama))
+    (folder / "calibration.yaml").write_text(CALIBRATION)
     return folder
 
 
@@ -1179,3 +1202,31 @@ def test_with_an_engine_profile_the_kv_budget_is_the_engine_pool(built: Built) -
     )
     assert table["kv_pool_bytes"].to_numpy() == pytest.approx(pool.to_numpy(), rel=1e-12)
     assert not (built.rich.table["kv_budget_bytes"] == built.rich.table["kv_pool_bytes"]).any()
+
+
+def test_a_calibrated_device_uses_its_fitted_figures(built: Built) -> None:
+    """big-80gib is fitted on the plan's release (vllm 0.10): its efficiencies, step overhead,
+    activation scale and non-torch memory are the fitted ones, and its latency band is 1.2816
+    × 10 % = 12.816 %. mid-48gb's fit is on vllm 0.7: not applied, and the catalog says so;
+    it keeps the assumptions and the uncalibrated band (30 %)."""
+    table = built.engine.table
+    big = table[table["hardware"] == "big-80gib"]
+    mid = table[table["hardware"] == "mid-48gb"]
+    assumed = built.rich.table.iloc[0]
+    assert (big["bandwidth_efficiency"] == 0.63).all()
+    assert (big["compute_efficiency"] == 0.41).all()
+    assert big["step_overhead_s"].to_numpy() == pytest.approx(0.0035)
+    assert (big["activation_scale"] == 1.2).all()
+    single = big["tensor_parallel"] == 1
+    assert (big.loc[single, "non_torch_bytes"] == 0.5 * 2**30).all()
+    assert (big.loc[~single, "non_torch_bytes"] == 2 * 2**30).all()
+    assert big["latency_calibrated"].all() and not mid["latency_calibrated"].any()
+    assert big["latency_band_fraction"].to_numpy() == pytest.approx(0.12816)
+    assert (mid["latency_band_fraction"] == 0.30).all()
+    assert (mid["bandwidth_efficiency"] == assumed["bandwidth_efficiency"]).all()
+    assert big["itl_upper_s"].to_numpy() == pytest.approx(big["itl_planned_s"] * 1.12816)
+    warnings = [w for w in load_catalog(built.folder / "engine-catalog").warnings]
+    assert any(
+        w.entry == "calibration[1]" and "not applied" in w.message and "vllm 0.7" in w.message
+        for w in warnings
+    )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from planner.catalog.datafiles import DataFileError, read_column, read_trace
-from planner.catalog.engines import constants_for, known_series, series_of
+from planner.catalog.engines import constants_for, engine_series, known_series, series_of
 from planner.catalog.problems import CatalogError, Problem, UnknownEntry
 from planner.catalog.records import (
     CATALOG_FILES,
@@ -32,6 +32,7 @@ from planner.catalog.records import (
     Bandwidth,
     Bytes,
     BytesOrZero,
+    Calibration,
     Compute,
     Count,
     CountOrZero,
@@ -86,10 +87,22 @@ class Catalog:
     scenarios: tuple[Scenario, ...] = ()
     api_offers: tuple[ApiOffer, ...] = ()
     deployment: tuple[Serve, ...] = ()
+    calibration: tuple[Calibration, ...] = ()
     prepared_by: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # file name -> SHA-256
     data_files: tuple[str, ...] = ()  # CSVs the workloads name, relative to the folder
     warnings: tuple[Problem, ...] = ()
+
+    def engine_series(self) -> str:
+        """The engine release series the plan is for, as calibrations name it (``vllm 0.11``);
+        vLLM's newest series with constants when the assumptions name no engine."""
+        return engine_series(self.assumptions.engine)
+
+    def calibrated(self) -> dict[str, Calibration]:
+        """The calibration that applies to each calibrated hardware: the one fitted on the
+        plan's engine release series (a fit on another release does not carry over)."""
+        series = self.engine_series()
+        return {c.hardware: c for c in self.calibration if c.engine == series}
 
     def get(self, kind: str, entry_id: str) -> Any:
         for entry in getattr(self, kind):
@@ -287,6 +300,7 @@ def load_catalog(folder: str | Path) -> Catalog:
     scenarios = getattr(parsed.get("scenarios"), "scenarios", [])
     offers = getattr(parsed.get("api_offers"), "api_offers", [])
     plan = getattr(parsed.get("deployment"), "deployment", Deployment())
+    calibration = getattr(parsed.get("calibration"), "calibration", [])
     return Catalog(
         folder=folder,
         hardware=tuple(parsed["hardware"].hardware),  # type: ignore[attr-defined]
@@ -297,10 +311,13 @@ def load_catalog(folder: str | Path) -> Catalog:
         scenarios=tuple(scenarios),
         api_offers=tuple(offers),
         deployment=tuple(plan.serve),
+        calibration=tuple(calibration),
         prepared_by=plan.prepared_by,
         files=files,
         data_files=tuple(dict.fromkeys(data_files)),
-        warnings=tuple(_parameter_warnings(folder, parsed, docs)),
+        warnings=tuple(
+            _parameter_warnings(folder, parsed, docs) + _calibration_warnings(folder, parsed, docs)
+        ),
     )
 
 
@@ -459,6 +476,74 @@ def _engine(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) 
     ]
 
 
+#: The engine series of a plan whose assumptions name no engine (vLLM's newest with constants).
+DEFAULT_ENGINE_SERIES = (
+    f"vllm {max(known_series('vllm'), key=lambda s: tuple(map(int, s.split('.'))))}"
+)
+
+
+def _calibrations(parsed: dict[str, Record]) -> list[Calibration]:
+    return list(getattr(parsed.get("calibration"), "calibration", []))
+
+
+def _calibration(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """A calibration of hardware the catalog lacks, or two of the same hardware and engine."""
+    problems = []
+    hardware = {h.id for h in parsed["hardware"].hardware}  # type: ignore[attr-defined]
+    display = _display(folder, "calibration")
+    seen: dict[tuple[str, str], int] = {}
+    for i, fit in enumerate(_calibrations(parsed)):
+        entry = f"calibration[{i}]"
+        if fit.hardware not in hardware:
+            problems.append(
+                Problem(
+                    display,
+                    f"no hardware entry {fit.hardware!r} in hardware.yaml",
+                    line=docs["calibration"].line_of(("calibration", i, "hardware")),
+                    entry=entry,
+                    field="hardware",
+                )
+            )
+        key = (fit.hardware, fit.engine)
+        if key in seen:
+            problems.append(
+                Problem(
+                    display,
+                    f"a second calibration of {fit.hardware} on {fit.engine} (the first is "
+                    f"calibration[{seen[key]}]); keep one",
+                    line=docs["calibration"].line_of(("calibration", i, "engine")),
+                    entry=entry,
+                    field="engine",
+                )
+            )
+        seen.setdefault(key, i)
+    return problems
+
+
+def _calibration_warnings(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """A calibration fitted on another engine release than the plan's: it is not applied."""
+    engine = parsed["assumptions"].assumptions.engine  # type: ignore[attr-defined]
+    series = (
+        DEFAULT_ENGINE_SERIES if engine is None else f"{engine.name} {series_of(engine.version)}"
+    )
+    return [
+        Problem(
+            _display(folder, "calibration"),
+            f"fitted on {fit.engine}, not on the plan's {series}: not applied, so "
+            f"{fit.hardware} stays uncalibrated",
+            line=docs["calibration"].line_of(("calibration", i, "engine")),
+            entry=f"calibration[{i}]",
+            field="engine",
+        )
+        for i, fit in enumerate(_calibrations(parsed))
+        if fit.engine != series
+    ]
+
+
 def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
     """References between files that name no entry."""
     problems = []
@@ -477,6 +562,7 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
     problems.extend(_offers(folder, parsed, docs))
     problems.extend(_deployment(folder, parsed, docs))
     problems.extend(_engine(folder, parsed, docs))
+    problems.extend(_calibration(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]

@@ -59,3 +59,18 @@ def known_series(name: str) -> list[str]:
 def constants_for(engine: Engine) -> EngineSeries | None:
     """The constants of the engine's release series, or None when the data file lacks it."""
     return _engines().engines.get(engine.name, {}).get(series_of(engine.version))
+
+
+#: The newest vLLM release series whose constants planner ships.
+LATEST_VLLM = "0.11"
+
+#: The engine profile used for the engine's figures when the catalog names none: vLLM's
+#: defaults on the newest release series with constants (the budget then stays the planner's).
+DEFAULT_ENGINE = Engine(name="vllm", version=LATEST_VLLM)
+
+
+def engine_series(engine: Engine | None) -> str:
+    """The release series a profile runs, as calibrations name it (``vllm 0.11``); the default
+    engine's for none."""
+    chosen = DEFAULT_ENGINE if engine is None else engine
+    return f"{chosen.name} {series_of(chosen.version)}"

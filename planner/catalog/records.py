@@ -6,9 +6,10 @@ base units (a bare number for a quantity is refused).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from planner.model import units
 from planner.model.architecture import (
@@ -25,7 +26,7 @@ from planner.model.architecture import (
 
 CATALOG_FILES = ("hardware", "models", "precisions", "workloads", "assumptions")
 
-OPTIONAL_FILES = ("scenarios", "api_offers", "deployment")
+OPTIONAL_FILES = ("scenarios", "api_offers", "deployment", "calibration")
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
@@ -463,6 +464,9 @@ class Assumptions(Record):
     simulated_requests: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 2000
     seed: CountOrZero = 0
     margin: Fraction = 0.10
+    # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated
+    uncalibrated_band: Fraction = 0.30
+    calibrated_band_floor: Fraction = 0.05
     # cost
     electricity_usd_per_kwh: Money | None = None
     pue: Annotated[float, Field(strict=True, ge=1)] = 1.0
@@ -542,6 +546,68 @@ class ApiOffersFile(Record):
     api_offers: list[ApiOffer] = Field(min_length=1)
 
 
+#: The figures of a calibration point that are latencies (the error band is fitted to these).
+LATENCY_FIGURES = ("itl_s.p50", "ttft_s.p50")
+
+#: An efficiency as fitted: above 1 where the model overstates the bytes or FLOP of a step.
+FittedEfficiency = Annotated[float, Field(strict=True, gt=0, le=2)]
+
+
+def _engine_series(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9_-]+ [0-9]+\.[0-9]+", value):
+        raise ValueError(
+            f"expected an engine and its release series, e.g. 'vllm 0.10' (as planner "
+            f"calibrate writes it); got {value!r}"
+        )
+    return value
+
+
+class CalibrationPoint(Record):
+    """A measured figure a fit used, with the value the fit gives it."""
+
+    measurement: Id
+    figure: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9_.]+$", max_length=100)]
+    measured: Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    fitted: Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    error: Text | None = None  # as ``planner calibrate`` prints it; recomputed, never read
+
+    @property
+    def error_fraction(self) -> float:
+        """fitted ÷ measured − 1 (0 for a measured 0 that is fitted exactly)."""
+        if self.measured == 0:
+            return 0.0 if self.fitted == 0 else float("inf")
+        return self.fitted / self.measured - 1
+
+
+class Calibration(Record):
+    """The figures fitted to measurements of one hardware × engine release series, as
+    ``planner calibrate`` writes them, with the points they were fitted to."""
+
+    hardware: Id
+    engine: Annotated[str, Field(strict=True, max_length=100), AfterValidator(_engine_series)]
+    bandwidth_efficiency: FittedEfficiency | None = None
+    step_overhead: OptionalSeconds = None
+    compute_efficiency: FittedEfficiency | None = None
+    activation_scale: Positive | None = None
+    non_torch: OptionalBytes = None
+    non_torch_tensor_parallel: OptionalBytes = None
+    points: list[CalibrationPoint] = Field(default=[], max_length=10_000)
+
+    def latency_points(self) -> list[CalibrationPoint]:
+        return [p for p in self.points if p.figure in LATENCY_FIGURES]
+
+    def latency_rms_fraction(self) -> float | None:
+        """Root mean square of the latency points' relative errors (None without one)."""
+        errors = [p.error_fraction for p in self.latency_points()]
+        if not errors:
+            return None
+        return float(sum(e * e for e in errors) / len(errors)) ** 0.5
+
+
+class CalibrationFile(Record):
+    calibration: list[Calibration] = Field(min_length=1, max_length=10_000)
+
+
 SCHEMAS: dict[str, type[Record]] = {
     "hardware": HardwareFile,
     "models": ModelsFile,
@@ -551,4 +617,5 @@ SCHEMAS: dict[str, type[Record]] = {
     "scenarios": ScenariosFile,
     "api_offers": ApiOffersFile,
     "deployment": DeploymentFile,
+    "calibration": CalibrationFile,
 }

@@ -75,12 +75,12 @@ class Calibration:
 
 
 def _ideal(catalog: Catalog) -> Catalog:
-    """The catalog at full efficiency and no step overhead: times are then pure bytes ÷
-    bandwidth and FLOP ÷ peak, the regressors of the fit."""
+    """The catalog at full efficiency, no step overhead and no earlier calibration: times are
+    then pure bytes ÷ bandwidth and FLOP ÷ peak, the regressors of the fit."""
     assumptions = catalog.assumptions.model_copy(
         update={"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead": 0.0}
     )
-    return replace(catalog, assumptions=assumptions)
+    return replace(catalog, assumptions=assumptions, calibration=())
 
 
 def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -102,6 +102,9 @@ def _decode(rows: list[Row], default_overhead: float, fit: Calibration) -> None:
     y = np.array([measured for _, _, measured in rows]) - allreduce
     if len(np.unique(np.round(memory, 12))) >= 2:
         slope, overhead = _line(memory, y)
+        if overhead < 0:  # no step takes less than its reads: the line through the origin
+            overhead = 0.0
+            slope = float(np.sum(memory * y) / np.sum(memory * memory))
     else:
         overhead = default_overhead
         slope = float(np.sum(memory * (y - overhead)) / np.sum(memory * memory))

@@ -14,9 +14,10 @@ from dataclasses import replace
 import pandas as pd
 
 from planner.catalog import Catalog, Workload
+from planner.catalog.engines import DEFAULT_ENGINE
 from planner.catalog.records import Engine
 from planner.measure import Measurement
-from planner.plan.assumptions import DEFAULT_ENGINE, GLOBALS
+from planner.plan.assumptions import GLOBALS
 from planner.plan.columns import ALL_KEYS
 from planner.plan.sweep import evaluate_plan
 

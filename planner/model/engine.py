@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import floor, maximum, minimum, where
+from planner.model.expr import floor, is_missing, maximum, minimum, where
 from planner.model.metric import derived, metric
 from planner.model.units import GIB
 
@@ -59,11 +59,24 @@ def activation_peak_bytes(
 
 @metric("B", source=f"{VLLM_MEMORY}: non_torch_memory", group="memory")
 def non_torch_bytes(
-    tensor_parallel: Any, engine_non_torch_bytes: Any, engine_non_torch_tp_bytes: Any
+    tensor_parallel: Any,
+    engine_non_torch_bytes: Any,
+    engine_non_torch_tp_bytes: Any,
+    calibrated_non_torch_bytes: Any,
+    calibrated_non_torch_tp_bytes: Any,
 ) -> Any:
     """Memory the engine allocates outside PyTorch per device: CUDA context and, under tensor
-    parallelism, NCCL and custom all-reduce buffers [B]."""
-    return where(tensor_parallel > 1, engine_non_torch_tp_bytes, engine_non_torch_bytes)
+    parallelism, NCCL and custom all-reduce buffers [B]. As measured on this hardware where it
+    is calibrated, else the engine release's constant."""
+    single = where(
+        is_missing(calibrated_non_torch_bytes), engine_non_torch_bytes, calibrated_non_torch_bytes
+    )
+    parallel = where(
+        is_missing(calibrated_non_torch_tp_bytes),
+        engine_non_torch_tp_bytes,
+        calibrated_non_torch_tp_bytes,
+    )
+    return where(tensor_parallel > 1, parallel, single)
 
 
 @metric("B", source=VLLM_MEMORY, group="memory")

@@ -63,6 +63,7 @@ METRIC_MODULES = (
     "planner.model.engine",
     "planner.model.load",
     "planner.model.margins",
+    "planner.model.calibration",
 )
 
 

@@ -20,6 +20,8 @@ VLLM_METRICS = "vLLM serving benchmark metrics"
 SRE = "Beyer et al. 2016 (SRE), ch. 4"
 MISTRAL = "Jiang et al. 2023 (Mistral 7B)"
 DEEPSEEK_V2 = "DeepSeek-AI 2024 (DeepSeek-V2)"
+LEAST_SQUARES = "NIST/SEMATECH e-Handbook, §4.1.4.1 (least squares)"
+NORMAL = "NIST/SEMATECH e-Handbook, §1.3.6.7.1 (normal quantiles)"
 
 REFERENCES: dict[str, str] = {
     UNITS: "IEC 80000-13:2008, Quantities and units, Part 13: Information science and "
@@ -50,4 +52,10 @@ REFERENCES: dict[str, str] = {
     "its rolling cache).",
     DEEPSEEK_V2: "DeepSeek-AI, DeepSeek-V2: A Strong, Economical, and Efficient "
     "Mixture-of-Experts Language Model, arXiv:2405.04434, §2.1 (multi-head latent attention).",
+    LEAST_SQUARES: "NIST/SEMATECH e-Handbook of Statistical Methods, 2012, section 4.1.4.1, "
+    "Linear Least Squares Regression (the fit of the efficiencies and the step overhead, and "
+    "its residuals).",
+    NORMAL: "NIST/SEMATECH e-Handbook of Statistical Methods, 2012, section 1.3.6.7.1, "
+    "Cumulative Distribution Function of the Standard Normal Distribution (P(Z ≤ 1.2816) = "
+    "0.90).",
 }

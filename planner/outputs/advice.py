@@ -118,6 +118,7 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
                 "monthly": _money(line.monthly_usd),
                 "period": _money(line.period_usd),
                 "margin": margin_text(row, catalog.assumptions.margin),
+                "confidence": "" if line.advice == API else confidence_text(line),
             }
         )
     owning, owned = ask.alternative("tco_usd")
@@ -143,9 +144,15 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         for line in ask.lines
         if line.ties
     ]
+    upper = ask.total("devices_upper")
+    owned_lines = [line for line in ask.lines if line.advice != API]
+    calibrated = sum(bool(line.row["latency_calibrated"]) for line in owned_lines)
     return {
         "lines": lines,
         "devices": f"{count(devices)} device{'' if devices == 1 else 's'}",
+        "devices_upper": f"{count(upper)} at 90% confidence" if upper > devices else "",
+        "calibrated": f"{calibrated} of {len(owned_lines)}",
+        "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
         "nodes": count(ask.total("nodes")),
         "capital": _money(ask.total("capital_usd")),
         "monthly": _money(ask.total("monthly_usd")),
@@ -158,6 +165,21 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         "unserved": [catalog.get("workloads", w).label for w in ask.unserved],
         "prepared_by": catalog.prepared_by or "",
     }
+
+
+def confidence_text(line: Line) -> str:
+    """How far an option's estimates may be off, in words: its latency band at 90%
+    confidence and whether measurements on its hardware narrowed it, the devices at the top of
+    the band where more, and a target the top of the band misses."""
+    row = line.row
+    band = float(row["latency_band_fraction"])
+    basis = "calibrated" if bool(row["latency_calibrated"]) else "uncalibrated"
+    words = [f"latency +{band:.0%} at 90% ({basis})"]
+    if line.devices_upper > line.devices:
+        words.append(f"{count(line.devices_upper)} devices at 90%")
+    if not bool(row["meets_targets_upper"]):
+        words.append(f"misses a target at +{band:.0%}")
+    return "; ".join(words)
 
 
 HEADROOMS = (

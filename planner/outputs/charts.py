@@ -344,6 +344,7 @@ LATENCY_PANELS: list[tuple[str, str, str, float, str, str]] = [
 
 ESTIMATE_COLOUR = "#9cb6d8"
 SIMULATED_COLOUR = "#1f4e8c"
+BAND_COLOUR = "#444444"
 
 
 def _column(rows: pd.DataFrame, name: str) -> np.ndarray:
@@ -391,7 +392,7 @@ def latency_chart(rows: pd.DataFrame, labels: list[str], panels: list[str], pref
                 list(handles.values()),
                 list(handles),
                 loc="lower center",
-                ncols=3,
+                ncols=4,
                 frameon=False,
                 bbox_to_anchor=(0.5, 0.0),
             )
@@ -405,12 +406,18 @@ def _latency_panel(
     panel: tuple[str, str, str, float, str, str],
     simulated: bool,
 ) -> None:
-    """One latency panel: estimate bars, simulated p95 bars (if any) and the target line."""
+    """One latency panel: estimate bars, simulated p95 bars (if any), the 90% band of the
+    planned figure (the simulated p95 where there is one, else the estimate) as a whisker, and
+    the target line."""
     column, title, unit, factor, target_column, sim_column = panel
     estimate = _column(rows, column) * factor
     p95 = _column(rows, sim_column) * factor
     target = _column(rows, target_column)[0] * factor if len(rows) else math.nan
+    band = np.nan_to_num(_column(rows, "latency_band_fraction"))
     offset, height = (0.18, 0.34) if simulated else (0.0, 0.6)
+    on_p95 = np.isfinite(p95) if simulated else np.zeros(len(rows), bool)
+    planned = np.where(on_p95, p95, estimate)
+    upper = planned * (1 + band)
     ax.barh(
         y + offset,
         estimate,
@@ -418,8 +425,8 @@ def _latency_panel(
         color=ESTIMATE_COLOUR if simulated else SIMULATED_COLOUR,
         label="closed-form estimate",
     )
-    for yi, v in zip(y, estimate, strict=True):
-        ax.text(v, yi + offset, f" {_short(v)}", va="center", fontsize=6)
+    for yi, v, u, p in zip(y, estimate, upper, on_p95, strict=True):
+        ax.text(v if p else max(v, u), yi + offset, f" {_short(v)}", va="center", fontsize=6)
     if simulated:
         ax.barh(
             y - offset,
@@ -428,10 +435,23 @@ def _latency_panel(
             color=SIMULATED_COLOUR,
             label="simulated p95",
         )
-        for yi, v in zip(y, p95, strict=True):
+        for yi, v, u in zip(y, p95, upper, strict=True):
             text = f" {_short(v)}" if _finite(v) else " not simulated"
-            ax.text(v if _finite(v) else 0, yi - offset, text, va="center", fontsize=6)
-    top = np.nanmax(np.concatenate([estimate, p95, [target if _finite(target) else 0, 1e-9]]))
+            ax.text(u if _finite(v) else 0, yi - offset, text, va="center", fontsize=6)
+    if band.any():
+        ax.errorbar(
+            planned,
+            np.where(on_p95, y - offset, y + offset),
+            xerr=[np.zeros(len(rows)), planned * band],
+            fmt="none",
+            ecolor=BAND_COLOUR,
+            elinewidth=0.9,
+            capsize=2,
+            label="90% band",
+        )
+    top = np.nanmax(
+        np.concatenate([estimate, p95, upper, [target if _finite(target) else 0, 1e-9]])
+    )
     if _finite(target):
         ax.axvline(target, color=TARGET_COLOUR, linestyle="--", linewidth=1.1, label="p95 target")
         ax.set_title(f"{title} [{unit}] · p95 target {_short(target)} {unit}", loc="left")

@@ -42,6 +42,7 @@ from planner.outputs.formatting import bandwidth, cents, count, duration, memory
 from planner.outputs.sections import (
     NOT_MODELLED,
     assumption_rows,
+    calibration_lines,
     lost_table,
     measured_rows,
     policy_lines,
@@ -181,6 +182,8 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
             for workload, changes in what_changes(catalog).items()
         },
         "measured": measured_rows(catalog),
+        "calibration": calibration_lines(catalog),
+        "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
         "next_measurements": next_measurements(catalog, plan, load_measurements(catalog)),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,

@@ -4,6 +4,7 @@ its tables and its charts, prepared so that the template does no arithmetic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,7 @@ from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
 from planner.measure import load_measurements
 from planner.measure.compare import comparison
+from planner.model.calibration import latency_band_fraction
 from planner.outputs import charts
 from planner.outputs.advice import (
     api_sentence,
@@ -594,3 +596,47 @@ def measured_rows(catalog: Catalog) -> list[dict[str, Any]]:
             }
         )
     return groups
+
+
+def calibration_lines(catalog: Catalog) -> list[str]:
+    """What ``calibration.yaml`` changes, one sentence per fit: the figures used in place of the
+    assumptions and the band of the latency estimates, or why a fit is not used."""
+    series = catalog.engine_series()
+    a = catalog.assumptions
+    lines = []
+    for fit in catalog.calibration:
+        if fit.engine != series:
+            lines.append(
+                f"{fit.hardware}: fitted on {fit.engine}, not on the plan's {series}; not used, "
+                "so its estimates stay uncalibrated."
+            )
+            continue
+        figures = [
+            f"{label} {text}"
+            for label, value, text in (
+                ("bandwidth efficiency", fit.bandwidth_efficiency, f"{fit.bandwidth_efficiency}"),
+                ("compute efficiency", fit.compute_efficiency, f"{fit.compute_efficiency}"),
+                ("step overhead", fit.step_overhead, duration(fit.step_overhead or 0.0)),
+                ("activation scale", fit.activation_scale, f"{fit.activation_scale}"),
+                ("non-torch memory", fit.non_torch, memory(fit.non_torch or 0.0)),
+                (
+                    "non-torch memory under TP",
+                    fit.non_torch_tensor_parallel,
+                    memory(fit.non_torch_tensor_parallel or 0.0),
+                ),
+            )
+            if value is not None
+        ]
+        rms = fit.latency_rms_fraction()
+        if fit.bandwidth_efficiency is None:
+            band = f"latency stays uncalibrated (+{a.uncalibrated_band:.0%} at 90%)"
+        else:
+            band = f"{len(fit.latency_points())} latency points"
+            if rms is not None:
+                band += f", root mean square error {rms:.1%}"
+            fraction = latency_band_fraction(
+                True, math.nan if rms is None else rms, a.calibrated_band_floor, 0.0
+            )
+            band += f": latency +{float(fraction):.0%} at 90%"
+        lines.append(f"{fit.hardware} on {fit.engine}: {', '.join(figures) or 'nothing'}; {band}.")
+    return lines

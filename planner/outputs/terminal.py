@@ -84,6 +84,14 @@ def print_ask(catalog: Catalog, results: Results, console: Console | None = None
         if line["margin"]:
             workload, model, _ = line["ids"]
             console.print(f"{workload} ({model}): {line['margin']}", markup=False, style="red")
+    if page["lines"]:
+        upper = f"; {page['devices_upper']}" if page["devices_upper"] else ""
+        console.print(
+            f"Latency estimates calibrated on measurements for {page['calibrated']} options "
+            f"(else +{page['uncalibrated_band']} at 90% confidence, assumed){upper}.",
+            markup=False,
+            highlight=False,
+        )
     for text in page["ties"]:
         console.print(f"Tie: {text}.", markup=False, highlight=False)
     if page["unserved"]:

@@ -8,13 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.catalog.engines import EngineSeries, constants_for
+from planner.catalog.engines import DEFAULT_ENGINE, EngineSeries, constants_for
 from planner.catalog.records import Engine
 from planner.model.units import GIB
 from planner.plan.columns import _nan
-
-#: The newest vLLM release series whose constants planner ships.
-LATEST_VLLM = "0.11"
 
 
 @dataclass(frozen=True)
@@ -33,11 +30,6 @@ def _g(
     name: str, cell: str, scale: float, unit: str, description: str, get: Callable[[Any], float]
 ) -> Global:
     return Global(name, cell, scale, unit, description, get)
-
-
-#: The engine profile used for the engine's figures when the catalog names none: vLLM's
-#: defaults on the newest release series with constants (the budget then stays the planner's).
-DEFAULT_ENGINE = Engine(name="vllm", version=LATEST_VLLM)
 
 
 def _engine(a: Any) -> Engine:
@@ -68,19 +60,19 @@ GLOBALS = [
         lambda a: a.reserve / GIB,
     ),
     _g(
-        "bandwidth_efficiency",
-        "bandwidth_efficiency",
+        "assumed_bandwidth_efficiency",
+        "assumed_bandwidth_efficiency",
         1,
         "fraction",
-        "share of datasheet memory bandwidth achieved",
+        "share of datasheet memory bandwidth achieved, on hardware not calibrated",
         lambda a: a.bandwidth_efficiency,
     ),
     _g(
-        "compute_efficiency",
-        "compute_efficiency",
+        "assumed_compute_efficiency",
+        "assumed_compute_efficiency",
         1,
         "fraction",
-        "share of datasheet compute achieved",
+        "share of datasheet compute achieved, on hardware not calibrated",
         lambda a: a.compute_efficiency,
     ),
     _g(
@@ -92,11 +84,11 @@ GLOBALS = [
         lambda a: a.kv_block_tokens,
     ),
     _g(
-        "step_overhead_s",
-        "step_overhead_ms",
+        "assumed_step_overhead_s",
+        "assumed_step_overhead_ms",
         1e-3,
         "ms",
-        "fixed time per decode or prefill step (launches, scheduling)",
+        "fixed time per decode or prefill step (launches, scheduling), on hardware not calibrated",
         lambda a: a.step_overhead * 1e3,
     ),
     _g(
@@ -149,8 +141,8 @@ GLOBALS = [
         lambda a: _engine(a).max_model_len or 0,
     ),
     _g(
-        "activation_scale",
-        "activation_scale",
+        "engine_activation_scale",
+        "engine_activation_scale",
         1,
         "ratio",
         "engine release: fitted scale of the activation peak of its profiling pass",
@@ -212,6 +204,22 @@ GLOBALS = [
         "a recommended option with less headroom than this to a target or in its KV capacity "
         "is flagged",
         lambda a: a.margin,
+    ),
+    _g(
+        "uncalibrated_band_fraction",
+        "uncalibrated_band_fraction",
+        1,
+        "fraction",
+        "error of a latency estimate at 90 % confidence on hardware not calibrated (assumed)",
+        lambda a: a.uncalibrated_band,
+    ),
+    _g(
+        "calibrated_band_floor_fraction",
+        "calibrated_band_floor_fraction",
+        1,
+        "fraction",
+        "least error of a latency estimate at 90 % confidence on calibrated hardware",
+        lambda a: a.calibrated_band_floor,
     ),
     _g(
         "electricity_usd_per_kwh",

@@ -54,6 +54,12 @@ class Line:
         return 0.0 if self.advice == API else _number(self.row["devices_needed"])
 
     @property
+    def devices_upper(self) -> float:
+        """Devices at 90 % confidence: the count if every step is as slow as the top of the
+        latency band allows (``devices_upper``)."""
+        return 0.0 if self.advice == API else _number(self.row["devices_upper"])
+
+    @property
     def nodes(self) -> float:
         return 0.0 if self.advice == API else _number(self.row["nodes_needed"])
 

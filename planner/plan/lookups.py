@@ -59,6 +59,60 @@ LOOKUPS = [
         "rental price per device-hour",
     ),
     _lk("devices_per_node", "hardware", "devices_per_node", 1, "devices", "devices per node"),
+    *(
+        _lk(name, "hardware", column, scale, unit, f"{description} (blank: not calibrated)")
+        for name, column, scale, unit, description in (
+            (
+                "calibrated_bandwidth_efficiency",
+                "calibrated_bandwidth_efficiency",
+                1,
+                "fraction",
+                "bandwidth efficiency fitted to measurements",
+            ),
+            (
+                "calibrated_compute_efficiency",
+                "calibrated_compute_efficiency",
+                1,
+                "fraction",
+                "compute efficiency fitted to measurements",
+            ),
+            (
+                "calibrated_step_overhead_s",
+                "calibrated_step_overhead_ms",
+                1e-3,
+                "s",
+                "step overhead fitted to measurements",
+            ),
+            (
+                "calibrated_activation_scale",
+                "calibrated_activation_scale",
+                1,
+                "ratio",
+                "the engine's activation scale fitted to measurements",
+            ),
+            (
+                "calibrated_non_torch_bytes",
+                "calibrated_non_torch_gib",
+                GIB,
+                "B",
+                "memory outside PyTorch, one device per replica, measured",
+            ),
+            (
+                "calibrated_non_torch_tp_bytes",
+                "calibrated_non_torch_tp_gib",
+                GIB,
+                "B",
+                "memory outside PyTorch under tensor parallelism, measured",
+            ),
+            (
+                "calibration_rms_fraction",
+                "calibration_rms_fraction",
+                1,
+                "fraction",
+                "root mean square relative error of the fitted latencies",
+            ),
+        )
+    ),  # fmt: skip
     _lk("parameters", "model", "parameters", 1, "", "total parameters"),
     _lk("active_parameters", "model", "active_parameters", 1, "", "parameters used per token"),
     _lk(

@@ -43,10 +43,24 @@ def _dearer(hardware: Hardware) -> Hardware:
 
 
 def _assume(**scales: float) -> Callable[[Catalog], Catalog]:
+    """Scale assumptions, and the same figures where calibration fitted them."""
+
     def change(catalog: Catalog) -> Catalog:
         a = catalog.assumptions
         update = {name: getattr(a, name) * factor for name, factor in scales.items()}
-        return dataclasses.replace(catalog, assumptions=a.model_copy(update=update))
+        fits = tuple(
+            fit.model_copy(
+                update={
+                    name: getattr(fit, name) * factor
+                    for name, factor in scales.items()
+                    if getattr(fit, name, None) is not None
+                }
+            )
+            for fit in catalog.calibration
+        )
+        return dataclasses.replace(
+            catalog, assumptions=a.model_copy(update=update), calibration=fits
+        )
 
     return change
 

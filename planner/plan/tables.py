@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import ApiOffer, Catalog, Hardware, Model, Precision, Workload
+from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.units import GB, GIB, MIB
 from planner.plan.assumptions import GLOBALS, Global
@@ -52,7 +53,9 @@ def _compute_tflops(fmt: str) -> Callable[[Hardware], float]:
     return lambda h: _optional(h.compute.get(fmt), TFLOPS)
 
 
-def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list[Column]:
+def _hardware_columns(
+    formats: list[str], default_devices_per_node: int, calibrated: dict[str, Calibration]
+) -> list[Column]:
     cols = [
         Column("id", "", "catalog id", lambda h: h.id, "text"),
         Column("name", "", "name", lambda h: h.label, "text"),
@@ -107,9 +110,51 @@ def _hardware_columns(formats: list[str], default_devices_per_node: int) -> list
             "devices per server node",
             lambda h: h.devices_per_node or default_devices_per_node,
         ),
+        *_calibration_columns(calibrated),
         Column("source", "", "where the numbers come from", lambda h: h.source or "", "text"),
     ]
     return cols
+
+
+def _calibrated(
+    calibrated: dict[str, Calibration], figure: str, scale: float
+) -> Callable[[Hardware], float]:
+    """Reads a fitted figure off the hardware's calibration (NaN: not calibrated, or not fitted)."""
+    return lambda h: _optional(getattr(calibrated.get(h.id), figure, None), scale)
+
+
+def _rms(calibrated: dict[str, Calibration]) -> Callable[[Hardware], float]:
+    def read(h: Hardware) -> float:
+        fit = calibrated.get(h.id)
+        return _optional(None if fit is None else fit.latency_rms_fraction(), 1.0)
+
+    return read
+
+
+def _calibration_columns(calibrated: dict[str, Calibration]) -> list[Column]:
+    """The figures ``calibration.yaml`` fitted for each hardware on the plan's engine release;
+    blank where the hardware is not calibrated (the assumptions apply)."""
+    fitted = [
+        ("calibrated_bandwidth_efficiency", "fraction", "bandwidth_efficiency", 1.0),
+        ("calibrated_compute_efficiency", "fraction", "compute_efficiency", 1.0),
+        ("calibrated_step_overhead_ms", "ms", "step_overhead", 1e-3),
+        ("calibrated_activation_scale", "ratio", "activation_scale", 1.0),
+        ("calibrated_non_torch_gib", "GiB", "non_torch", GIB),
+        ("calibrated_non_torch_tp_gib", "GiB", "non_torch_tensor_parallel", GIB),
+    ]
+    return [
+        *(
+            Column(name, unit, f"fitted to measurements (blank: {figure} assumed)",
+                   _calibrated(calibrated, figure, scale))
+            for name, unit, figure, scale in fitted
+        ),
+        Column(
+            "calibration_rms_fraction",
+            "fraction",
+            "root mean square relative error of the latencies the fit reproduces (blank: none)",
+            _rms(calibrated),
+        ),
+    ]  # fmt: skip
 
 
 MODEL_COLUMNS = [
@@ -379,7 +424,7 @@ def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> Inp
     """Build the input sheets from a validated catalog and, when given, simulated figures."""
     columns = {
         "Hardware": _hardware_columns(
-            compute_formats(catalog), catalog.assumptions.devices_per_node
+            compute_formats(catalog), catalog.assumptions.devices_per_node, catalog.calibrated()
         ),
         "Models": MODEL_COLUMNS
         + api_columns(lambda m: {o.model: o for o in catalog.api_offers}.get(m.id)),
