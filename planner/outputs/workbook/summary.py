@@ -47,6 +47,7 @@ SHOWN = (
     "precision",
     "tensor_parallel",
     "devices_needed",
+    "devices_upper",
     "advice",
     "cost_usd",
     "capital_usd",
@@ -57,6 +58,7 @@ SHOWN = (
     "break_even_month",
     "api_usd",
     "latency_headroom",
+    "latency_band_fraction",
     "kv_spare_fraction",
     "simulation",
 )
@@ -74,6 +76,8 @@ MARGINS = ("latency_headroom", "kv_spare_fraction")
 TITLES = {
     "tensor_parallel": "tensor parallel",
     "devices_needed": "devices",
+    "devices_upper": "devices at 90% confidence",
+    "latency_band_fraction": "latency band at 90% confidence",
     "capital_usd": "capital (USD)",
     "opex_usd_per_month": "operating cost per month (USD)",
     "advice": "buy, rent or API",
@@ -123,6 +127,7 @@ NOT_AVAILABLE = formatting.NOT_AVAILABLE
 SUMMARY_FORMATS = {
     "tensor_parallel": "0",
     "devices_needed": INTEGER_FORMAT,
+    "devices_upper": INTEGER_FORMAT,
     "capital_usd": INTEGER_FORMAT,
     "opex_usd_per_month": "#,##0.00",
     "cost_usd": INTEGER_FORMAT,
@@ -131,6 +136,7 @@ SUMMARY_FORMATS = {
     "rent_usd": INTEGER_FORMAT,
     "api_usd": INTEGER_FORMAT,
     "latency_headroom": "0%",
+    "latency_band_fraction": "+0%",
     "kv_spare_fraction": "0%",
     "break_even_month": "0",
 }
