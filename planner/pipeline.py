@@ -19,7 +19,7 @@ from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
 from planner.outputs.runs import RunExists, write_run
 from planner.plan import recommend
-from planner.plan.sweep import Results, evaluate
+from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
 from planner.progress import Progress
 from planner.serving.sizing import (
     contenders,
@@ -80,6 +80,10 @@ class RunOutcome:
     baseline: RunDiff | None
 
 
+class NothingToPlan(ValueError):
+    """The catalogs select no hardware × model × precision × workload to evaluate."""
+
+
 def run(
     catalog: Catalog,
     destination: Path,
@@ -92,7 +96,8 @@ def run(
 ) -> RunOutcome:
     """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.
 
-    Raises :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
+    Raises :class:`NothingToPlan` when the catalogs select no candidate,
+    :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
     ``force`` is false, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
     run folder, and :class:`planner.model.metric.MetricError` when a formula meets inputs it does
     not cover.
@@ -101,6 +106,11 @@ def run(
     if destination.exists() and not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
     earlier = load_run(baseline) if baseline is not None else None
+    if candidates(catalog).empty:
+        raise NothingToPlan(
+            "the catalogs select no candidate: "
+            + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
+        )
     results = plan(catalog, processes=processes, progress=progress)
     comparison = None
     extra = {}

@@ -71,6 +71,7 @@ from planner.catalog.records import (
     Workload,
     WorkloadsFile,
 )
+from planner.catalog.safefile import FileProblem, read_regular
 from planner.catalog.yamlsafe import Document, YamlProblem, load
 
 
@@ -132,7 +133,20 @@ def _pydantic_message(error: ErrorDetails, model: type[BaseModel] | None) -> str
     message = error["msg"]
     if message.startswith("Value error, "):
         return message[len("Value error, ") :]
-    return f"{message}; got {error.get('input')!r}"
+    return f"{message}; got {_shown(error.get('input'))}"
+
+
+#: Longest part of an offending value a message repeats.
+SHOWN_CHARACTERS = 60
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut short when long (with its length)."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARACTERS:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters"
+    return f"{text[:SHOWN_CHARACTERS]}… ({size})"
 
 
 def _model_at(schema: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -188,9 +202,9 @@ def _problems_from_validation(
 
 def _read(path: Path, display: str) -> tuple[Document | None, str | None, list[Problem]]:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, None, [Problem(display, f"cannot read the file: {exc.strerror}")]
+        raw = read_regular(path)
+    except FileProblem as exc:
+        return None, None, [Problem(display, str(exc))]
     digest = hashlib.sha256(raw).hexdigest()
     try:
         text = raw.decode("utf-8")

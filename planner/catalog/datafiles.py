@@ -6,10 +6,13 @@ or holds anything but the numbers expected raises :class:`DataFileError` naming 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from planner.catalog.safefile import FileProblem, read_regular
 
 
 class DataFileError(ValueError):
@@ -22,7 +25,9 @@ def _read_csv(folder: Path, file: str) -> pd.DataFrame:
     if not path.is_relative_to(folder.resolve()):
         raise DataFileError(f"{file} is outside the catalog folder")
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(io.BytesIO(read_regular(path)))
+    except FileProblem as exc:
+        raise DataFileError(f"cannot read {file}: it {exc}") from None
     except (OSError, ValueError) as exc:
         raise DataFileError(f"cannot read {file}: {exc}") from None
 

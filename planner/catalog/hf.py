@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from planner.catalog.families import FAMILIES, WRAPPERS, Family
+from planner.catalog.safefile import FileProblem, read_text
 from planner.model.architecture import (
     FULL,
     MLA,
@@ -529,9 +530,10 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     """Read a config.json file into a dict (UTF-8 JSON); a file that cannot be read or is not
     JSON raises :class:`UnsupportedConfig` saying why."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON
+        data = json.loads(read_text(Path(path)))
+    except FileProblem as exc:
+        raise UnsupportedConfig([f"cannot read it: it {exc}"]) from None
+    except ValueError as exc:  # not JSON
         raise UnsupportedConfig([f"cannot read it: {exc}"]) from None
     if not isinstance(data, dict):
         raise UnsupportedConfig([f"{path}: config must be a JSON object"])

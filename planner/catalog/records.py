@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -71,9 +72,13 @@ OptionalSeconds = Annotated[float | None, _quantity("time", allow_zero=True, opt
 
 OptionalRate = Annotated[float | None, _quantity("rate", optional=True)]
 
-Count = Annotated[int, Field(strict=True, gt=0)]
+#: Largest whole number a catalog may give (tokens, parameters, layers...): 10¹⁵, far past any
+#: model or workload, and well inside a float's exact integers.
+MAX_COUNT = 10**15
 
-CountOrZero = Annotated[int, Field(strict=True, ge=0)]
+Count = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
+
+CountOrZero = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 
 Positive = Annotated[float, Field(strict=True, gt=0)]
 
@@ -81,15 +86,44 @@ Fraction = Annotated[float, Field(strict=True, gt=0, le=1)]
 
 Money = Annotated[float, Field(strict=True, ge=0)]
 
-Id = Annotated[str, Field(strict=True, pattern=ID_PATTERN, max_length=100)]
+#: Ids that a CSV reader (pandas, a spreadsheet) or YAML would take for a missing value or a
+#: truth value rather than a name.
+RESERVED_IDS = frozenset(
+    {"nan", "null", "none", "na", "nat", "inf", "true", "false", "yes", "no", "on", "off"}
+)
 
-Text = Annotated[str, Field(strict=True, max_length=500)]
+
+def _not_reserved(value: str) -> str:
+    if value in RESERVED_IDS:
+        raise ValueError(
+            f"{value!r} cannot be an id: spreadsheets and CSV readers take it for a missing or "
+            "true/false value; choose a name"
+        )
+    return value
+
+
+def _printable(value: str) -> str:
+    bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise ValueError(
+            f"holds the control character U+{ord(bad):04X} at position {value.index(bad) + 1}; "
+            "text must be printable (no tabs, line breaks or other control characters)"
+        )
+    return value
+
+
+Id = Annotated[
+    str, Field(strict=True, pattern=ID_PATTERN, max_length=100), AfterValidator(_not_reserved)
+]
+
+#: Free text (names, sources): at most 500 printable characters.
+Text = Annotated[str, Field(strict=True, max_length=500), AfterValidator(_printable)]
 
 
 class Record(BaseModel):
     """Base of every catalog entry: unknown fields are errors, records are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Entry(Record):
@@ -354,7 +388,9 @@ class LengthDistribution(Record):
     max: Count | None = None
     samples: list[Count] | None = Field(default=None, min_length=1, max_length=1_000_000)
     file: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9._/-]+\.csv$")] | None = None
-    column: Annotated[str, Field(strict=True, max_length=100)] | None = None
+    column: (
+        Annotated[str, Field(strict=True, max_length=100), AfterValidator(_printable)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _one_form(self) -> LengthDistribution:
@@ -479,12 +515,13 @@ class Assumptions(Record):
 
 
 class Scenario(Entry):
-    """A subset to cross; an omitted list means every entry of that file."""
+    """A subset to cross; an omitted list means every entry of that file (an empty one would
+    select nothing, and is refused)."""
 
-    hardware: list[Id] | None = None
-    models: list[Id] | None = None
-    precisions: list[Id] | None = None
-    workloads: list[Id] | None = None
+    hardware: list[Id] | None = Field(default=None, min_length=1)
+    models: list[Id] | None = Field(default=None, min_length=1)
+    precisions: list[Id] | None = Field(default=None, min_length=1)
+    workloads: list[Id] | None = Field(default=None, min_length=1)
 
 
 class ApiOffer(Entry):

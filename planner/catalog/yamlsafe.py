@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-#: Largest number of nodes a document may expand to once aliases are followed.
-MAX_EXPANDED_NODES = 100_000
+#: Most nodes that anchors and aliases may add to a document once followed: a catalog written
+#: out in full is never refused, however long (its size is bounded by the file size limit).
+MAX_ALIAS_NODES = 100_000
 
 Path = tuple[str | int, ...]
 
@@ -48,27 +49,33 @@ class Document:
         return self.lines.get(())
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Nodes under ``node`` with every alias followed; ``memo`` collects each distinct node once
+    (so the count takes time linear in the document, not in its expansion)."""
     key = id(node)
     if key in memo:
         return memo[key]
     memo[key] = 1  # guards recursive structures
     if isinstance(node, yaml.MappingNode):
-        size = 1 + sum(
-            _expanded_size(k, memo, limit) + _expanded_size(v, memo, limit) for k, v in node.value
-        )
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
     elif isinstance(node, yaml.SequenceNode):
-        size = 1 + sum(_expanded_size(v, memo, limit) for v in node.value)
+        size = 1 + sum(_expanded_size(v, memo) for v in node.value)
     else:
         size = 1
     memo[key] = size
-    if size > limit:
+    return size
+
+
+def _check_aliases(node: yaml.Node) -> None:
+    """Refuse a document that aliases expand by more than :data:`MAX_ALIAS_NODES` nodes."""
+    memo: dict[int, int] = {}
+    added = _expanded_size(node, memo) - len(memo)
+    if added > MAX_ALIAS_NODES:
         raise YamlProblem(
-            f"the document expands to more than {limit:,} nodes through anchors and aliases; "
-            "write the entries out instead",
+            f"anchors and aliases expand the document by {added:,} nodes, more than the "
+            f"{MAX_ALIAS_NODES:,} allowed; write the entries out instead",
             node.start_mark.line + 1,
         )
-    return size
 
 
 def _record_lines(node: yaml.Node, path: Path, lines: dict[Path, int]) -> None:
@@ -96,14 +103,14 @@ def load(text: str) -> Document:
     """Parse one YAML document from ``text`` with PyYAML's safe loader.
 
     Raises :class:`YamlProblem` for invalid YAML, several documents, repeated keys, or alias
-    expansion past :data:`MAX_EXPANDED_NODES`.
+    expansion past :data:`MAX_ALIAS_NODES`.
     """
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return Document(None)
-        _expanded_size(node, {}, MAX_EXPANDED_NODES)
+        _check_aliases(node)
         lines: dict[Path, int] = {(): node.start_mark.line + 1}
         _record_lines(node, (), lines)
         data = loader.construct_document(node)

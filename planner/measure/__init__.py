@@ -30,6 +30,7 @@ from pydantic import Field, ValidationError
 
 from planner.catalog import Catalog, CatalogError, Problem
 from planner.catalog.records import Count, Engine, Entry, Id, Record
+from planner.catalog.safefile import FileProblem, read_text
 from planner.catalog.yamlsafe import YamlProblem, load
 from planner.measure.benchmarks import (
     FormatError,
@@ -42,8 +43,6 @@ from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 #: The folder, inside a catalog folder, that holds measurements, and its index.
 FOLDER = "measurements"
 INDEX = "index.yaml"
-#: Largest measurement file read [bytes]: logs and exports are kilobytes to a few megabytes.
-MAX_FILE_BYTES = 64 * 1024 * 1024
 
 Format = Literal["vllm-log", "vllm-bench", "perf-export", "nvidia-smi"]
 
@@ -99,15 +98,8 @@ def _read(folder: Path, entry: MeasurementEntry) -> str:
     path = folder / entry.file
     resolved = path.resolve()
     if not resolved.is_relative_to(folder.resolve()) or ".." in entry.file.split("/"):
-        raise ValueError("the file must lie inside the measurements folder")
-    if not resolved.is_file():
-        raise ValueError("no such file (or not a regular file)")
-    if resolved.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"larger than {MAX_FILE_BYTES // 1024 // 1024} MiB")
-    try:
-        return resolved.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError("is not UTF-8 text") from None
+        raise ValueError("the file must lie inside the measurements folder (no '..', no link out)")
+    return read_text(resolved)
 
 
 def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
@@ -123,10 +115,10 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
         return ()
     display = str(index)
     try:
-        doc = load(index.read_text(encoding="utf-8"))
+        doc = load(read_text(index))
         parsed = MeasurementsFile.model_validate(doc.data)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError([Problem(display, f"cannot read the file: {exc}")]) from None
+    except FileProblem as exc:
+        raise CatalogError([Problem(display, str(exc))]) from None
     except YamlProblem as exc:
         raise CatalogError([Problem(display, exc.message, line=exc.line)]) from None
     except ValidationError as exc:
@@ -159,6 +151,13 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
                 problems.append(Problem(display, message, line=line, entry=where, field=field))
         try:
             text = _read(folder, entry)
+        except ValueError as exc:  # the file the entry names cannot be read: say where it is named
+            line = doc.line_of(("measurements", i, "file"))
+            problems.append(
+                Problem(display, f"{entry.file}: {exc}", line=line, entry=where, field="file")
+            )
+            continue
+        try:
             figures, lines = PARSERS[entry.format](text)
         except (ValueError, LogError, FormatError) as exc:
             file = str(folder / entry.file)
