@@ -6,7 +6,9 @@ exceptions into a clear message and an exit code: 0 success, 1 invalid input, 2 
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -48,6 +50,22 @@ def _load(folder: Path | None) -> Catalog:
 @click.version_option(__version__, prog_name="planner")
 def main() -> None:
     """Plan LLM inference capacity: memory, latency bounds and fit for every candidate."""
+    _exit_cleanly_on_signals()
+
+
+#: Exit status of a run stopped by a signal: 128 + the signal's number, as shells report it.
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _exit_cleanly_on_signals() -> None:
+    """Turn SIGTERM and SIGHUP into an exit that unwinds (as Ctrl-C does), so a run stopped
+    at any stage removes its staging folder instead of leaving it behind."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop)
 
 
 @main.command()
@@ -77,8 +95,9 @@ def run(
     earlier run unless --force.
     """
     from planner.diff import NotARun
-    from planner.outputs.runs import RunExists, default_run_dir
+    from planner.outputs.runs import RunExists, RunNotWritten, default_run_dir
     from planner.outputs.terminal import print_ask, progress_display
+    from planner.pipeline import NothingToPlan
     from planner.pipeline import run as run_pipeline
 
     catalog = _load(catalogs)
@@ -88,7 +107,7 @@ def run(
             outcome = run_pipeline(
                 catalog, destination, name=name, force=force, baseline=baseline, progress=progress
             )
-    except (RunExists, NotARun, MetricError) as exc:
+    except (RunExists, RunNotWritten, NotARun, MetricError, NothingToPlan) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     folder, results, comparison = outcome.folder, outcome.results, outcome.baseline

@@ -43,6 +43,19 @@ class RunExists(Exception):
     """The destination folder already holds something and overwriting was not asked for."""
 
 
+class RunNotWritten(Exception):
+    """The file system refused the run folder (read-only, full, no permission): nothing of it
+    was left behind and earlier runs are untouched."""
+
+    @classmethod
+    def from_os_error(cls, exc: OSError) -> RunNotWritten:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return cls(
+            f"the run folder could not be written: {exc.strerror or exc}{where}; nothing was "
+            "left behind and earlier runs are untouched"
+        )
+
+
 def slug(text: str) -> str:
     """A short folder-safe name: lower case, ``[a-z0-9._-]``, at most 60 characters."""
     cleaned = _NAME.sub("-", text.lower()).strip("-.")
@@ -71,6 +84,27 @@ def export_table(table: pd.DataFrame) -> pd.DataFrame:
         finite = values[np.isfinite(values)]
         if len(finite) and (finite == np.round(finite)).all() and (finite.abs() < 2**53).all():
             out[col] = values.round().astype("Int64")
+    return out
+
+
+#: First characters that make a spreadsheet program read a CSV cell as a formula (OWASP, CSV
+#: injection): such text cells are written with a leading apostrophe.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The results table as ``results.csv`` holds it: :func:`export_table`, with every text cell
+    that a spreadsheet would run as a formula neutralised (``results.json`` keeps the text)."""
+    out = export_table(table)
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
+            out[col] = out[col].map(_inert)
     return out
 
 
@@ -164,6 +198,46 @@ def copy_catalogs(catalog: Catalog, destination: Path) -> None:
             shutil.copyfile(catalog.folder / MEASUREMENTS / name, target)
 
 
+#: What names a run's staging folder, beside its destination: ``.NAME.staging-PID-XXXX``.
+STAGING = ".staging-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that a killed run left (their process is gone);
+    returns what was removed."""
+    removed = []
+    for path in folder.glob(f".*{STAGING}*"):
+        pid_text = path.name.split(STAGING, 1)[1].split("-", 1)[0]
+        if path.is_dir() and not path.is_symlink() and pid_text.isdigit():
+            if not _alive(int(pid_text)):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
+
+
+def _publish(staging: Path, destination: Path) -> None:
+    """Move the finished staging folder to ``destination``, refusing to replace a run another
+    process finished there meanwhile."""
+    try:
+        os.rename(staging, destination)  # fails when destination is a non-empty folder
+    except OSError as exc:
+        if destination.exists():
+            raise RunExists(
+                f"{destination} was written by another run meanwhile; choose another --out"
+            ) from None
+        raise exc
+
+
 def write_run(
     catalog: Catalog,
     results: Results,
@@ -177,7 +251,9 @@ def write_run(
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically.
 
-    Raises :class:`RunExists` when ``destination`` exists and ``force`` is false. The workbook and
+    Raises :class:`RunExists` when ``destination`` exists and ``force`` is false (or another
+    run finished there meanwhile), :class:`RunNotWritten` when the file system refuses the
+    folder (read-only, full), leaving nothing behind. The workbook and
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
     :class:`planner.diff.RunDiff`) adds a comparison section to the report. ``progress`` is told
@@ -190,10 +266,15 @@ def write_run(
     if destination.exists() and not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
     measured = comparison(catalog, load_measurements(catalog))
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(destination.parent)
+        prefix = f".{destination.name}{STAGING}{os.getpid()}-"
+        staging = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
+    except OSError as exc:
+        raise RunNotWritten.from_os_error(exc) from None
     steps: list[tuple[str, Writer]] = [
-        (RESULTS_CSV, lambda path: export_table(results.table).to_csv(path, index=False)),
+        (RESULTS_CSV, lambda path: csv_table(results.table).to_csv(path, index=False)),
         (CATALOG_COPY, lambda path: copy_catalogs(catalog, path)),
         (
             RESULTS_JSON,
@@ -211,13 +292,16 @@ def write_run(
         info = manifest(catalog, results, name)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
         os.chmod(staging, 0o755)
-        if destination.exists():
-            old = destination.with_name(f".{destination.name}.old-{os.getpid()}")
+        if destination.exists() and force:
+            old = destination.with_name(f".{destination.name}{STAGING}{os.getpid()}-old")
             destination.rename(old)
             staging.rename(destination)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            staging.rename(destination)
+            _publish(staging, destination)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RunNotWritten.from_os_error(exc) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

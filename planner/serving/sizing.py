@@ -504,12 +504,17 @@ def simulate_rows(
             sized.append(size_candidate(catalog, r, **options))
             tell()
     else:
-        with concurrent.futures.ProcessPoolExecutor(
+        pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=processes, initializer=_init_worker, initargs=(catalog,)
-        ) as pool:
+        )
+        try:
             for result in pool.map(_job, jobs, chunksize=1):
                 sized.append(result)
                 tell()
+        except BaseException:  # stopped (Ctrl-C, SIGTERM) or failed: drop the queued jobs
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     frame = pd.DataFrame(
         [{**{k: r[k] for k in ALL_KEYS}, **s} for r, s in zip(rows, sized, strict=True)],
         columns=columns,
