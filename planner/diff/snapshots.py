@@ -4,17 +4,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from planner import __version__
 from planner.catalog import Catalog, CatalogError, load_catalog
-from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, export_table
-from planner.plan.tables import ALL_KEYS
+from planner.catalog.safefile import FileProblem, read_regular, read_text
+from planner.model.metric import metrics
+from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, csv_table
+from planner.plan.lookups import LOOKUPS
+from planner.plan.tables import ALL_KEYS, KEYS, TP_KEY
 
 
 class NotARun(Exception):
@@ -38,16 +44,19 @@ class RunSnapshot:
     catalog_note: str = ""
 
 
+#: Boolean columns a diff reads.
+BOOLEANS = frozenset({"fits", "eligible", "replica_fits", "meets_targets"})
+
+
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
     """Booleans as bool (a CSV may hold ``True``/``False`` text), TP sizes as int, and the cost
     the ranking reads (``cost_usd``) for runs written before renting was compared: their
     ``tco_usd``, the cost they were ranked on."""
     out = table.copy()
-    for column in ("fits", "eligible", "replica_fits", "meets_targets"):
+    for column in BOOLEANS:
         if column in out and out[column].dtype != bool:
-            truth = {"true": True, "false": False, "1": True, "0": False}
             out[column] = [
-                bool(v) if isinstance(v, bool) else truth.get(str(v).strip().lower(), False)
+                bool(v) if isinstance(v, bool) else TRUTH.get(str(v).strip().lower(), False)
                 for v in out[column]
             ]
     if "tensor_parallel" in out:
@@ -72,43 +81,142 @@ def load_run(folder: str | Path) -> RunSnapshot:
     missing = [name for name in (RESULTS_CSV, MANIFEST) if not (folder / name).is_file()]
     if missing:
         raise NotARun(f"{folder} is not a run folder: no {' or '.join(missing)}; {expected}")
+    info = _manifest(folder / MANIFEST)
+    path = folder / RESULTS_CSV
     try:
-        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotARun(f"{folder}/{MANIFEST} cannot be read as JSON: {exc}") from None
-    if not isinstance(info, dict):
-        raise NotARun(f"{folder}/{MANIFEST} is not a run manifest (expected a JSON object)")
-    try:
-        table = pd.read_csv(folder / RESULTS_CSV)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise NotARun(f"{folder}/{RESULTS_CSV} cannot be read as CSV: {exc}") from None
+        raw = read_regular(path)
+        table = pd.read_csv(io.BytesIO(raw), dtype={k: str for k in KEYS}, encoding="utf-8")
+    except FileProblem as exc:
+        raise NotARun(f"{path} {exc}") from None
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise NotARun(f"{path} cannot be read as CSV: {exc}") from None
     absent = [k for k in ALL_KEYS if k not in table.columns]
     if absent:
         raise NotARun(
-            f"{folder}/{RESULTS_CSV} lacks the key column(s) {', '.join(absent)}; "
-            f"expected {', '.join(ALL_KEYS)}"
+            f"{path} lacks the key column(s) {', '.join(absent)}; expected {', '.join(ALL_KEYS)}"
         )
+    _check_columns(path, table)
     catalog: Catalog | None = None
-    note = ""
+    files: dict[str, str] = info.get("catalog_files", {})
     copy = folder / CATALOG_COPY
-    if copy.is_dir():
+    note = _altered(copy, files)  # an altered copy is not compared field by field
+    if not note and not copy.is_dir():
+        note = f"{folder} keeps no {CATALOG_COPY}/ copy of its catalog files"
+    elif not note:
         try:
             catalog = load_catalog(copy)
         except CatalogError as exc:
             first = exc.problems[0] if exc.problems else "unknown problem"
             note = f"{copy} no longer loads ({first})"
-    else:
-        note = f"{folder} keeps no {CATALOG_COPY}/ copy of its catalog files"
-    files = info.get("catalog_files")
     return RunSnapshot(
         label=str(folder),
         table=_normalise(table),
         catalog=catalog,
-        files=dict(files) if isinstance(files, dict) else {},
+        files=files,
         planner_version=info.get("planner_version"),
         created=info.get("created_utc"),
         catalog_note=note,
     )
+
+
+#: What a run's manifest must hold, where it holds it: the key and the JSON type.
+MANIFEST_FIELDS = {"planner_version": str, "created_utc": str, "catalog_files": dict}
+
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """A run's manifest, checked field by field (:data:`MANIFEST_FIELDS`)."""
+    try:
+        info = json.loads(read_text(path))
+    except FileProblem as exc:
+        raise NotARun(f"{path} {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise NotARun(f"{path} cannot be read as JSON: {exc}") from None
+    if not isinstance(info, dict):
+        raise NotARun(f"{path} is not a run manifest (expected a JSON object)")
+    for key, kind in MANIFEST_FIELDS.items():
+        if key in info and not isinstance(info[key], kind):
+            raise NotARun(
+                f"{path}: field {key!r} should be a JSON {'object' if kind is dict else 'string'}"
+                f", got {type(info[key]).__name__}"
+            )
+    for name, digest in info.get("catalog_files", {}).items():
+        if not isinstance(digest, str) or not SHA256.match(digest):
+            raise NotARun(
+                f"{path}: field 'catalog_files' entry {name!r} should be a SHA-256 "
+                f"(64 hexadecimal digits), got {str(digest)[:80]!r}"
+            )
+    return info
+
+
+def _altered(copy: Path, files: dict[str, str]) -> str:
+    """Why a run's catalog copy no longer matches its manifest ('' when it does or is absent)."""
+    changed = []
+    for name, digest in files.items():
+        path = copy / name
+        if "/" in name or name.startswith(".") or not path.is_file():
+            continue
+        try:
+            if hashlib.sha256(read_regular(path)).hexdigest() != digest:
+                changed.append(name)
+        except FileProblem:
+            changed.append(name)
+    if not changed:
+        return ""
+    return (
+        f"altered: {copy}/{', '.join(changed)} no longer match the SHA-256 recorded in "
+        f"{MANIFEST} when the run was written"
+    )
+
+
+def _numeric_columns() -> set[str]:
+    numeric = {m.name for m in metrics().values() if m.kind in ("number", "integer")}
+    numeric |= {lk.name for lk in LOOKUPS if lk.kind == "number"}
+    return numeric - {TP_KEY}  # checked apart, as a whole number
+
+
+TRUTH = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _check_columns(path: Path, table: pd.DataFrame) -> None:
+    """Refuse a results table whose cells are not of their column's type: keys filled in, the
+    tensor parallel size a whole number, numbers numeric, booleans true or false."""
+    for key in KEYS:
+        empty = table[key].isna()
+        if empty.any():
+            raise NotARun(f"{path}: row {int(empty.argmax()) + 2}, column {key!r} is empty")
+    for column in _numeric_columns() & set(table.columns):
+        values = table[column]
+        if values.dtype.kind in "iuf":
+            continue
+        numbers = pd.to_numeric(values, errors="coerce")
+        bad = numbers.isna() & values.notna()
+        if bad.any():
+            row = int(bad.argmax())
+            raise NotARun(
+                f"{path}: row {row + 2}, column {column!r}: expected a number, got "
+                f"{str(values.iloc[row])[:80]!r}"
+            )
+    parallel = pd.to_numeric(table[TP_KEY], errors="coerce")
+    whole = parallel.notna() & (parallel >= 1) & (parallel == parallel.round())
+    if not whole.all():
+        row = int((~whole).argmax())
+        raise NotARun(
+            f"{path}: row {row + 2}, column {TP_KEY!r}: expected a whole number of devices, got "
+            f"{str(table[TP_KEY].iloc[row])[:80]!r}"
+        )
+    for column in BOOLEANS & set(table.columns):
+        values = table[column]
+        if values.dtype == bool:
+            continue
+        known = values.map(lambda v: str(v).strip().lower() in TRUTH or isinstance(v, bool))
+        if not known.all():
+            row = int((~known).argmax())
+            raise NotARun(
+                f"{path}: row {row + 2}, column {column!r}: expected true or false, got "
+                f"{str(values.iloc[row])[:80]!r}"
+            )
 
 
 def snapshot(catalog: Catalog, table: pd.DataFrame, label: str = "this run") -> RunSnapshot:
@@ -117,7 +225,7 @@ def snapshot(catalog: Catalog, table: pd.DataFrame, label: str = "this run") -> 
     The table makes the same CSV round trip as :func:`planner.outputs.runs.write_run`'s, so
     comparing a run before it is written and after gives the same diff.
     """
-    text = export_table(table).to_csv(index=False)
+    text = csv_table(table).to_csv(index=False)
     return RunSnapshot(
         label=label,
         table=_normalise(pd.read_csv(io.StringIO(text))),
