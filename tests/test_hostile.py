@@ -9,6 +9,7 @@ malformed earlier run) follow; a property-based test feeds random YAML values in
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 from planner.catalog import CatalogError, load_catalog
 from planner.cli import main
 from planner.diff import NotARun, load_run
-from planner.outputs.runs import RunExists, _publish, remove_stale_staging
+from planner.outputs.runs import RunExists, RunNotWritten, _publish, remove_stale_staging, write_run
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 
@@ -401,6 +402,22 @@ def test_a_run_the_file_system_refuses_says_so_and_leaves_nothing(
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "could not be written" in result.output and "earlier runs are untouched" in result.output
     assert sorted(p.name for p in reports.iterdir()) == ["earlier", "not-a-folder"]
+
+
+def test_a_full_disk_while_writing_leaves_nothing(tmp_path: Path, reports: Path) -> None:
+    """The disk fills while the report is written: RunNotWritten names the file, the staging
+    folder is gone and the earlier run is untouched."""
+    from planner.plan.sweep import evaluate
+
+    catalog = load_catalog(SEED)
+
+    def full(path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with pytest.raises(RunNotWritten, match="No space left on device") as caught:
+        write_run(catalog, evaluate(catalog), reports / "new", extra_writers={"extra.txt": full})
+    assert "extra.txt" in str(caught.value)
+    assert _untouched(reports)
 
 
 def test_two_runs_finishing_into_one_folder_do_not_overwrite_each_other(tmp_path: Path) -> None:

@@ -69,8 +69,9 @@ def next_measurements(
             continue
         batch = float(row["load_batch"])
         words = (
-            f"{option}: measure decode inter-token latency at {batch:,.0f} requests in flight "
-            f"per replica (planned {row['itl_load_s'] * 1e3:,.1f} ms"
+            f"{option}: measure decode inter-token latency at 1 and at {batch:,.0f} requests in "
+            "flight per replica (two loads separate a step's fixed time from its bandwidth "
+            f"time; planned {row['itl_load_s'] * 1e3:,.1f} ms at {batch:,.0f}"
         )
         target = row.get("itl_p95_target_s")
         memory_bound = row["load_decode_memory_s"] >= row["load_decode_compute_s"]
