@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pytest
 import yaml
@@ -149,6 +150,16 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     ("parameters float", replace_text("models.yaml", PARAMS, "parameters: 7.0e+9"), ["param"]),
     ("parameters 1e400", replace_text("models.yaml", PARAMS, "parameters: 1e400"), ["param"]),
     ("prompt zero", replace_text("workloads.yaml", PROMPT, "prompt_tokens: 0"), ["prompt"]),
+    (
+        "lengths in two forms",
+        replace_text("workloads.yaml", PROMPT, "prompt_tokens: {samples: [5], file: x.csv}"),
+        ["prompt_tokens", "give one of"],
+    ),
+    (
+        "a zero length sample",
+        replace_text("workloads.yaml", PROMPT, "prompt_tokens: {samples: [0]}"),
+        ["prompt_tokens.samples.0", "greater than 0"],
+    ),
     (
         "prompt past 10^15",
         replace_text("workloads.yaml", PROMPT, "prompt_tokens: 10000000000000000"),
@@ -326,7 +337,51 @@ def test_a_hostile_catalog_is_refused_cleanly(
     assert _untouched(reports)
 
 
+def _linked_elsewhere(folder: Path) -> None:
+    """Every catalog file a symlink to a regular file in another folder."""
+    elsewhere = folder.parent / "elsewhere"
+    elsewhere.mkdir()
+    for path in list(folder.glob("*.yaml")):
+        target = elsewhere / path.name
+        shutil.move(path, target)
+        path.symlink_to(target)
+
+
+#: (case, edit of the seed catalog, the hardware name the workbook must hold as text).
+PLANNED: list[tuple[str, Edit, str]] = [
+    (
+        "right-to-left and emoji name",
+        replace_text("hardware.yaml", NAME, 'name: "התקן 🚀 16 GiB"'),
+        "התקן 🚀 16 GiB",
+    ),
+    (
+        "a name that looks like a formula",
+        replace_text("hardware.yaml", NAME, 'name: \'=HYPERLINK("http://example.com","x")\''),
+        '=HYPERLINK("http://example.com","x")',
+    ),
+    ("catalog files linked from elsewhere", _linked_elsewhere, "Seed hypothetical 16 GiB device"),
+]
+
+
+@pytest.mark.parametrize(("case", "edit", "text"), PLANNED, ids=[c[0] for c in PLANNED])
+def test_unusual_but_valid_input_plans(tmp_path: Path, case: str, edit: Edit, text: str) -> None:
+    """Valid input that looks odd plans like any other, and its text stays text: exact, as
+    text, in the workbook's Hardware sheet, and never a formula in results.csv."""
+    folder = tmp_path / "catalog"
+    shutil.copytree(SEED, folder)
+    edit(folder)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--catalogs", str(folder), "--out", str(out)])
+    assert result.exit_code == 0, (case, result.output, result.exception)
+    sheet = openpyxl.load_workbook(out / "plan.xlsx")["Hardware"]
+    names = [cell for cell in sheet["B"][1:] if cell.value == text]
+    assert names and all(cell.data_type == "s" for cell in names), case  # text, not a formula
+    for cell in pd.read_csv(out / "results.csv", dtype=str).stack():
+        assert not str(cell).startswith(("=", "+", "@")), cell
+
+
 def test_the_battery_is_large() -> None:
+    """At least 60 hostile inputs, besides the faults and the random values."""
     assert len(CASES) >= 60
 
 
@@ -533,6 +588,11 @@ FIELDS = [
     for key in yaml.safe_load((SEED / "assumptions.yaml").read_text())["assumptions"]
 ]
 
+#: Keys the catalogs use inside a field, so random mappings reach the nested records.
+KEYS_SEEN = st.sampled_from(
+    ["samples", "file", "column", "mean", "p95", "max", "purchase_usd", "bf16", "itl_p95"]
+)
+
 VALUES = st.recursive(
     st.none()
     | st.booleans()
@@ -541,14 +601,15 @@ VALUES = st.recursive(
     | st.text(max_size=40)
     | st.sampled_from(["16 GiB", "1e400 GB", "-1 GiB", "nan", ".inf", "3.35 TB/s", "5 ms"]),
     lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        st.lists(inner, max_size=3)
+        | st.dictionaries(KEYS_SEEN | st.text(max_size=8), inner, max_size=3)
     ),
     max_leaves=6,
 )
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(field=st.sampled_from(FIELDS), value=VALUES)
 def test_any_value_in_any_field_is_planned_or_refused_with_its_place(

@@ -22,6 +22,7 @@ from planner.catalog.problems import CatalogError, Problem, UnknownEntry
 from planner.catalog.records import (
     CATALOG_FILES,
     ID_PATTERN,
+    MAX_SAMPLES,
     OPTIONAL_FILES,
     SCHEMAS,
     ApiOffer,
@@ -131,6 +132,12 @@ def _pydantic_message(error: ErrorDetails, model: type[BaseModel] | None) -> str
         allowed = ", ".join(model.model_fields) if model is not None else ""
         return f"unknown field; expected one of: {allowed}"
     message = error["msg"]
+    if kind == "too_long" and error["loc"] and error["loc"][-1] == "samples":
+        return (
+            f"{message}: at most {MAX_SAMPLES:,} samples are written inline; put a longer list "
+            "in a CSV file beside the catalog ({file: lengths.csv, column: tokens}), which has "
+            "no count limit"
+        )
     if message.startswith("Value error, "):
         return message[len("Value error, ") :]
     return f"{message}; got {_shown(error.get('input'))}"
@@ -173,14 +180,44 @@ def _walk_types(annotation: Any) -> Iterable[Any]:
         yield from _walk_types(arg)
 
 
+#: Errors of a union's scalar branch: the value was not a number or text.
+SCALAR_TYPE_ERRORS = frozenset(
+    {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "bool_type"}
+)
+
+
+def _branch_tag(part: Any) -> bool:
+    """A part of an error's location that names a validator or a branch of a union
+    (``function-after[...]``, ``constrained-int``), not a field: field names have no ``-``."""
+    return isinstance(part, str) and ("-" in part or part.startswith("function"))
+
+
+def _other_branch(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """An error of a union's scalar branch (``prompt_tokens: 3072``) for a value that is plainly
+    meant for its mapping branch (``{samples: [...]}``) when that branch has errors of its own:
+    only those are worth showing."""
+    tags = [i for i, part in enumerate(error["loc"]) if _branch_tag(part)]
+    scalar = error["type"] in SCALAR_TYPE_ERRORS
+    if not tags or not scalar or not isinstance(error.get("input"), (dict, list)):
+        return False
+    branch = tags[-1]
+    prefix = error["loc"][:branch]
+    return any(
+        other["loc"][:branch] == prefix
+        and len(other["loc"]) > branch
+        and other["loc"][branch] != error["loc"][branch]
+        for other in errors
+    )
+
+
 def _problems_from_validation(
     name: str, doc: Document, schema: type[BaseModel], exc: ValidationError
 ) -> list[Problem]:
     problems = []
-    for error in exc.errors():
-        loc = tuple(
-            p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function"))
-        )
+    errors = exc.errors()
+    shown = [e for e in errors if not _other_branch(e, errors)] or errors
+    for error in shown:
+        loc = tuple(p for p in error["loc"] if not _branch_tag(p))
         entry = None
         field_path: list[str] = []
         if len(loc) >= 2 and isinstance(loc[1], int):

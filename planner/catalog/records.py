@@ -78,6 +78,9 @@ MAX_COUNT = 10**15
 
 Count = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
 
+#: Most length samples written inline in a catalog (a CSV file has no count limit).
+MAX_SAMPLES = 1_000_000
+
 CountOrZero = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 
 Positive = Annotated[float, Field(strict=True, gt=0)]
@@ -386,7 +389,7 @@ class LengthDistribution(Record):
     mean: Positive | None = None
     p95: Positive | None = None
     max: Count | None = None
-    samples: list[Count] | None = Field(default=None, min_length=1, max_length=1_000_000)
+    samples: list[Count] | None = Field(default=None, min_length=1, max_length=MAX_SAMPLES)
     file: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9._/-]+\.csv$")] | None = None
     column: (
         Annotated[str, Field(strict=True, max_length=100), AfterValidator(_printable)] | None
