@@ -100,6 +100,7 @@ HEADINGS = [
     "Concurrency against tokens per sequence",
     "Latency against targets",
     "Cost comparison",
+    "Capacity over time",
     "Why options were not recommended",
     "Risks and assumptions",
     "Memory policies",

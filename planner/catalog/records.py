@@ -444,6 +444,16 @@ class Targets(Record):
     task_p95: OptionalSeconds = None
 
 
+class Forecast(Record):
+    """How a workload's load moves over the planning horizon: this month's traffic (its arrival
+    rate, or its users) × (1 + growth_per_month)^month, for ``months`` months, with
+    ``spare_nodes`` nodes kept beyond demand (N+k: the targets hold with k nodes down)."""
+
+    months: Annotated[int, Field(strict=True, ge=1, le=240)]
+    growth_per_month: Annotated[float, Field(strict=True, ge=-0.5, le=1)] = 0.0
+    spare_nodes: Annotated[int, Field(strict=True, ge=0, le=1000)] = 0
+
+
 class Workload(Entry):
     """A workload's shape: lengths, arrival pattern, agent loops, latency targets."""
 
@@ -459,6 +469,7 @@ class Workload(Entry):
     network_time: Seconds = 0.0
     targets: Targets = Targets()
     admission: Literal["reserve-max", "current-length"] = "reserve-max"
+    forecast: Forecast | None = None
 
     @model_validator(mode="after")
     def _one_arrival(self) -> Workload:
@@ -514,6 +525,11 @@ class Assumptions(Record):
     devices_per_node: Count = 8
     node_overhead_usd: Money = 0.0
     hosting_usd_per_node_month: Money = 0.0
+    # planning over time
+    lead_time_months: Annotated[int, Field(strict=True, ge=0, le=60)] = 0
+    discount_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
+    lease_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] | None = None
+    lease_term_months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = None
     hours_per_month: Positive = 730.0
 
 

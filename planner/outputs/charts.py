@@ -26,7 +26,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from planner.model import memory
 from planner.model.units import GB, GIB
@@ -505,4 +505,28 @@ def cost_chart(rows: pd.DataFrame, labels: list[str], prefix: str) -> str:
         ax.set_ylim(-0.6, n - 0.4)
         ax.grid(axis="y", visible=False)
         fig.legend(loc="lower center", ncols=2, frameon=False, bbox_to_anchor=(0.5, 0.0))
+        return to_svg(fig, prefix)
+
+
+# Capacity over time ---------------------------------------------------------------------------
+
+
+def schedule_chart(needed: list[int], owned: list[int], rented: list[int], prefix: str) -> str:
+    """Nodes per month: owned nodes in service and rented nodes, stacked, against the nodes the
+    forecast needs (the line)."""
+    months = np.arange(len(needed))
+    with _style():
+        fig = _figure(2.4)
+        _place(fig, left=0.6, bottom=0.75, top=0.15)
+        ax = fig.add_subplot()
+        ax.bar(months, owned, width=0.85, color=SIMULATED_COLOUR, label="owned, in service")
+        ax.bar(months, rented, width=0.85, bottom=owned, color=ESTIMATE_COLOUR, label="rented")
+        ax.step(months, needed, where="mid", color=TARGET_COLOUR, linewidth=1.2, label="needed")
+        ax.set_xlabel("month")
+        ax.set_ylabel("nodes")
+        ax.set_xlim(-0.6, len(needed) - 0.4)
+        ax.set_ylim(0, max(max(needed), 1) * 1.15)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(axis="x", visible=False)
+        fig.legend(loc="lower center", ncols=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
         return to_svg(fig, prefix)

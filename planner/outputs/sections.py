@@ -24,8 +24,9 @@ from planner.outputs.advice import (
     margin_text,
 )
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
-from planner.plan.deployment import API, BUY, RENT, advice
+from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
+from planner.plan.schedule import schedules
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -640,3 +641,78 @@ def calibration_lines(catalog: Catalog) -> list[str]:
             band += f": latency +{float(fraction):.0%} at 90%"
         lines.append(f"{fit.hardware} on {fit.engine}: {', '.join(figures) or 'nothing'}; {band}.")
     return lines
+
+
+#: The plans of a schedule in the order the report compares them.
+PLAN_ORDER = ("schedule", "rent", "up_front", "lease")
+
+
+def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
+    """Per workload with a forecast: its nodes month by month, the orders, and what each way of
+    paying costs over the horizon (cash, book value left, net, net present value)."""
+    out = []
+    for index, found in enumerate(schedules(catalog, plan)):
+        forecast = found.workload.forecast
+        assert forecast is not None
+        chosen = found.plans["schedule"]
+        step = 3 if len(found.nodes) > 12 else 1
+        months = sorted({*range(0, len(found.nodes), step), len(found.nodes) - 1})
+        cumulative = chosen.cumulative_usd()
+        rows = [
+            {
+                "month": m,
+                "traffic": f"{found.factors[m]:.2f}×",
+                "replicas": count(found.replicas[m]),
+                "needed": count(found.nodes[m]),
+                "owned": count(chosen.owned[m]),
+                "rented": count(chosen.rented[m]),
+                "cash": usd(chosen.cash_usd[m]),
+                "cumulative": usd(cumulative[m]),
+            }
+            for m in months
+        ]
+        lead = found.lead_time_months
+        orders = [
+            f"month {m}: order {count(n)} node{'s' if n != 1 else ''} (in service from month "
+            f"{m + lead})"
+            for m, n in chosen.orders
+        ]
+        payback = found.payback_month()
+        costs = found.costs
+        out.append(
+            {
+                "workload": found.workload,
+                "option": candidate_label(found.line.row),
+                "growth": f"{forecast.growth_per_month:+.1%} a month for {forecast.months} months",
+                "spare": forecast.spare_nodes,
+                "per_node": (
+                    f"owned {usd(costs.owned_usd_per_month)} a month "
+                    f"({usd(costs.capital_usd)} over {costs.amortisation_months} months, plus "
+                    f"{usd(costs.running_usd_per_month)} to run) against "
+                    f"{usd(costs.rent_usd_per_month)} rented"
+                ),
+                "plan": chosen.name,
+                "orders": orders,
+                "rows": rows,
+                "plans": [
+                    {
+                        "name": found.plans[key].name,
+                        "cash": usd(found.plans[key].total_usd),
+                        "residual": usd(found.plans[key].residual_usd),
+                        "net": usd(found.plans[key].net_usd),
+                        "npv": usd(found.npv_usd(key)),
+                    }
+                    for key in PLAN_ORDER
+                    if key in found.plans
+                ],
+                "payback": (
+                    "Buying does not pay for itself against renting within the horizon."
+                    if payback is None
+                    else f"Buying pays for itself against renting from month {payback} on."
+                ),
+                "svg": Markup(
+                    charts.schedule_chart(found.nodes, chosen.owned, chosen.rented, f"s{index}s")
+                ),
+            }
+        )
+    return out

@@ -1,0 +1,206 @@
+"""Capacity over time, worked by hand.
+
+The worked case: an open-loop workload at 10 requests/s today, a replica serving 2 requests/s
+(5 replicas, one device each), 8-device nodes, traffic growing 3 % a month for 24 months, a
+3-month lead time. A node costs 240,000 USD to buy, 1,000 a month to run and 16,000 a month to
+rent; capital is written off over 36 months, so owning costs 240,000 ÷ 36 + 1,000 = 7,666.67 a
+month against 16,000 rented: buy.
+
+Replicas in month m: ⌈5 × 1.03^m⌉. 5 × 1.03^15 = 7.79 → 8 replicas, one node; 5 × 1.03^16 =
+8.02 → 9 replicas, two nodes (1.03^16 = 1.6047). So one node in months 0–15, two in 16–23.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from planner.catalog import load_catalog
+from planner.plan.deployment import ask
+from planner.plan.schedule import (
+    NodeCosts,
+    book_value_usd,
+    demand_factor,
+    lease_payment_usd,
+    monthly_rate,
+    payback_month,
+    present_value,
+    replicas_at,
+    schedule_plans,
+    schedules,
+)
+from planner.plan.sweep import evaluate
+
+SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
+
+ROW = pd.Series(
+    {
+        "concurrency": 0.0,
+        "replica_capacity_sequences": 100.0,
+        "in_flight_requests": 4.0,
+        "forecast_requests_per_s": 10.0,
+        "requests_per_s_per_replica": 2.0,
+        "replicas_needed": 5.0,
+        "replicas_planned": 5.0,
+    }
+)
+COSTS = NodeCosts(
+    capital_usd=240_000, running_usd_per_month=1_000, rent_usd_per_month=16_000,
+    amortisation_months=36,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "expected"),
+    [
+        (demand_factor, (0.03, 16), 1.6047064),  # 1.03^16
+        (demand_factor, (0.03, 0), 1.0),
+        (monthly_rate, (0.12,), 0.0094888),  # 1.12^(1/12) − 1
+        (present_value, ([100.0, 100.0], 0.12), 199.0599),  # 100 + 100 ÷ 1.0094888
+        (lease_payment_usd, (240_000, 0.06, 36), 7301.31),  # 1,200 ÷ (1 − 1.005^−36)
+        (lease_payment_usd, (240_000, 0.0, 36), 6666.67),  # no interest: 240,000 ÷ 36
+        (book_value_usd, (240_000, 21, 36), 100_000.0),  # 15 of 36 months left
+        (book_value_usd, (240_000, 40, 36), 0.0),  # written off
+    ],
+)
+def test_the_financial_formulas(function, args, expected) -> None:
+    assert function(*args) == pytest.approx(expected, rel=1e-5, abs=0.01)
+
+
+def test_replicas_follow_the_traffic() -> None:
+    """⌈5 × 1.03^m⌉: 5 today, 8 in month 15, 9 in month 16; a closed loop of 64 users in
+    replicas of 20 sequences grows from ⌈64 ÷ 20⌉ = 4 to ⌈64 × 1.5 ÷ 20⌉ = 5."""
+    assert [replicas_at(ROW, demand_factor(0.03, m)) for m in (0, 15, 16)] == [5, 8, 9]
+    closed = ROW.copy()
+    closed[["concurrency", "replica_capacity_sequences", "replicas_needed"]] = [64, 20, 4]
+    closed["replicas_planned"] = 4
+    assert replicas_at(closed, 1.0) == 4 and replicas_at(closed, 1.5) == 5
+
+
+def test_a_simulation_raise_carries_over() -> None:
+    """The simulation asked for 6 replicas where the closed form gave 5: × 1.2 every month
+    (⌈5 × 1.2⌉ = 6 today, ⌈9 × 1.2⌉ = ⌈10.8⌉ = 11 in month 16)."""
+    raised = ROW.copy()
+    raised["replicas_planned"] = 6.0
+    assert replicas_at(raised, 1.0) == 6
+    assert replicas_at(raised, demand_factor(0.03, 16)) == 11
+
+
+NODES = [1] * 16 + [2] * 8
+
+
+def test_the_worked_schedule() -> None:
+    """Node 1 is needed from month 0: ordered in month 0, it arrives in month 3, so months 0–2
+    rent one node (16,000 each). Node 2 is needed from month 16: ordered in month 13.
+
+    Cash: 3 × 16,000 + (240,000 + 1,000) + 12 × 1,000 + (240,000 + 2 × 1,000) + 7 × 2,000 =
+    557,000. Book value after 24 months: node 1 served 21 months (100,000 left), node 2 served
+    8 (240,000 × 28 ÷ 36 = 186,666.67): net 270,333.33. Renting everything: 16 × 16,000 +
+    8 × 32,000 = 512,000. Buying the peak up front: 3 × 16,000 + 2 × 240,000 + 2 × 1,000 +
+    20 × 2,000 = 570,000, with 2 × 100,000 left: net 370,000."""
+    plans = schedule_plans(NODES, 3, COSTS)
+    schedule, rent, up_front = plans["schedule"], plans["rent"], plans["up_front"]
+    assert schedule.orders == [(0, 1), (13, 1)]
+    assert schedule.rented == [1, 1, 1] + [0] * 21
+    assert schedule.owned == [0, 0, 0] + [1] * 13 + [2] * 8
+    assert schedule.total_usd == pytest.approx(557_000)
+    assert schedule.residual_usd == pytest.approx(100_000 + 240_000 * 28 / 36)
+    assert schedule.net_usd == pytest.approx(270_333.33, abs=0.01)
+    assert rent.total_usd == pytest.approx(512_000) and rent.residual_usd == 0
+    assert up_front.orders == [(0, 2)]
+    assert up_front.total_usd == pytest.approx(570_000)
+    assert up_front.net_usd == pytest.approx(370_000)
+
+
+def test_n_plus_one_adds_exactly_one_node() -> None:
+    """One spare node: two nodes from month 0 (both ordered in month 0), three from month 16
+    (ordered in month 13): one more node than without, in every month."""
+    spare = [n + 1 for n in NODES]
+    plans = schedule_plans(spare, 3, COSTS)
+    assert plans["schedule"].orders == [(0, 2), (13, 1)]
+    assert [
+        a - b
+        for a, b in zip(
+            plans["schedule"].owned, schedule_plans(NODES, 3, COSTS)["schedule"].owned, strict=True
+        )
+    ][3:] == [1] * 21
+
+
+def test_renting_is_the_schedule_where_owning_costs_more() -> None:
+    dear = NodeCosts(240_000, 1_000, 5_000, 36)  # 7,666.67 owned against 5,000 rented
+    plans = schedule_plans(NODES, 3, dear)
+    assert plans["schedule"].orders == [] and plans["schedule"].cash_usd == plans["rent"].cash_usd
+
+
+def test_payback_month() -> None:
+    """Buying pays 100 up front and 10 a month against 40 a month rented: cumulative 110, 120,
+    130, 140 against 40, 80, 120, 160: at or below renting from month 3 (cumulative 140 ≤
+    160) on."""
+    assert payback_month([40.0] * 5, [110.0, 10.0, 10.0, 10.0, 10.0]) == 3
+    assert payback_month([40.0] * 3, [110.0, 10.0, 10.0]) is None  # not within 3 months
+    assert payback_month([40.0] * 3, [40.0] * 3) is None  # nothing bought
+
+
+def test_a_lease_spreads_the_capital() -> None:
+    """Leasing node 1 (arrives month 3) and node 2 (month 16) at 6 % over 36 months: 7,301.31 a
+    month each from arrival; 36 − 21 = 15 and 36 − 8 = 28 payments still owed at the end."""
+    plans = schedule_plans(NODES, 3, COSTS, lease=(0.06, 36))
+    lease, payment = plans["lease"], lease_payment_usd(240_000, 0.06, 36)
+    assert lease.cash_usd[3] == pytest.approx(payment + 1_000)
+    assert lease.cash_usd[16] == pytest.approx(2 * payment + 2_000)
+    assert lease.residual_usd == pytest.approx(-(15 + 28) * payment)
+
+
+def test_a_forecast_in_the_catalog_gives_each_workload_its_schedule(tmp_path: Path) -> None:
+    """The seed catalog with a forecast on one workload (3 %/month, 24 months, one spare node):
+    that line of the ask gets a schedule whose first month is its plan today plus the spare."""
+    folder = tmp_path / "seed"
+    shutil.copytree(SEED, folder)
+    workloads = folder / "workloads.yaml"
+    text = workloads.read_text().replace(
+        "    concurrency: 16\n",
+        "    concurrency: 16\n    forecast: {months: 24, growth_per_month: 0.03, spare_nodes: 1}\n",
+        1,
+    )
+    workloads.write_text(text)
+    (folder / "hardware.yaml").write_text(
+        (folder / "hardware.yaml").read_text()
+        + "    power: 300 W\n    price: {purchase_usd: 20000.0, cloud_usd_per_hour: 2.0}\n"
+    )
+    catalog = load_catalog(folder)
+    plan = ask(catalog, evaluate(catalog).table)
+    found = schedules(catalog, plan)
+    assert [s.workload.id for s in found] == ["seed-4k"]
+    first = found[0]
+    row = first.line.row
+    assert first.nodes[0] == math.ceil(row["devices_needed"] / row["devices_per_node"]) + 1
+    assert first.nodes == sorted(first.nodes)  # growing traffic never needs fewer nodes
+    assert len(first.nodes) == 24
+
+
+def test_the_report_section_of_a_schedule(tmp_path: Path) -> None:
+    """The report shows, per workload with a forecast, its month rows (every third month and
+    the last), the orders and the ways of paying, renting everything among them."""
+    from planner.outputs.sections import schedule_sections
+
+    folder = tmp_path / "seed"
+    shutil.copytree(SEED, folder)
+    workloads = folder / "workloads.yaml"
+    workloads.write_text(
+        workloads.read_text().replace(
+            "    concurrency: 16\n", "    concurrency: 16\n    forecast: {months: 24}\n", 1
+        )
+    )
+    (folder / "hardware.yaml").write_text(
+        (folder / "hardware.yaml").read_text()
+        + "    power: 300 W\n    price: {purchase_usd: 20000.0, cloud_usd_per_hour: 2.0}\n"
+    )
+    catalog = load_catalog(folder)
+    (section,) = schedule_sections(catalog, ask(catalog, evaluate(catalog).table))
+    assert [r["month"] for r in section["rows"]] == [0, 3, 6, 9, 12, 15, 18, 21, 23]
+    assert "rent everything" in [p["name"] for p in section["plans"]]
+    assert section["svg"].startswith("<svg")
