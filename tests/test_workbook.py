@@ -193,7 +193,13 @@ def engine_catalog(source: Path, folder: Path) -> Path:
     architecture (the shipped Llama 3.1 8B) whose activation peak the engine can size, and a
     calibration of one device (:data:`CALIBRATION`)."""
     shutil.copytree(source, folder)
-    _edit_yaml(folder, "assumptions", lambda d: d["assumptions"].update(engine=dict(ENGINE)))
+    _edit_yaml(
+        folder,
+        "assumptions",
+        lambda d: d["assumptions"].update(
+            engine=dict(ENGINE), rack_power="5 kW", site_power="100 kW"
+        ),
+    )
     shipped = yaml.safe_load((shipped_catalogs() / "models.yaml").read_text())["models"]
     llama = next(m for m in shipped if m["id"] == "llama-3.1-8b")
     _edit_yaml(folder, "models", lambda d: d["models"].append(llama))
@@ -798,6 +804,7 @@ def test_summary_cache_ranks_like_recommend_with_ties_and_missing_values() -> No
         "memory": 1,
         "latency": 1,
         "simulation": 0,
+        "power": 0,
         "cost": 0,
     }
 

@@ -525,6 +525,9 @@ class Assumptions(Record):
     devices_per_node: Count = 8
     node_overhead_usd: Money = 0.0
     hosting_usd_per_node_month: Money = 0.0
+    # facility limits: peak board power a rack may draw, and the site's peak (× PUE)
+    rack_power: OptionalPower = None
+    site_power: OptionalPower = None
     # planning over time
     lead_time_months: Annotated[int, Field(strict=True, ge=0, le=60)] = 0
     discount_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0

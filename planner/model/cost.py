@@ -195,10 +195,10 @@ def break_even_month(capital_usd: Any, cloud_usd_per_month: Any, opex_usd_per_mo
 
 
 @metric("", kind="bool", source="recommendation rule", group="cost")
-def eligible(meets_targets_planned: Any, cost_usd: Any) -> Any:
-    """Whether a candidate may be recommended: it meets every target and has a known cost (to
-    own or to rent)."""
-    return meets_targets_planned & logical_not(is_missing(cost_usd))
+def eligible(meets_targets_planned: Any, cost_usd: Any, within_power: Any) -> Any:
+    """Whether a candidate may be recommended: it meets every target, can be installed and
+    powered within the rack and site limits, and has a known cost (to own or to rent)."""
+    return meets_targets_planned & within_power & logical_not(is_missing(cost_usd))
 
 
 @metric("", kind="text", source="recommendation rule", group="cost")
@@ -209,37 +209,47 @@ def status(
     target_miss_reason: Any,
     sim_reason: Any,
     cost_usd: Any,
+    within_power: Any,
 ) -> Any:
     """Why a candidate can or cannot be recommended: memory, latency (simulated where the
-    simulation ran, else the closed form), or a missing price."""
+    simulation ran, else the closed form), power (rack or site), or a missing price."""
     return where(
         meets_targets_planned,
         where(
-            is_missing(cost_usd),
-            "cost: no purchase price (with electricity rate) or rental price",
-            "eligible",
+            within_power,
+            where(
+                is_missing(cost_usd),
+                "cost: no purchase price (with electricity rate) or rental price",
+                "eligible",
+            ),
+            "power: a node draws more than a rack's budget, or the devices more than the site's",
         ),
         where(simulated & replica_fits, concat("simulation: ", sim_reason), target_miss_reason),
     )
 
 
 #: The words of :func:`ruled_out_by`, in the order the recommendation rule tests them.
-RULED_OUT_REASONS = ("memory", "latency", "simulation", "cost")
+RULED_OUT_REASONS = ("memory", "latency", "simulation", "power", "cost")
 
 
 @metric("", kind="text", source="recommendation rule", group="cost")
 def ruled_out_by(
-    replica_fits: Any, meets_targets_planned: Any, simulated: Any, cost_usd: Any
+    replica_fits: Any,
+    meets_targets_planned: Any,
+    simulated: Any,
+    cost_usd: Any,
+    within_power: Any,
 ) -> Any:
     """What keeps a candidate from being recommended, in one word: memory (a replica cannot
     hold one maximum-length sequence), simulation (a simulated target or the rejection ceiling
-    is missed), latency (not simulated, and a closed-form target is missed) or cost (a price is
-    missing); empty when it is eligible. ``status`` says the same in a sentence."""
+    is missed), latency (not simulated, and a closed-form target is missed), power (a node over
+    a rack's budget, or the devices over the site's) or cost (a price is missing); empty when it
+    is eligible. ``status`` says the same in a sentence."""
     return where(
         replica_fits,
         where(
             meets_targets_planned,
-            where(is_missing(cost_usd), "cost", ""),
+            where(within_power, where(is_missing(cost_usd), "cost", ""), "power"),
             where(simulated, "simulation", "latency"),
         ),
         "memory",

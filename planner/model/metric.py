@@ -58,6 +58,7 @@ REGISTRY: dict[str, Metric] = {}
 METRIC_MODULES = (
     "planner.model.capacity",
     "planner.model.cost",
+    "planner.model.facility",
     "planner.model.latency",
     "planner.model.memory",
     "planner.model.engine",

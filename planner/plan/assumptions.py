@@ -11,7 +11,7 @@ from typing import Any
 from planner.catalog.engines import DEFAULT_ENGINE, EngineSeries, constants_for
 from planner.catalog.records import Engine
 from planner.model.units import GIB
-from planner.plan.columns import _nan
+from planner.plan.columns import _nan, _optional
 
 
 @dataclass(frozen=True)
@@ -220,6 +220,22 @@ GLOBALS = [
         "fraction",
         "least error of a latency estimate at 90 % confidence on calibrated hardware",
         lambda a: a.calibrated_band_floor,
+    ),
+    _g(
+        "rack_power_w",
+        "rack_power_kw",
+        1e3,
+        "kW",
+        "peak power a rack may draw (blank: no limit)",
+        lambda a: _optional(a.rack_power, 1e3),
+    ),
+    _g(
+        "site_power_w",
+        "site_power_kw",
+        1e3,
+        "kW",
+        "peak power the site may draw, PUE included (blank: no limit)",
+        lambda a: _optional(a.site_power, 1e3),
     ),
     _g(
         "electricity_usd_per_kwh",

@@ -102,14 +102,15 @@ EDITING_TEXT = [
 SUMMARY_TEXT = [
     "Groups: one per workload and model, in the Plan's order. Options: the group's Plan rows whose "
     "'eligible' is TRUE (a replica holds a maximum-length sequence, every latency target is met, "
-    "the cost is known; 'status' says why a row is not).",
+    "it fits the rack and site power limits, the cost is known; 'status' says why a row is "
+    "not).",
     "Ranking, as planner recommends: lowest cost_usd (the cheaper of owning, tco_usd, and "
     "renting, rent_usd, over the period; acquisition says which, and advice says API where "
     "the hosted API costs less still); on a tie fewer "
     "devices_needed; then lower itl_load_s (a missing value last); then the earlier Plan row. The "
     "runner-up is the best of the rest. 'why' says how the runner-up lost, or how many "
-    "options memory, latency, the simulation or a missing cost ruled out (COUNTIFS over the "
-    "Plan's ruled_out_by). 'simulation' says whether the option's simulated figures hold for "
+    "options memory, latency, the simulation, power or a missing cost ruled out (COUNTIFS over "
+    "the Plan's ruled_out_by). 'simulation' says whether the option's simulated figures hold for "
     "the inputs as they stand.",
     "The grey helper columns do the ranking: each is an array formula MIN(IF(...)) over the Plan "
     "(the option's cost_usd, devices_needed and itl_load_s, then its Plan row, 0 for none). "
