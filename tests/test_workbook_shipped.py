@@ -7,6 +7,7 @@ must equal the planner's table and every Summary cell the recommendation.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -17,12 +18,15 @@ from test_workbook import (
     assert_recommendation,
     assert_sheets_equal,
     cached,
+    edit_with_openpyxl,
     summary_by_group,
 )
 
 from planner.catalog import load_catalog
 from planner.outputs.workbook import write_workbook
 from planner.pipeline import plan
+from planner.plan.deployment import ask
+from planner.plan.schedule import schedules, workload_schedule
 from planner.plan.sweep import Results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
@@ -30,9 +34,11 @@ SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]:
-    results = plan(load_catalog(SHIPPED), processes=2)
+    catalog = load_catalog(SHIPPED)
+    results = plan(catalog, processes=2)
     folder = tmp_path_factory.mktemp("shipped")
-    return results, write_workbook(results, folder / "plan.xlsx")
+    found = schedules(catalog, ask(catalog, results.table))
+    return results, write_workbook(results, folder / "plan.xlsx", schedules=found)
 
 
 @pytest.fixture(scope="module", params=ENGINES)
@@ -113,3 +119,55 @@ def test_the_load_time_to_first_token_agrees_with_the_simulated_median(
     # the floor it replaced, at the mean prompt with no wait, agrees far less often
     floor = light["ttft_s"] / light["ttft_p50_s"]
     assert ((floor - 1).abs() <= 0.10).mean() < 0.5
+
+
+def _schedule_column(rows: list[list[object]], name: str) -> list[object]:
+    """A column of the Schedule sheet's first block, by its header."""
+    start = next(i for i, row in enumerate(rows) if row and row[0] == "month")
+    column = rows[start].index(name)
+    return [row[column] for row in rows[start + 1 :] if isinstance(row[0], int)]
+
+
+def test_every_schedule_cell_recomputes(shipped: tuple[Results, Path], recalculated: Path) -> None:
+    """The Schedule sheet (the forecast of document-analysis) recalculates to the planner's
+    schedule: the same nodes, cash, book value and net present values in both engines."""
+    _, path = shipped
+    computed = computed_values(recalculated, "Schedule")
+    assert_sheets_equal(cached(path, "Schedule"), computed)
+    assert len(_schedule_column(computed, "nodes_needed")) == 24
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def regrown(
+    shipped: tuple[Results, Path], request: pytest.FixtureRequest
+) -> tuple[Path, list[int]]:
+    """The workbook with the forecast's growth typed as 20 % a month, recalculated; and the
+    nodes the planner's schedule gives at that growth."""
+    if not installed(request.param):
+        pytest.skip(f"{request.param} is not installed")
+    results, path = shipped
+    edited = path.parent / "regrown.xlsx"
+    if not edited.exists():
+        edit_with_openpyxl(path, [("Schedule", "B2", 0.20)], edited)
+    folder = path.parent / f"regrown-{request.param}"
+    out = recalculate_many([edited], folder, engine=request.param)[0]
+    catalog = load_catalog(SHIPPED)
+    (line,) = [s.line for s in schedules(catalog, ask(catalog, results.table))]
+    workloads = tuple(
+        w.model_copy(update={"forecast": w.forecast.model_copy(update={"growth_per_month": 0.20})})
+        if w.forecast is not None
+        else w
+        for w in catalog.workloads
+    )
+    faster = workload_schedule(replace(catalog, workloads=workloads), line)
+    assert faster is not None
+    return out, faster.nodes
+
+
+def test_editing_the_growth_recomputes_the_schedule(regrown: tuple[Path, list[int]]) -> None:
+    """Finance types 20 % a month over the forecast's 5 %: the nodes needed each month follow,
+    as the planner computes them at that growth, and grow past today's."""
+    path, expected = regrown
+    rows = computed_values(path, "Schedule")
+    assert _schedule_column(rows, "nodes_needed") == expected
+    assert expected[-1] > expected[0]

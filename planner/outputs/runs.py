@@ -27,6 +27,8 @@ from planner.catalog import Catalog
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
 from planner.measure.compare import comparison
+from planner.plan.deployment import ask
+from planner.plan.schedule import schedules
 from planner.plan.sweep import Results
 from planner.progress import Progress
 
@@ -280,7 +282,15 @@ def write_run(
             RESULTS_JSON,
             lambda path: path.write_text(json.dumps(results_json(results), indent=1) + "\n"),
         ),
-        (WORKBOOK, lambda path: write_workbook(results, path, measured=measured)),
+        (
+            WORKBOOK,
+            lambda path: write_workbook(
+                results,
+                path,
+                measured=measured,
+                schedules=schedules(catalog, ask(catalog, results.table)),
+            ),
+        ),
         (REPORT, lambda path: write_report(catalog, results, path, baseline=baseline)),
         *(extra_writers or {}).items(),
     ]

@@ -92,6 +92,7 @@ from planner.outputs.workbook.plan import (
     plan_formulas,
     shown_plan,
 )
+from planner.outputs.workbook.schedule import write_schedule
 from planner.outputs.workbook.summary import (
     HELPER_HEADER_FONT,
     IN_PLACE,
@@ -115,6 +116,7 @@ from planner.outputs.workbook.summary import (
     recommendation_groups,
 )
 from planner.plan import recommend
+from planner.plan.schedule import WorkloadSchedule
 from planner.plan.sweep import Results
 from planner.plan.tables import KEYS
 
@@ -191,10 +193,14 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
 
 
 def write_workbook(
-    results: Results, path: str | Path, measured: pd.DataFrame | None = None
+    results: Results,
+    path: str | Path,
+    measured: pd.DataFrame | None = None,
+    schedules: list[WorkloadSchedule] | None = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
-    ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet."""
+    ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
+    ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -204,6 +210,8 @@ def write_workbook(
     for name in results.inputs.sheets:
         caches[name] = _write_input_sheet(wb, name, results, layout)
     caches["Assumptions"] = _write_assumptions(wb, results)
+    positions = {index: i for i, index in enumerate(results.table.index)}
+    caches["Schedule"] = write_schedule(wb, schedules or [], layout, positions)
     if measured is not None:
         write_measured(wb, measured)
     _write_notes(wb, results)

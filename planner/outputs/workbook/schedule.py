@@ -1,0 +1,272 @@
+"""The ``Schedule`` sheet: capacity over time as live formulas (workloads with a forecast).
+
+One block per workload: its inputs (growth, spare nodes, lead time, discount rate: editable;
+the per-node costs and the replica figures read from the option's Plan row), then a row per
+month. The month's replicas are the ``replicas_needed`` metric's own formula over the scaled
+traffic; the nodes owned in service are the running maximum of the nodes needed once the lead
+time has passed (where owning a node costs less a month than renting it); the rest is rented.
+The cached values are :mod:`planner.plan.schedule`'s, so a spreadsheet that recalculates shows the
+same figures until an input is edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.utils import get_column_letter
+
+from planner.model.expr import to_excel
+from planner.model.metric import metrics
+from planner.outputs.workbook.cells import (
+    INPUT_FILL,
+    TITLE_FONT,
+    _cell,
+    _formula_cell,
+    _header,
+    _new_sheet,
+    _print_setup,
+    _text_cell,
+    _widths,
+)
+from planner.outputs.workbook.plan import PlanLayout
+from planner.plan.schedule import WorkloadSchedule, book_value_usd
+
+#: The month table's columns: header and number format.
+MONTH_COLUMNS = [
+    ("month", "0"),
+    ("traffic_factor", "0.00"),
+    ("replicas", "0"),
+    ("nodes_needed", "0"),
+    ("nodes_owned", "0"),
+    ("nodes_rented", "0"),
+    ("nodes_arriving", "0"),
+    ("cash_usd", "#,##0"),
+    ("cumulative_usd", "#,##0"),
+    ("rent_everything_usd", "#,##0"),
+    ("discount_factor", "0.0000"),
+    ("book_value_at_end_usd", "#,##0"),
+]
+
+#: The block's input rows: name, unit, whether finance edits it (else a formula over the Plan).
+INPUTS = [
+    ("growth_per_month", "fraction", True),
+    ("spare_nodes", "nodes", True),
+    ("lead_time_months", "months", True),
+    ("discount_rate_per_year", "fraction", True),
+    ("node_capital_usd", "USD", False),
+    ("node_running_usd_per_month", "USD/month", False),
+    ("node_rent_usd_per_month", "USD/month", False),
+    ("node_owned_usd_per_month", "USD/month", False),
+    ("buy", "1 = yes", False),
+    ("simulation_raise", "ratio", False),
+]
+
+TOTALS = ["cash_usd", "book_value_at_end_usd", "net_usd", "npv_usd", "rent_everything_usd",
+          "rent_everything_npv_usd"]  # fmt: skip
+
+
+def _letter(name: str) -> str:
+    return get_column_letter([c for c, _ in MONTH_COLUMNS].index(name) + 1)
+
+
+class Rows:
+    """The sheet's rows as they are built: a row may be reserved first (its number is needed by
+    formulas above it) and filled later."""
+
+    def __init__(self) -> None:
+        self.cells: list[list[Any]] = []
+
+    def add(self, cells: list[Any] | None = None) -> int:
+        """Append a row; its 1-based number."""
+        self.cells.append(cells or [])
+        return len(self.cells)
+
+    def fill(self, number: int, cells: list[Any]) -> None:
+        self.cells[number - 1] = cells
+
+
+def write_schedule(
+    wb: Workbook, found: list[WorkloadSchedule], layout: PlanLayout, positions: dict[Any, int]
+) -> dict[str, Any]:
+    """Add the sheet (nothing without a schedule); returns its formula cells' cached values.
+    ``positions`` maps a results-table index to its position (the Plan row is position + 2)."""
+    if not found:
+        return {}
+    ws = _new_sheet(wb, "Schedule", "7030A0")
+    _widths(ws, [28, 14, 10, 14, 13, 13, 15, 12, 15, 20, 15, 22])
+    cache: dict[str, Any] = {}
+    rows = Rows()
+    for i, s in enumerate(found):
+        if i:
+            rows.add()  # a blank row between blocks
+        _block(ws, s, layout, positions[s.line.row.name] + 2, rows, cache)
+    for cells in rows.cells:
+        ws.append(cells)
+    _print_setup(ws, f"A1:L{len(rows.cells)}")
+    return cache
+
+
+def _block(
+    ws: Any,
+    s: WorkloadSchedule,
+    layout: PlanLayout,
+    plan_row: int,
+    rows: Rows,
+    cache: dict[str, Any],
+) -> None:
+    """One workload's block: its inputs, a row per month, its totals."""
+    row = s.line.row
+    forecast = s.workload.forecast
+    assert forecast is not None
+
+    def plan(column: str) -> str:
+        return f"Plan!${layout.letters[column]}${plan_row}"
+
+    title = f"{s.workload.id}: {row['candidate']} ({s.plans['schedule'].name})"
+    rows.add([_text_cell(ws, title, font=TITLE_FONT)])
+    at: dict[str, str] = {}
+    costs = s.costs
+    nodes = f"MAX({plan('nodes_needed')},1)"
+    formulas = {
+        "node_capital_usd": f"={plan('capital_usd')}/{nodes}",
+        "node_running_usd_per_month": f"={plan('opex_usd_per_month')}/{nodes}",
+        "node_rent_usd_per_month": f"={plan('cloud_usd_per_month')}/{nodes}",
+    }
+    values = {
+        "growth_per_month": forecast.growth_per_month,
+        "spare_nodes": forecast.spare_nodes,
+        "lead_time_months": s.lead_time_months,
+        "discount_rate_per_year": s.discount_rate_per_year,
+        "node_capital_usd": costs.capital_usd,
+        "node_running_usd_per_month": costs.running_usd_per_month,
+        "node_rent_usd_per_month": costs.rent_usd_per_month,
+        "node_owned_usd_per_month": costs.owned_usd_per_month,
+        "buy": costs.buy,
+        "simulation_raise": (
+            float(row["replicas_planned"]) / float(row["replicas_needed"])
+            if float(row["replicas_needed"]) > 0
+            else 1.0
+        ),
+    }
+    for name, _, _ in INPUTS:  # reserved first: the formulas below need every address
+        at[name] = f"$B${rows.add()}"
+    formulas["node_owned_usd_per_month"] = (
+        f"={at['node_capital_usd']}/amortisation_months+{at['node_running_usd_per_month']}"
+    )
+    formulas["buy"] = f"=IF({at['node_owned_usd_per_month']}<{at['node_rent_usd_per_month']},1,0)"
+    formulas["simulation_raise"] = (
+        f"=IF({plan('replicas_needed')}>0,{plan('replicas_planned')}/{plan('replicas_needed')},1)"
+    )
+    for name, unit, editable in INPUTS:
+        number = int(at[name].split("$")[-1])
+        value = values[name]
+        if editable:
+            cell = _cell(ws, value, "0.0%" if unit == "fraction" else "0", fill=INPUT_FILL)
+        else:
+            cell = _formula_cell(ws, formulas[name], "#,##0.00")
+            cache[f"B{number}"] = (1 if value else 0) if name == "buy" else value
+        rows.fill(number, [_text_cell(ws, name), cell, _text_cell(ws, unit)])
+    header = rows.add(_header(ws, [c for c, _ in MONTH_COLUMNS]))
+    first = header + 1
+    last = header + len(s.nodes)
+    needed = metrics()["replicas_needed"].expression()
+    schedule = s.plans["schedule"]
+    cumulative = schedule.cumulative_usd()
+    months = len(s.nodes)
+    for m in range(months):
+        r = first + m
+
+        def cell(name: str, row_number: int = r) -> str:
+            return f"{_letter(name)}{row_number}"
+
+        factor = cell("traffic_factor")
+        scaled = {
+            "concurrency": f"({plan('concurrency')}*{factor})",
+            "replica_capacity_sequences": plan("replica_capacity_sequences"),
+            "in_flight_requests": f"({plan('in_flight_requests')}*{factor})",
+            "forecast_requests_per_s": f"({plan('forecast_requests_per_s')}*{factor})",
+            "requests_per_s_per_replica": plan("requests_per_s_per_replica"),
+        }
+        replicas = to_excel(needed, scaled.__getitem__)[1:]
+        previous_owned = f"{cell('nodes_owned', r - 1)}" if m else "0"
+        arriving = schedule.owned[m] - (schedule.owned[m - 1] if m else 0)
+        discount = 1 / (1 + s.discount_rate_per_year) ** (m / 12)
+        book = book_value_usd(costs.capital_usd, months - m, costs.amortisation_months)
+        formulas_m = {
+            "traffic_factor": f"=(1+{at['growth_per_month']})^{cell('month')}",
+            "replicas": f"=ROUNDUP(({replicas})*{at['simulation_raise']}-1E-9,0)",
+            "nodes_needed": (
+                f"=ROUNDUP({cell('replicas')}*{plan('tensor_parallel')}/"
+                f"{plan('devices_per_node')}-1E-9,0)+{at['spare_nodes']}"
+            ),
+            "nodes_owned": (
+                f"=IF({at['buy']}=1,IF({cell('month')}>={at['lead_time_months']},"
+                f"MAX({_letter('nodes_needed')}${first}:{cell('nodes_needed')}),0),0)"
+            ),
+            "nodes_rented": f"=MAX({cell('nodes_needed')}-{cell('nodes_owned')},0)",
+            "nodes_arriving": f"={cell('nodes_owned')}-{previous_owned}",
+            "cash_usd": (
+                f"={cell('nodes_arriving')}*{at['node_capital_usd']}"
+                f"+{cell('nodes_owned')}*{at['node_running_usd_per_month']}"
+                f"+{cell('nodes_rented')}*{at['node_rent_usd_per_month']}"
+            ),
+            "cumulative_usd": f"=SUM({_letter('cash_usd')}${first}:{cell('cash_usd')})",
+            "rent_everything_usd": f"={cell('nodes_needed')}*{at['node_rent_usd_per_month']}",
+            "discount_factor": f"=1/(1+{at['discount_rate_per_year']})^({cell('month')}/12)",
+            "book_value_at_end_usd": (
+                f"={cell('nodes_arriving')}*{at['node_capital_usd']}*MAX(0,1-({months}-"
+                f"{cell('month')})/amortisation_months)"
+            ),
+        }
+        values_m = {
+            "traffic_factor": s.factors[m],
+            "replicas": s.replicas[m],
+            "nodes_needed": s.nodes[m],
+            "nodes_owned": schedule.owned[m],
+            "nodes_rented": schedule.rented[m],
+            "nodes_arriving": arriving,
+            "cash_usd": schedule.cash_usd[m],
+            "cumulative_usd": cumulative[m],
+            "rent_everything_usd": s.plans["rent"].cash_usd[m],
+            "discount_factor": discount,
+            "book_value_at_end_usd": arriving * book,
+        }
+        cells = []
+        for name, fmt in MONTH_COLUMNS:
+            if name == "month":
+                cells.append(_cell(ws, m, fmt))
+                continue
+            cells.append(_formula_cell(ws, formulas_m[name], fmt))
+            cache[cell(name)] = values_m[name]
+        rows.add(cells)
+    column = {name: f"{_letter(name)}{first}:{_letter(name)}{last}" for name, _ in MONTH_COLUMNS}
+    rate = at["discount_rate_per_year"]
+    end_discount = f"(1+{rate})^({months}/12)"
+    totals = {
+        "cash_usd": f"=SUM({column['cash_usd']})",
+        "book_value_at_end_usd": f"=SUM({column['book_value_at_end_usd']})",
+        "rent_everything_usd": f"=SUM({column['rent_everything_usd']})",
+        "rent_everything_npv_usd": (
+            f"=SUMPRODUCT({column['rent_everything_usd']},{column['discount_factor']})"
+        ),
+    }
+    total_rows = {name: rows.add() for name in TOTALS}
+    totals["net_usd"] = f"=B{total_rows['cash_usd']}-B{total_rows['book_value_at_end_usd']}"
+    totals["npv_usd"] = (
+        f"=SUMPRODUCT({column['cash_usd']},{column['discount_factor']})"
+        f"-B{total_rows['book_value_at_end_usd']}/{end_discount}"
+    )
+    total_values = {
+        "cash_usd": schedule.total_usd,
+        "book_value_at_end_usd": schedule.residual_usd,
+        "net_usd": schedule.net_usd,
+        "npv_usd": s.npv_usd("schedule"),
+        "rent_everything_usd": s.plans["rent"].total_usd,
+        "rent_everything_npv_usd": s.npv_usd("rent"),
+    }
+    for name in TOTALS:
+        number = total_rows[name]
+        formula = _formula_cell(ws, totals[name], "#,##0")
+        rows.fill(number, [_text_cell(ws, name), formula, _text_cell(ws, "USD")])
+        cache[f"B{number}"] = total_values[name]
