@@ -101,6 +101,7 @@ HEADINGS = [
     "Latency against targets",
     "Cost comparison",
     "Capacity over time",
+    "Sensitivity of the ask",
     "Why options were not recommended",
     "Risks and assumptions",
     "Memory policies",

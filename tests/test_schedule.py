@@ -204,3 +204,24 @@ def test_the_report_section_of_a_schedule(tmp_path: Path) -> None:
     assert [r["month"] for r in section["rows"]] == [0, 3, 6, 9, 12, 15, 18, 21, 23]
     assert "rent everything" in [p["name"] for p in section["plans"]]
     assert section["svg"].startswith("<svg")
+
+
+def test_the_tornado_of_the_seed(tmp_path: Path) -> None:
+    """The seed with a price: every line is rented, so ±20 % device prices move the ask's cost
+    by exactly ±20 % without changing it (rent = devices × 2.00 USD × 730 h × 36 months), and
+    every bar runs from its lowered to its raised side around the cost as given."""
+    from planner.plan.sensitivity import tornado
+
+    folder = tmp_path / "seed"
+    shutil.copytree(SEED, folder)
+    (folder / "hardware.yaml").write_text(
+        (folder / "hardware.yaml").read_text()
+        + "    power: 300 W\n    price: {purchase_usd: 200000.0, cloud_usd_per_hour: 2.0}\n"
+    )
+    catalog = load_catalog(folder)
+    base_usd, devices, bars = tornado(catalog, 0.2)
+    assert base_usd == pytest.approx(devices * 2.0 * 730 * 36)
+    prices = next(b for b in bars if b.label == "device prices")
+    assert (prices.low_usd, prices.high_usd) == pytest.approx((0.8 * base_usd, 1.2 * base_usd))
+    assert prices.flips == () and prices.low_devices == prices.high_devices == devices
+    assert [b.swing_usd for b in bars] == sorted((b.swing_usd for b in bars), reverse=True)

@@ -530,3 +530,34 @@ def schedule_chart(needed: list[int], owned: list[int], rented: list[int], prefi
         ax.grid(axis="x", visible=False)
         fig.legend(loc="lower center", ncols=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
         return to_svg(fig, prefix)
+
+
+def tornado_chart(base_usd: float, bars: list[Any], swing: float, prefix: str) -> str:
+    """Per uncertain input, the ask's cost over the period with the input lowered (light) and
+    raised (dark) by ``swing``, from the cost at the inputs as given (the line); widest first."""
+    n = len(bars)
+    labels = [b.label for b in bars]
+    with _style():
+        fig = _figure(0.6 + 0.75 + 0.35 * max(n, 1))
+        _place(fig, left=_labels_in(labels), bottom=0.75, top=0.15)
+        ax = fig.add_subplot()
+        y = np.arange(n)[::-1]
+        for yi, bar in zip(y, bars, strict=True):
+            for value, colour, label in (
+                (bar.low_usd, ESTIMATE_COLOUR, f"input −{swing:.0%}"),
+                (bar.high_usd, SIMULATED_COLOUR, f"input +{swing:.0%}"),
+            ):
+                ax.barh(yi, value - base_usd, left=base_usd, height=0.6, color=colour, label=label)
+        ax.axvline(base_usd, color=TARGET_COLOUR, linewidth=1.1, label="inputs as given")
+        ax.set_yticks(y, labels)
+        ax.set_xlabel("cost of the ask over the period [USD]")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+        ax.grid(axis="y", visible=False)
+        handles: dict[str, Any] = {}
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+        fig.legend(
+            list(handles.values()), list(handles), loc="lower center", ncols=3, frameon=False,
+            bbox_to_anchor=(0.5, 0.0),
+        )  # fmt: skip
+        return to_svg(fig, prefix)

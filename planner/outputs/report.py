@@ -50,6 +50,7 @@ from planner.outputs.sections import (
     schedule_sections,
     simulation_summary,
     sources,
+    tornado_section,
     workload_sections,
 )
 from planner.plan.deployment import ask
@@ -185,6 +186,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "measured": measured_rows(catalog),
         "calibration": calibration_lines(catalog),
         "schedules": schedule_sections(catalog, plan),
+        "tornado": tornado_section(catalog),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",
         "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
         "next_measurements": next_measurements(catalog, plan, load_measurements(catalog)),

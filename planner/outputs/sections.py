@@ -27,6 +27,7 @@ from planner.outputs.formatting import binary_decimal, count, duration, finite, 
 from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 from planner.plan.schedule import schedules
+from planner.plan.sensitivity import tornado
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -716,3 +717,30 @@ def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+#: How far each uncertain input is moved, down and up, for the tornado.
+SWING = 0.2
+
+
+def tornado_section(catalog: Catalog) -> dict[str, Any]:
+    """The ask's cost over the period under ±:data:`SWING` of each uncertain input, as a chart
+    and a table, with the inputs that change a line of the ask."""
+    base_usd, base_devices, bars = tornado(catalog, SWING)
+    flips = {"lowered": f"−{SWING:.0%}", "raised": f"+{SWING:.0%}"}
+    return {
+        "swing": f"{SWING:.0%}",
+        "base": usd(base_usd),
+        "base_devices": count(base_devices),
+        "svg": Markup(charts.tornado_chart(base_usd, bars, SWING, "tornado")) if bars else "",
+        "rows": [
+            {
+                "input": bar.label,
+                "low": usd(bar.low_usd),
+                "high": usd(bar.high_usd),
+                "devices": f"{count(bar.low_devices)} / {count(bar.high_devices)}",
+                "flips": ", ".join(flips[f] for f in bar.flips) or "no",
+            }
+            for bar in bars
+        ],
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from planner.catalog import Catalog, Hardware, Workload
@@ -21,41 +22,40 @@ from planner.plan.deployment import Line, ask
 from planner.plan.sweep import evaluate
 
 
-def _more_traffic(workload: Workload) -> Workload:
+def _more_traffic(workload: Workload, factor: float = 1.1) -> Workload:
+    """The workload with its users (rounded up) or its arrival rate × ``factor``."""
     if workload.concurrency is not None:
-        return workload.model_copy(update={"concurrency": math.ceil(workload.concurrency * 1.1)})
+        users = max(math.ceil(workload.concurrency * factor - 1e-9), 1)
+        return workload.model_copy(update={"concurrency": users})
     arrival = workload.arrival
     if arrival is not None and arrival.rate is not None:
         return workload.model_copy(
-            update={"arrival": arrival.model_copy(update={"rate": arrival.rate * 1.1})}
+            update={"arrival": arrival.model_copy(update={"rate": arrival.rate * factor})}
         )
     return workload  # a replayed trace keeps its times
 
 
-def _dearer(hardware: Hardware) -> Hardware:
+def _dearer(hardware: Hardware, factor: float = 1.1) -> Hardware:
+    """The hardware with its purchase and rental prices × ``factor``."""
     price = hardware.price
     update = {
-        name: getattr(price, name) * 1.1
+        name: getattr(price, name) * factor
         for name in ("purchase_usd", "cloud_usd_per_hour")
         if getattr(price, name) is not None
     }
     return hardware.model_copy(update={"price": price.model_copy(update=update)})
 
 
-def _assume(**scales: float) -> Callable[[Catalog], Catalog]:
-    """Scale assumptions, and the same figures where calibration fitted them."""
+def _efficiency(name: str, factor: float) -> Callable[[Catalog], Catalog]:
+    """Scale an efficiency, assumed and fitted, never past 1 (the datasheet)."""
 
     def change(catalog: Catalog) -> Catalog:
         a = catalog.assumptions
-        update = {name: getattr(a, name) * factor for name, factor in scales.items()}
+        update = {name: min(getattr(a, name) * factor, 1.0)}
         fits = tuple(
-            fit.model_copy(
-                update={
-                    name: getattr(fit, name) * factor
-                    for name, factor in scales.items()
-                    if getattr(fit, name, None) is not None
-                }
-            )
+            fit.model_copy(update={name: min(getattr(fit, name) * factor, 1.0)})
+            if getattr(fit, name, None) is not None
+            else fit
             for fit in catalog.calibration
         )
         return dataclasses.replace(
@@ -65,18 +65,30 @@ def _assume(**scales: float) -> Callable[[Catalog], Catalog]:
     return change
 
 
+def _traffic(factor: float) -> Callable[[Catalog], Catalog]:
+    return lambda c: dataclasses.replace(
+        c, workloads=tuple(_more_traffic(w, factor) for w in c.workloads)
+    )
+
+
+def _prices(factor: float) -> Callable[[Catalog], Catalog]:
+    return lambda c: dataclasses.replace(c, hardware=tuple(_dearer(h, factor) for h in c.hardware))
+
+
+#: The uncertain inputs, each as the change that scales it by a factor.
+INPUTS: list[tuple[str, Callable[[float], Callable[[Catalog], Catalog]]]] = [
+    ("traffic", _traffic),
+    ("bandwidth efficiency", lambda f: _efficiency("bandwidth_efficiency", f)),
+    ("compute efficiency", lambda f: _efficiency("compute_efficiency", f)),
+    ("device prices", _prices),
+]
+
 #: The input changes tried, in the order a decision is said to hang on them.
 CHANGES: list[tuple[str, Callable[[Catalog], Catalog]]] = [
-    (
-        "+10 % traffic",
-        lambda c: dataclasses.replace(c, workloads=tuple(map(_more_traffic, c.workloads))),
-    ),
-    ("−10 % bandwidth efficiency", _assume(bandwidth_efficiency=0.9)),
-    ("−10 % compute efficiency", _assume(compute_efficiency=0.9)),
-    (
-        "+10 % device prices",
-        lambda c: dataclasses.replace(c, hardware=tuple(map(_dearer, c.hardware))),
-    ),
+    ("+10 % traffic", _traffic(1.1)),
+    ("−10 % bandwidth efficiency", _efficiency("bandwidth_efficiency", 0.9)),
+    ("−10 % compute efficiency", _efficiency("compute_efficiency", 0.9)),
+    ("+10 % device prices", _prices(1.1)),
 ]
 
 
@@ -110,3 +122,40 @@ def what_changes(catalog: Catalog) -> dict[str, list[tuple[str, Line | None]]]:
             if _decision(before) != _decision(after):
                 changed[workload].append((label, after))
     return changed
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One input of the tornado: the ask's cost over the period and its devices with the input
+    lowered and raised by the swing, and which of the two changes a line of the ask."""
+
+    label: str
+    low_usd: float
+    high_usd: float
+    low_devices: float
+    high_devices: float
+    flips: tuple[str, ...]  # "lowered", "raised"
+
+    @property
+    def swing_usd(self) -> float:
+        return abs(self.high_usd - self.low_usd)
+
+
+def _ask_totals(catalog: Catalog) -> tuple[float, float, dict[str, Any]]:
+    plan = ask(catalog, evaluate(catalog).table)
+    decisions = {line.workload: _decision(line) for line in plan.lines}
+    return plan.total("period_usd"), plan.total("devices"), decisions
+
+
+def tornado(catalog: Catalog, swing: float = 0.2) -> tuple[float, float, list[Bar]]:
+    """The ask's cost over the period and devices at the inputs as given, and per uncertain
+    input (:data:`INPUTS`) the same with that input × (1 − swing) and × (1 + swing), widest
+    first. In closed form on every side, like :func:`what_changes`."""
+    base_usd, base_devices, base = _ask_totals(catalog)
+    bars = []
+    for label, scaled in INPUTS:
+        low_usd, low_devices, low = _ask_totals(scaled(1 - swing)(catalog))
+        high_usd, high_devices, high = _ask_totals(scaled(1 + swing)(catalog))
+        flips = tuple(name for name, moved in (("lowered", low), ("raised", high)) if moved != base)
+        bars.append(Bar(label, low_usd, high_usd, low_devices, high_devices, flips))
+    return base_usd, base_devices, sorted(bars, key=lambda b: -b.swing_usd)
