@@ -100,6 +100,7 @@ HEADINGS = [
     "Concurrency against tokens per sequence",
     "Latency against targets",
     "Cost comparison",
+    "Bill of materials",
     "Capacity over time",
     "Sensitivity of the ask",
     "Why options were not recommended",

@@ -180,6 +180,14 @@ def test_a_forecast_in_the_catalog_gives_each_workload_its_schedule(tmp_path: Pa
     assert first.nodes[0] == math.ceil(row["devices_needed"] / row["devices_per_node"]) + 1
     assert first.nodes == sorted(first.nodes)  # growing traffic never needs fewer nodes
     assert len(first.nodes) == 24
+    from planner.outputs.sections import bill_of_materials
+
+    bill = {r["workload"]: r for r in bill_of_materials(catalog, plan)}
+    seed_4k = catalog.get("workloads", "seed-4k").label
+    assert bill[seed_4k]["spares"] == "1" and bill[seed_4k]["racks"] == "no limit"
+    # 300 W devices: a node of min(devices, 8) of them
+    devices = min(float(row["devices_needed"]), 8.0)
+    assert bill[seed_4k]["node_kw"] == f"{devices * 0.3:,.1f}"
 
 
 def test_the_report_section_of_a_schedule(tmp_path: Path) -> None:
@@ -225,3 +233,19 @@ def test_the_tornado_of_the_seed(tmp_path: Path) -> None:
     assert (prices.low_usd, prices.high_usd) == pytest.approx((0.8 * base_usd, 1.2 * base_usd))
     assert prices.flips == () and prices.low_devices == prices.high_devices == devices
     assert [b.swing_usd for b in bars] == sorted((b.swing_usd for b in bars), reverse=True)
+
+
+def test_depreciation_by_month() -> None:
+    """Straight-line over 36 months: 6,666.67 a month for node 1 from month 3, twice that from
+    month 16; over 24 months 13 × 6,666.67 + 8 × 13,333.33 = 193,333.33, which is the capital
+    (480,000) less the book value left (286,666.67). Past the period a node stops depreciating:
+    one node owned from month 0, written off over 2 months, depreciates in months 0 and 1 only."""
+    from planner.plan.schedule import depreciation_usd
+
+    owned = schedule_plans(NODES, 3, COSTS)["schedule"].owned
+    months = depreciation_usd(owned, 240_000, 36)
+    assert months[:3] == [0, 0, 0]
+    assert months[3] == pytest.approx(6_666.67, abs=0.01)
+    assert months[16] == pytest.approx(13_333.33, abs=0.01)
+    assert sum(months) == pytest.approx(480_000 - (100_000 + 240_000 * 28 / 36))
+    assert depreciation_usd([1, 1, 1, 1], 100.0, 2) == [50.0, 50.0, 0.0, 0.0]

@@ -1127,7 +1127,8 @@ def test_a_never_simulated_winner_is_shown_as_such(
 #: LibreOffice and in Gnumeric. No dynamic arrays, no _xlfn.-prefixed newer functions.
 EXCEL_2016 = {
     "ABS", "AND", "COUNTIFS", "EXP", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "MATCH",
-    "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM", "TEXT", "TRUE",
+    "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM", "SUMPRODUCT", "TEXT",
+    "TRUE",
 }  # fmt: skip
 
 

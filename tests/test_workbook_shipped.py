@@ -7,6 +7,8 @@ must equal the planner's table and every Summary cell the recommendation.
 
 from __future__ import annotations
 
+import re
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +16,8 @@ import pandas as pd
 import pytest
 from spreadsheet import ENGINES, computed_values, installed, recalculate_many
 from test_workbook import (
+    EXCEL_2016,
+    FORMULA_TEXT,
     assert_plan_equals,
     assert_recommendation,
     assert_sheets_equal,
@@ -23,6 +27,7 @@ from test_workbook import (
 )
 
 from planner.catalog import load_catalog
+from planner.outputs import workbook
 from planner.outputs.workbook import write_workbook
 from planner.pipeline import plan
 from planner.plan.deployment import ask
@@ -171,3 +176,13 @@ def test_editing_the_growth_recomputes_the_schedule(regrown: tuple[Path, list[in
     rows = computed_values(path, "Schedule")
     assert _schedule_column(rows, "nodes_needed") == expected
     assert expected[-1] > expected[0]
+
+
+def test_the_schedule_calls_only_functions_excel_2016_has(shipped: tuple[Results, Path]) -> None:
+    _, path = shipped
+    with zipfile.ZipFile(path) as archive:
+        xml = archive.read(workbook.sheet_members(archive)["Schedule"])
+    texts = b" ".join(FORMULA_TEXT.findall(xml)).decode()
+    called = set(re.findall(r"([A-Z][A-Z0-9._]*)\(", re.sub(r'"[^"]*"', '""', texts)))
+    assert {"ROUNDUP", "SUMPRODUCT", "INDEX", "MAX"} <= called
+    assert called <= EXCEL_2016, called - EXCEL_2016

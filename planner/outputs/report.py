@@ -42,6 +42,7 @@ from planner.outputs.formatting import bandwidth, cents, count, duration, memory
 from planner.outputs.sections import (
     NOT_MODELLED,
     assumption_rows,
+    bill_of_materials,
     calibration_lines,
     lost_table,
     measured_rows,
@@ -187,6 +188,7 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
         "calibration": calibration_lines(catalog),
         "schedules": schedule_sections(catalog, plan),
         "tornado": tornado_section(catalog),
+        "bill": bill_of_materials(catalog, plan),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",
         "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
         "next_measurements": next_measurements(catalog, plan, load_measurements(catalog)),

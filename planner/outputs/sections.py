@@ -744,3 +744,33 @@ def tornado_section(catalog: Catalog) -> dict[str, Any]:
             for bar in bars
         ],
     }
+
+
+def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
+    """What the ask installs, per line bought or rented: devices, nodes, spare nodes (N+k of
+    a forecast), racks at the rack power limit, a node's and the option's peak power."""
+    rows = []
+    for line in plan.lines:
+        if line.advice == API:
+            continue
+        row = line.row
+        forecast = catalog.get("workloads", line.workload).forecast
+        racks = row.get("racks_needed", math.nan)
+        rows.append(
+            {
+                "workload": catalog.get("workloads", line.workload).label,
+                "option": candidate_label(row),
+                "advice": line.advice,
+                "devices": count(line.devices),
+                "nodes": count(line.nodes),
+                "spares": count(forecast.spare_nodes) if forecast else "0",
+                "racks": count(racks) if finite(racks) else "no limit",
+                "node_kw": _kw(row.get("node_power_w", math.nan) / 1000),
+                "peak_kw": _kw(row.get("facility_peak_kw", math.nan)),
+            }
+        )
+    return rows
+
+
+def _kw(value: float) -> str:
+    return f"{value:,.1f}" if finite(value) else "n/a"

@@ -61,6 +61,18 @@ def book_value_usd(capital_usd: float, age_months: int, amortisation_months: int
     return capital_usd * max(0.0, 1 - age_months / amortisation_months)
 
 
+def depreciation_usd(owned: list[int], capital_usd: float, amortisation_months: int) -> list[float]:
+    """Straight-line depreciation of the owned nodes, month by month: capital ÷ amortisation
+    period for each node in service and not yet written off, (owned_m − owned_{m−A}) × capital
+    ÷ A with nodes never sold [USD/month]."""
+    return [
+        (n - (owned[m - amortisation_months] if m >= amortisation_months else 0))
+        * capital_usd
+        / amortisation_months
+        for m, n in enumerate(owned)
+    ]
+
+
 def payback_month(renting: list[float], buying: list[float]) -> int | None:
     """The month from which buying's cumulative cost, once above renting's, stays at or below
     it: when the outlay has paid for itself. None when buying never costs more (nothing was

@@ -30,7 +30,7 @@ from planner.outputs.workbook.cells import (
     _widths,
 )
 from planner.outputs.workbook.plan import PlanLayout
-from planner.plan.schedule import WorkloadSchedule, book_value_usd
+from planner.plan.schedule import WorkloadSchedule, book_value_usd, depreciation_usd
 
 #: The month table's columns: header and number format.
 MONTH_COLUMNS = [
@@ -46,6 +46,7 @@ MONTH_COLUMNS = [
     ("rent_everything_usd", "#,##0"),
     ("discount_factor", "0.0000"),
     ("book_value_at_end_usd", "#,##0"),
+    ("depreciation_usd", "#,##0"),
 ]
 
 #: The block's input rows: name, unit, whether finance edits it (else a formula over the Plan).
@@ -94,7 +95,7 @@ def write_schedule(
     if not found:
         return {}
     ws = _new_sheet(wb, "Schedule", "7030A0")
-    _widths(ws, [28, 14, 10, 14, 13, 13, 15, 12, 15, 20, 15, 22])
+    _widths(ws, [28, 14, 10, 14, 13, 13, 15, 12, 15, 20, 15, 22, 17])
     cache: dict[str, Any] = {}
     rows = Rows()
     for i, s in enumerate(found):
@@ -103,7 +104,7 @@ def write_schedule(
         _block(ws, s, layout, positions[s.line.row.name] + 2, rows, cache)
     for cells in rows.cells:
         ws.append(cells)
-    _print_setup(ws, f"A1:L{len(rows.cells)}")
+    _print_setup(ws, f"A1:M{len(rows.cells)}")
     return cache
 
 
@@ -174,6 +175,7 @@ def _block(
     schedule = s.plans["schedule"]
     cumulative = schedule.cumulative_usd()
     months = len(s.nodes)
+    depreciation = depreciation_usd(schedule.owned, costs.capital_usd, costs.amortisation_months)
     for m in range(months):
         r = first + m
 
@@ -218,6 +220,12 @@ def _block(
                 f"={cell('nodes_arriving')}*{at['node_capital_usd']}*MAX(0,1-({months}-"
                 f"{cell('month')})/amortisation_months)"
             ),
+            "depreciation_usd": (
+                f"=({cell('nodes_owned')}-IF({cell('month')}>=amortisation_months,"
+                f"INDEX({_letter('nodes_owned')}${first}:{_letter('nodes_owned')}${last},"
+                f"{cell('month')}-amortisation_months+1),0))*{at['node_capital_usd']}"
+                "/amortisation_months"
+            ),
         }
         values_m = {
             "traffic_factor": s.factors[m],
@@ -231,6 +239,7 @@ def _block(
             "rent_everything_usd": s.plans["rent"].cash_usd[m],
             "discount_factor": discount,
             "book_value_at_end_usd": arriving * book,
+            "depreciation_usd": depreciation[m],
         }
         cells = []
         for name, fmt in MONTH_COLUMNS:
