@@ -151,6 +151,34 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     ("parameters 1e400", replace_text("models.yaml", PARAMS, "parameters: 1e400"), ["param"]),
     ("prompt zero", replace_text("workloads.yaml", PROMPT, "prompt_tokens: 0"), ["prompt"]),
     (
+        "a forecast in two forms",
+        replace_text(
+            "workloads.yaml",
+            PROMPT,
+            "prompt_tokens: 3072\n    forecast: {months: 3, growth_per_month: 0.1, factors: [1]}",
+        ),
+        ["forecast", "give one of growth_per_month, factors, or file"],
+    ),
+    (
+        "a forecast file without its column",
+        replace_text("workloads.yaml", PROMPT, "prompt_tokens: 3072\n    forecast: {file: t.csv}"),
+        ["forecast", "needs its column"],
+    ),
+    (
+        "a forecast file that is missing",
+        replace_text(
+            "workloads.yaml", PROMPT, "prompt_tokens: 3072\n    forecast: {file: t.csv, column: f}"
+        ),
+        ["forecast.file", "t.csv"],
+    ),
+    (
+        "a zero traffic factor",
+        replace_text(
+            "workloads.yaml", PROMPT, "prompt_tokens: 3072\n    forecast: {factors: [1, 0]}"
+        ),
+        ["forecast.factors.1", "greater than 0"],
+    ),
+    (
         "lengths in two forms",
         replace_text("workloads.yaml", PROMPT, "prompt_tokens: {samples: [5], file: x.csv}"),
         ["prompt_tokens", "give one of"],

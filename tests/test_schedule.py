@@ -249,3 +249,52 @@ def test_depreciation_by_month() -> None:
     assert months[16] == pytest.approx(13_333.33, abs=0.01)
     assert sum(months) == pytest.approx(480_000 - (100_000 + 240_000 * 28 / 36))
     assert depreciation_usd([1, 1, 1, 1], 100.0, 2) == [50.0, 50.0, 0.0, 0.0]
+
+
+def _seed_with(tmp_path: Path, forecast: str) -> Path:
+    folder = tmp_path / "seed"
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(SEED, folder)
+    workloads = folder / "workloads.yaml"
+    workloads.write_text(
+        workloads.read_text().replace(
+            "    concurrency: 16\n", f"    concurrency: 16\n    forecast: {forecast}\n", 1
+        )
+    )
+    (folder / "hardware.yaml").write_text(
+        (folder / "hardware.yaml").read_text()
+        + "    power: 300 W\n    price: {purchase_usd: 20000.0, cloud_usd_per_hour: 2.0}\n"
+    )
+    return folder
+
+
+def test_a_forecast_table_inline_or_in_a_csv(tmp_path: Path) -> None:
+    """Traffic ×1, ×1, ×2, ×2.5 by month: the 16 users of seed-4k become 16, 16, 32 and 40, and
+    the same table in a CSV gives the same schedule; the workbook's traffic cells are then the
+    table's, typed in, not a growth formula."""
+    import openpyxl
+
+    from planner.outputs.workbook import write_workbook
+
+    inline = load_catalog(_seed_with(tmp_path / "a", "{factors: [1, 1, 2, 2.5]}"))
+    folder = _seed_with(tmp_path / "b", "{file: traffic.csv, column: factor}")
+    (folder / "traffic.csv").write_text("month,factor\n0,1\n1,1\n2,2\n3,2.5\n")
+    from_csv = load_catalog(folder)
+    found = []
+    for catalog in (inline, from_csv):
+        results = evaluate(catalog)
+        (one,) = schedules(catalog, ask(catalog, results.table))
+        found.append(one)
+        path = write_workbook(results, tmp_path / f"{len(found)}.xlsx", schedules=[one])
+        sheet = openpyxl.load_workbook(path)["Schedule"]
+        assert sheet["B2"].value == "month by month below"
+        traffic = [r[1].value for r in sheet.iter_rows(min_row=13, max_row=16)]
+        assert traffic == [1, 1, 2, 2.5]
+    assert found[0].factors == found[1].factors == [1.0, 1.0, 2.0, 2.5]
+    assert found[0].nodes == found[1].nodes
+    row = found[0].line.row
+    per_replica = float(row["replica_capacity_sequences"])
+    assert found[0].replicas == [
+        math.ceil(16 * f / per_replica - 1e-9) for f in (1.0, 1.0, 2.0, 2.5)
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from planner.catalog.datafiles import DataFileError, read_column, read_trace
+from planner.catalog.datafiles import DataFileError, read_column, read_factors, read_trace
 from planner.catalog.engines import constants_for, engine_series, known_series, series_of
 from planner.catalog.problems import CatalogError, Problem, UnknownEntry
 from planner.catalog.records import (
@@ -411,6 +411,15 @@ def _workload_files(
         if w.arrival is not None and w.arrival.file is not None:
             checks.append(("arrival.file", lambda a=w.arrival: read_trace(folder, a.file)))
             used.append(w.arrival.file)
+        forecast = w.forecast
+        if forecast is not None and forecast.file is not None and forecast.column is not None:
+            checks.append(
+                (
+                    "forecast.file",
+                    lambda f=forecast: read_factors(folder, f.file, f.column),
+                )
+            )
+            used.append(forecast.file)
         for field_name, check in checks:
             try:
                 values = check()

@@ -62,3 +62,16 @@ def read_trace(folder: Path, file: str) -> pd.DataFrame:
         if column in frame.columns:
             read_column(folder, file, column)
     return frame
+
+
+def read_factors(folder: Path, file: str, column: str) -> np.ndarray:
+    """Positive finite traffic multiples, one per month, from ``column`` of CSV ``file``."""
+    frame = _read_csv(folder, file)
+    if column not in frame.columns:
+        raise DataFileError(f"{file} has no column {column!r}; columns: {', '.join(frame.columns)}")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+    if not 1 <= len(values) <= 240 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise DataFileError(
+            f"{file} column {column!r} must hold 1 to 240 positive numbers (one a month)"
+        )
+    return values

@@ -444,14 +444,39 @@ class Targets(Record):
     task_p95: OptionalSeconds = None
 
 
-class Forecast(Record):
-    """How a workload's load moves over the planning horizon: this month's traffic (its arrival
-    rate, or its users) × (1 + growth_per_month)^month, for ``months`` months, with
-    ``spare_nodes`` nodes kept beyond demand (N+k: the targets hold with k nodes down)."""
+#: A month's traffic as a multiple of today's.
+TrafficFactor = Annotated[float, Field(strict=True, gt=0, le=1e6)]
 
-    months: Annotated[int, Field(strict=True, ge=1, le=240)]
-    growth_per_month: Annotated[float, Field(strict=True, ge=-0.5, le=1)] = 0.0
+
+class Forecast(Record):
+    """How a workload's load moves over the planning horizon, month 0 being today: this month's
+    traffic (its arrival rate, or its users) × (1 + ``growth_per_month``)^month for ``months``
+    months, or a table of each month's multiple of today's traffic (``factors`` inline, or a
+    CSV ``file`` and ``column``; months: its length); with ``spare_nodes`` nodes kept beyond
+    demand (N+k: the targets hold with k nodes down)."""
+
+    months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = None
+    growth_per_month: Annotated[float, Field(strict=True, ge=-0.5, le=1)] | None = None
+    factors: Annotated[list[TrafficFactor], Field(min_length=1, max_length=240)] | None = None
+    file: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9._/-]+\.csv$")] | None = None
+    column: Annotated[str, Field(max_length=100), AfterValidator(_printable)] | None = None
     spare_nodes: Annotated[int, Field(strict=True, ge=0, le=1000)] = 0
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Forecast:
+        forms = [self.growth_per_month is not None, self.factors is not None, self.file is not None]
+        if sum(forms) > 1:
+            raise ValueError("give one of growth_per_month, factors, or file (with column)")
+        if (self.file is None) != (self.column is None):
+            raise ValueError("a forecast file needs its column (and a column its file)")
+        if self.months is None and self.factors is None and self.file is None:
+            raise ValueError("give months (with growth_per_month), or the factors month by month")
+        if self.factors is not None and self.months not in (None, len(self.factors)):
+            raise ValueError(
+                f"months is {self.months} but the factors give {len(self.factors)}: "
+                "leave months out"
+            )
+        return self
 
 
 class Workload(Entry):

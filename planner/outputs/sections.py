@@ -684,7 +684,11 @@ def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
             {
                 "workload": found.workload,
                 "option": candidate_label(found.line.row),
-                "growth": f"{forecast.growth_per_month:+.1%} a month for {forecast.months} months",
+                "growth": (
+                    f"{forecast.growth_per_month:+.1%} a month for {len(found.nodes)} months"
+                    if forecast.growth_per_month is not None
+                    else f"as forecast month by month for {len(found.nodes)} months"
+                ),
                 "spare": forecast.spare_nodes,
                 "per_node": (
                     f"owned {usd(costs.owned_usd_per_month)} a month "

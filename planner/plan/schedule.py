@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.catalog import Catalog, Workload
+from planner.catalog.datafiles import read_factors
 from planner.model.metric import metrics
 from planner.plan.deployment import API, Ask, Line
 
@@ -277,6 +278,19 @@ class WorkloadSchedule:
         return payback_month(self.plans["rent"].cash_usd, self.plans["schedule"].cash_usd)
 
 
+def traffic_factors(catalog: Catalog, workload: Workload) -> list[float]:
+    """Each month's traffic as a multiple of today's: the forecast's table (inline or its CSV),
+    else (1 + growth)^m over its months (no growth: flat)."""
+    forecast = workload.forecast
+    assert forecast is not None
+    if forecast.factors is not None:
+        return list(forecast.factors)
+    if forecast.file is not None and forecast.column is not None:
+        return [float(v) for v in read_factors(catalog.folder, forecast.file, forecast.column)]
+    growth = forecast.growth_per_month or 0.0
+    return [demand_factor(growth, m) for m in range(forecast.months or 1)]
+
+
 def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     """The schedule of one line of the ask; None without a forecast or for an API line."""
     workload = catalog.get("workloads", line.workload)
@@ -286,7 +300,7 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     row = line.row
     per_node = float(row["devices_per_node"])
     tp = float(row["tensor_parallel"])
-    factors = [demand_factor(forecast.growth_per_month, m) for m in range(forecast.months)]
+    factors = traffic_factors(catalog, workload)
     replicas = [replicas_at(row, f) for f in factors]
     nodes = [math.ceil(r * tp / per_node - 1e-9) + forecast.spare_nodes for r in replicas]
     costs = node_costs(row, a.amortisation_months)

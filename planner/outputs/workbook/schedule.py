@@ -135,7 +135,7 @@ def _block(
         "node_rent_usd_per_month": f"={plan('cloud_usd_per_month')}/{nodes}",
     }
     values = {
-        "growth_per_month": forecast.growth_per_month,
+        "growth_per_month": forecast.growth_per_month or 0.0,
         "spare_nodes": forecast.spare_nodes,
         "lead_time_months": s.lead_time_months,
         "discount_rate_per_year": s.discount_rate_per_year,
@@ -159,10 +159,13 @@ def _block(
     formulas["simulation_raise"] = (
         f"=IF({plan('replicas_needed')}>0,{plan('replicas_planned')}/{plan('replicas_needed')},1)"
     )
+    tabled = forecast.factors is not None or forecast.file is not None
     for name, unit, editable in INPUTS:
         number = int(at[name].split("$")[-1])
         value = values[name]
-        if editable:
+        if name == "growth_per_month" and tabled:
+            cell = _text_cell(ws, "month by month below")
+        elif editable:
             cell = _cell(ws, value, "0.0%" if unit == "fraction" else "0", fill=INPUT_FILL)
         else:
             cell = _formula_cell(ws, formulas[name], "#,##0.00")
@@ -245,6 +248,9 @@ def _block(
         for name, fmt in MONTH_COLUMNS:
             if name == "month":
                 cells.append(_cell(ws, m, fmt))
+                continue
+            if name == "traffic_factor" and tabled:  # the forecast's table: typed, not computed
+                cells.append(_cell(ws, s.factors[m], fmt, fill=INPUT_FILL))
                 continue
             cells.append(_formula_cell(ws, formulas_m[name], fmt))
             cache[cell(name)] = values_m[name]
