@@ -298,3 +298,19 @@ def test_a_forecast_table_inline_or_in_a_csv(tmp_path: Path) -> None:
     assert found[0].replicas == [
         math.ceil(16 * f / per_replica - 1e-9) for f in (1.0, 1.0, 2.0, 2.5)
     ]
+
+
+def test_the_workbook_carries_the_tornado(tmp_path: Path) -> None:
+    """The Sensitivity sheet holds the cost as given and one row per input, as computed."""
+    import openpyxl
+
+    from planner.outputs.workbook import write_workbook
+    from planner.plan.sensitivity import tornado
+
+    catalog = load_catalog(_seed_with(tmp_path, "{months: 3}"))
+    found = tornado(catalog, 0.2)
+    path = write_workbook(evaluate(catalog), tmp_path / "plan.xlsx", sensitivity=found)
+    rows = list(openpyxl.load_workbook(path)["Sensitivity"].iter_rows(values_only=True))
+    assert rows[1][:2] == ("inputs as given", pytest.approx(found[0]))
+    assert [r[0] for r in rows[3:]] == [bar.label for bar in found[2]]
+    assert [r[2] for r in rows[3:]] == pytest.approx([bar.high_usd for bar in found[2]])

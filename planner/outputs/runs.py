@@ -29,6 +29,7 @@ from planner.measure import INDEX, load_measurements
 from planner.measure.compare import comparison
 from planner.plan.deployment import ask
 from planner.plan.schedule import schedules
+from planner.plan.sensitivity import SWING, tornado
 from planner.plan.sweep import Results
 from planner.progress import Progress
 
@@ -289,6 +290,7 @@ def write_run(
                 path,
                 measured=measured,
                 schedules=schedules(catalog, ask(catalog, results.table)),
+                sensitivity=tornado(catalog, SWING),
             ),
         ),
         (REPORT, lambda path: write_report(catalog, results, path, baseline=baseline)),

@@ -27,7 +27,7 @@ from planner.outputs.formatting import binary_decimal, count, duration, finite, 
 from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 from planner.plan.schedule import schedules
-from planner.plan.sensitivity import tornado
+from planner.plan.sensitivity import SWING, tornado
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -721,10 +721,6 @@ def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-#: How far each uncertain input is moved, down and up, for the tornado.
-SWING = 0.2
 
 
 def tornado_section(catalog: Catalog) -> dict[str, Any]:

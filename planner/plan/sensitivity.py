@@ -124,6 +124,10 @@ def what_changes(catalog: Catalog) -> dict[str, list[tuple[str, Line | None]]]:
     return changed
 
 
+#: How far each uncertain input is moved, down and up, for the tornado.
+SWING = 0.2
+
+
 @dataclass(frozen=True)
 class Bar:
     """One input of the tornado: the ask's cost over the period and its devices with the input

@@ -92,7 +92,7 @@ from planner.outputs.workbook.plan import (
     plan_formulas,
     shown_plan,
 )
-from planner.outputs.workbook.schedule import write_schedule
+from planner.outputs.workbook.schedule import write_schedule, write_sensitivity
 from planner.outputs.workbook.summary import (
     HELPER_HEADER_FONT,
     IN_PLACE,
@@ -117,6 +117,7 @@ from planner.outputs.workbook.summary import (
 )
 from planner.plan import recommend
 from planner.plan.schedule import WorkloadSchedule
+from planner.plan.sensitivity import SWING
 from planner.plan.sweep import Results
 from planner.plan.tables import KEYS
 
@@ -197,10 +198,12 @@ def write_workbook(
     path: str | Path,
     measured: pd.DataFrame | None = None,
     schedules: list[WorkloadSchedule] | None = None,
+    sensitivity: tuple[float, float, list[Any]] | None = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
     ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
-    ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet."""
+    ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet and
+    ``sensitivity`` (:func:`planner.plan.sensitivity.tornado`) the Sensitivity sheet."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -212,6 +215,7 @@ def write_workbook(
     caches["Assumptions"] = _write_assumptions(wb, results)
     positions = {index: i for i, index in enumerate(results.table.index)}
     caches["Schedule"] = write_schedule(wb, schedules or [], layout, positions)
+    write_sensitivity(wb, sensitivity, SWING)
     if measured is not None:
         write_measured(wb, measured)
     _write_notes(wb, results)

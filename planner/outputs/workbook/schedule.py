@@ -1,4 +1,5 @@
-"""The ``Schedule`` sheet: capacity over time as live formulas (workloads with a forecast).
+"""The ``Schedule`` sheet: capacity over time as live formulas (workloads with a forecast); and
+the ``Sensitivity`` sheet beside it.
 
 One block per workload: its inputs (growth, spare nodes, lead time, discount rate: editable;
 the per-node costs and the replica figures read from the option's Plan row), then a row per
@@ -285,3 +286,49 @@ def _block(
         formula = _formula_cell(ws, totals[name], "#,##0")
         rows.fill(number, [_text_cell(ws, name), formula, _text_cell(ws, "USD")])
         cache[f"B{number}"] = total_values[name]
+
+
+#: The Sensitivity sheet's columns: header and number format.
+SENSITIVITY_COLUMNS = [
+    ("input", None),
+    ("cost_lowered_usd", "#,##0"),
+    ("cost_raised_usd", "#,##0"),
+    ("devices_lowered", "0"),
+    ("devices_raised", "0"),
+    ("changes_the_ask", None),
+]
+
+
+def write_sensitivity(
+    wb: Workbook, tornado: tuple[float, float, list[Any]] | None, swing: float
+) -> None:
+    """Add the ``Sensitivity`` sheet: the ask's cost over the period and devices with each
+    uncertain input moved by ±``swing`` (constants: each is the plan evaluated again)."""
+    if tornado is None:
+        return
+    base_usd, base_devices, bars = tornado
+    ws = _new_sheet(wb, "Sensitivity", "C00000")
+    _widths(ws, [24, 18, 18, 16, 16, 24])
+    title = (
+        f"The ask with each uncertain input moved by −/+{swing:.0%}, in closed form (constants: "
+        "each row is the whole plan evaluated again)"
+    )
+    ws.append([_text_cell(ws, title, font=TITLE_FONT)])
+    ws.append(
+        [_text_cell(ws, "inputs as given"), _cell(ws, base_usd, "#,##0"), None,
+         _cell(ws, base_devices, "0")]
+    )  # fmt: skip
+    ws.append(_header(ws, [name for name, _ in SENSITIVITY_COLUMNS]))
+    for bar in bars:
+        flips = ", ".join(bar.flips) or "no"
+        ws.append(
+            [
+                _text_cell(ws, bar.label),
+                _cell(ws, bar.low_usd, "#,##0"),
+                _cell(ws, bar.high_usd, "#,##0"),
+                _cell(ws, bar.low_devices, "0"),
+                _cell(ws, bar.high_devices, "0"),
+                _text_cell(ws, flips),
+            ]
+        )
+    _print_setup(ws, f"A1:F{len(bars) + 3}")
