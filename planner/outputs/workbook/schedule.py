@@ -45,6 +45,7 @@ MONTH_COLUMNS = [
     ("cash_usd", "#,##0"),
     ("cumulative_usd", "#,##0"),
     ("rent_everything_usd", "#,##0"),
+    ("up_front_cash_usd", "#,##0"),
     ("discount_factor", "0.0000"),
     ("book_value_at_end_usd", "#,##0"),
     ("depreciation_usd", "#,##0"),
@@ -65,7 +66,8 @@ INPUTS = [
 ]
 
 TOTALS = ["cash_usd", "book_value_at_end_usd", "net_usd", "npv_usd", "rent_everything_usd",
-          "rent_everything_npv_usd"]  # fmt: skip
+          "rent_everything_npv_usd", "up_front_cash_usd", "up_front_book_value_at_end_usd",
+          "up_front_net_usd", "up_front_npv_usd"]  # fmt: skip
 
 
 def _letter(name: str) -> str:
@@ -96,7 +98,7 @@ def write_schedule(
     if not found:
         return {}
     ws = _new_sheet(wb, "Schedule", "7030A0")
-    _widths(ws, [28, 14, 10, 14, 13, 13, 15, 12, 15, 20, 15, 22, 17])
+    _widths(ws, [30, 14, 10, 14, 13, 13, 15, 12, 15, 20, 18, 15, 22, 17])
     cache: dict[str, Any] = {}
     rows = Rows()
     for i, s in enumerate(found):
@@ -105,7 +107,7 @@ def write_schedule(
         _block(ws, s, layout, positions[s.line.row.name] + 2, rows, cache)
     for cells in rows.cells:
         ws.append(cells)
-    _print_setup(ws, f"A1:M{len(rows.cells)}")
+    _print_setup(ws, f"A1:N{len(rows.cells)}")
     return cache
 
 
@@ -179,6 +181,8 @@ def _block(
     schedule = s.plans["schedule"]
     cumulative = schedule.cumulative_usd()
     months = len(s.nodes)
+    need = _letter("nodes_needed")
+    peak = f"MAX({need}${header + 1}:{need}${header + months})"
     depreciation = depreciation_usd(schedule.owned, costs.capital_usd, costs.amortisation_months)
     for m in range(months):
         r = first + m
@@ -219,6 +223,14 @@ def _block(
             ),
             "cumulative_usd": f"=SUM({_letter('cash_usd')}${first}:{cell('cash_usd')})",
             "rent_everything_usd": f"={cell('nodes_needed')}*{at['node_rent_usd_per_month']}",
+            # the peak bought in month 0, in service from the lead time, rented until then
+            "up_front_cash_usd": (
+                f"=IF({cell('month')}={at['lead_time_months']},{peak},0)*{at['node_capital_usd']}"
+                f"+IF({cell('month')}>={at['lead_time_months']},{peak},0)"
+                f"*{at['node_running_usd_per_month']}"
+                f"+MAX({cell('nodes_needed')}-IF({cell('month')}>={at['lead_time_months']},"
+                f"{peak},0),0)*{at['node_rent_usd_per_month']}"
+            ),
             "discount_factor": f"=1/(1+{at['discount_rate_per_year']})^({cell('month')}/12)",
             "book_value_at_end_usd": (
                 f"={cell('nodes_arriving')}*{at['node_capital_usd']}*MAX(0,1-({months}-"
@@ -241,6 +253,7 @@ def _block(
             "cash_usd": schedule.cash_usd[m],
             "cumulative_usd": cumulative[m],
             "rent_everything_usd": s.plans["rent"].cash_usd[m],
+            "up_front_cash_usd": s.plans["up_front"].cash_usd[m],
             "discount_factor": discount,
             "book_value_at_end_usd": arriving * book,
             "depreciation_usd": depreciation[m],
@@ -266,12 +279,24 @@ def _block(
         "rent_everything_npv_usd": (
             f"=SUMPRODUCT({column['rent_everything_usd']},{column['discount_factor']})"
         ),
+        "up_front_cash_usd": f"=SUM({column['up_front_cash_usd']})",
+        "up_front_book_value_at_end_usd": (
+            f"=IF({at['lead_time_months']}<{months},{peak}*{at['node_capital_usd']}"
+            f"*MAX(0,1-({months}-{at['lead_time_months']})/amortisation_months),0)"
+        ),
     }
     total_rows = {name: rows.add() for name in TOTALS}
     totals["net_usd"] = f"=B{total_rows['cash_usd']}-B{total_rows['book_value_at_end_usd']}"
     totals["npv_usd"] = (
         f"=SUMPRODUCT({column['cash_usd']},{column['discount_factor']})"
         f"-B{total_rows['book_value_at_end_usd']}/{end_discount}"
+    )
+    totals["up_front_net_usd"] = (
+        f"=B{total_rows['up_front_cash_usd']}-B{total_rows['up_front_book_value_at_end_usd']}"
+    )
+    totals["up_front_npv_usd"] = (
+        f"=SUMPRODUCT({column['up_front_cash_usd']},{column['discount_factor']})"
+        f"-B{total_rows['up_front_book_value_at_end_usd']}/{end_discount}"
     )
     total_values = {
         "cash_usd": schedule.total_usd,
@@ -280,6 +305,10 @@ def _block(
         "npv_usd": s.npv_usd("schedule"),
         "rent_everything_usd": s.plans["rent"].total_usd,
         "rent_everything_npv_usd": s.npv_usd("rent"),
+        "up_front_cash_usd": s.plans["up_front"].total_usd,
+        "up_front_book_value_at_end_usd": s.plans["up_front"].residual_usd,
+        "up_front_net_usd": s.plans["up_front"].net_usd,
+        "up_front_npv_usd": s.npv_usd("up_front"),
     }
     for name in TOTALS:
         number = total_rows[name]
