@@ -488,3 +488,18 @@ def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> 
     assert lines[1].startswith("llama-3.1-8b (bf16) on rtx2060-12gb for chat: keep the serving")
     assert "a pool of 37,504 tokens (4.6 GiB) per device" in lines[1]
     assert len(lines) == 3
+
+
+def test_gpt_oss_weights_are_predicted_within_two_percent() -> None:
+    """gpt-oss-120b in MXFP4 (experts at 4.25 bits with their block scales, the rest BF16),
+    one device: a public llama.cpp load log of the MXFP4 model (ollama/ollama issue #12752,
+    "model weights" 59.8 GiB on the GPU + 1.1 GiB on the CPU = 60.9 GiB) against planner's
+    weight payload."""
+    catalog = load_catalog(shipped_catalogs())
+    table = evaluate(replace(catalog, workloads=catalog.workloads[:1])).table
+    row = table[
+        (table["model"] == "gpt-oss-120b")
+        & (table["precision"] == "mxfp4")
+        & (table["tensor_parallel"] == 1)
+    ].iloc[0]
+    assert row["weight_bytes"] / GIB == pytest.approx(59.8 + 1.1, rel=0.02)
