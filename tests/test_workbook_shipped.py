@@ -186,3 +186,19 @@ def test_the_schedule_calls_only_functions_excel_2016_has(shipped: tuple[Results
     called = set(re.findall(r"([A-Z][A-Z0-9._]*)\(", re.sub(r'"[^"]*"', '""', texts)))
     assert {"ROUNDUP", "SUMPRODUCT", "INDEX", "MAX"} <= called
     assert called <= EXCEL_2016, called - EXCEL_2016
+
+
+def test_the_shipped_ask_and_its_signature_lines_fit_the_first_page(
+    shipped: tuple[Results, Path],
+) -> None:
+    """A signer sees the whole ask, its bands and the approval block on page 1."""
+    from pypdf import PdfReader
+
+    from planner.outputs.report import render_html, write_pdf
+
+    results, path = shipped
+    pdf = path.parent / "report.pdf"
+    write_pdf(render_html(load_catalog(SHIPPED), results), pdf)
+    first = PdfReader(pdf).pages[0].extract_text()
+    for text in ("The ask", "Total", "at 90%", "Approved (engineering)", "Approved (finance)"):
+        assert text in first, text
