@@ -6,6 +6,7 @@ exceptions into a clear message and an exit code: 0 success, 1 invalid input, 2 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from planner import __version__
+from planner import __version__, cleanup
 from planner.catalog import Catalog, CatalogError, UnknownEntry, load_catalog
 from planner.model.metric import MetricError
 from planner.plan.recommend import closing_line
@@ -53,14 +54,17 @@ def main() -> None:
     _exit_cleanly_on_signals()
 
 
-#: Exit status of a run stopped by a signal: 128 + the signal's number, as shells report it.
 def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    """Remove the run's staging folder and exit at once, with 128 + the signal's number (as
+    shells report it): an exception raised here could land where Python ignores it."""
+    cleanup.stop_children()
+    cleanup.remove_registered()
+    os._exit(128 + signum)
 
 
 def _exit_cleanly_on_signals() -> None:
-    """Turn SIGTERM and SIGHUP into an exit that unwinds (as Ctrl-C does), so a run stopped
-    at any stage removes its staging folder instead of leaving it behind."""
+    """On SIGTERM and SIGHUP remove the run's staging folder and exit, so a run stopped at any
+    stage leaves nothing behind."""
     if threading.current_thread() is not threading.main_thread():
         return
     for name in ("SIGTERM", "SIGHUP"):

@@ -34,6 +34,7 @@ from planner.diff import NotARun, load_run
 from planner.outputs.runs import RunExists, RunNotWritten, _publish, remove_stale_staging, write_run
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
+SHIPPED = SEED.parent.parent
 
 Edit = Callable[[Path], None]
 
@@ -424,11 +425,27 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _stop_when(reports: Path, ready: Callable[[], bool], limit_s: float = 60) -> int:
-    """Start a run of the seed catalog into ``reports/r``, SIGTERM it once ``ready()``, and
-    return its exit status."""
+def _survivors(marker: str) -> list[str]:
+    """Processes whose command line holds ``marker`` (a run's own output path)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in line:
+            found.append(line)
+    return found
+
+
+def _stop_when(
+    reports: Path, ready: Callable[[], bool], catalog: Path = SEED, limit_s: float = 60
+) -> int:
+    """Start a run of ``catalog`` into ``reports/r``, SIGTERM it once ``ready()``, and return its
+    exit status; no process of the run (its simulation's workers included) may outlive it."""
+    out = reports / "r"
     run = subprocess.Popen(
-        [PLANNER, "run", "--catalogs", str(SEED), "--out", str(reports / "r")],
+        [PLANNER, "run", "--catalogs", str(catalog), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -436,8 +453,10 @@ def _stop_when(reports: Path, ready: Callable[[], bool], limit_s: float = 60) ->
     while not ready() and run.poll() is None and time.monotonic() - start < limit_s:
         time.sleep(0.005)
     run.send_signal(signal.SIGTERM)
-    _, err = run.communicate(timeout=60)
+    _, err = run.communicate(timeout=60)  # waits for every holder of its pipes: workers too
     assert b"Traceback" not in err, err.decode()
+    time.sleep(0.2)
+    assert not _survivors(str(out)), _survivors(str(out))
     return run.returncode
 
 
@@ -445,17 +464,21 @@ def _staging(reports: Path) -> list[Path]:
     return [p for p in reports.iterdir() if ".staging-" in p.name]
 
 
-@pytest.mark.parametrize("when", ["starting", "planning", "writing"])
+@pytest.mark.parametrize("when", ["starting", "planning", "simulating", "writing"])
 def test_sigterm_at_any_stage_leaves_no_staging_folder(reports: Path, when: str) -> None:
-    """Stopped while it starts, while it plans, or once its staging folder exists: the run exits
-    143 (or had finished, 0) and leaves either nothing or a whole run, never a staging folder."""
+    """Stopped while it starts, while it plans, while the shipped catalogs' simulation runs on
+    its worker processes, or once its staging folder exists: the run exits 143 (or had
+    finished, 0), no process of it lives on, and it leaves either nothing or a whole run, never
+    a staging folder."""
     started = time.monotonic()
     ready = {
         "starting": lambda: True,
         "planning": lambda: time.monotonic() - started > 2.5,
+        "simulating": lambda: time.monotonic() - started > 8,
         "writing": lambda: bool(_staging(reports)),
     }[when]
-    status = _stop_when(reports, ready)
+    catalog = SHIPPED if when == "simulating" else SEED
+    status = _stop_when(reports, ready, catalog)
     assert status in (143, -signal.SIGTERM, 0), status  # −15: stopped before it set a handler
     assert not _staging(reports)
     if status != 0:

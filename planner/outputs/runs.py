@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner import __version__
+from planner import __version__, cleanup
 from planner.catalog import Catalog
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
@@ -276,6 +276,7 @@ def write_run(
         staging = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
     except OSError as exc:
         raise RunNotWritten.from_os_error(exc) from None
+    cleanup.register(staging)
     steps: list[tuple[str, Writer]] = [
         (RESULTS_CSV, lambda path: csv_table(results.table).to_csv(path, index=False)),
         (CATALOG_COPY, lambda path: copy_catalogs(catalog, path)),
@@ -317,4 +318,6 @@ def write_run(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        cleanup.release(staging)
     return destination
