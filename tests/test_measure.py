@@ -378,7 +378,7 @@ def test_the_calibrate_command_prints_and_writes_once(measured_catalog: Path, tm
 
 def test_the_report_puts_each_measurement_beside_its_estimate(measured_catalog: Path) -> None:
     catalog = load_catalog(measured_catalog)
-    groups = measured_rows(catalog)
+    groups = measured_rows(comparison(catalog, load_measurements(catalog)))
     assert [g["measurement"] for g in groups] == [
         "oci-a10-llama-3.1-8b",
         "rtx2060-qwen3-4b",
@@ -393,7 +393,8 @@ def test_the_report_puts_each_measurement_beside_its_estimate(measured_catalog: 
     )
     assert a10["weights as loaded, per device"]["measured"] == "14.99 GiB"
     assert groups[2]["option"].endswith("× 8 (vllm 0.7)")
-    assert measured_rows(load_catalog(shipped_catalogs())) == []
+    shipped = load_catalog(shipped_catalogs())
+    assert measured_rows(comparison(shipped, load_measurements(shipped))) == []
 
 
 def test_a_run_keeps_the_measurements_it_was_held_against(

@@ -208,7 +208,7 @@ def test_the_report_section_of_a_schedule(tmp_path: Path) -> None:
         + "    power: 300 W\n    price: {purchase_usd: 20000.0, cloud_usd_per_hour: 2.0}\n"
     )
     catalog = load_catalog(folder)
-    (section,) = schedule_sections(catalog, ask(catalog, evaluate(catalog).table))
+    (section,) = schedule_sections(schedules(catalog, ask(catalog, evaluate(catalog).table)))
     assert [r["month"] for r in section["rows"]] == [0, 3, 6, 9, 12, 15, 18, 21, 23]
     assert "rent everything" in [p["name"] for p in section["plans"]]
     assert section["svg"].startswith("<svg")

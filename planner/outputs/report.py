@@ -33,12 +33,12 @@ import jinja2
 
 from planner import __version__
 from planner.catalog import Catalog
-from planner.measure import load_measurements
 from planner.measure.next_steps import next_measurements
 from planner.model.metric import Metric
 from planner.model.sources import REFERENCES
 from planner.outputs.advice import ask_context, sensitivity_text
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
+from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.sections import (
     NOT_MODELLED,
     assumption_rows,
@@ -54,7 +54,6 @@ from planner.outputs.sections import (
     tornado_section,
     workload_sections,
 )
-from planner.plan.deployment import ask
 from planner.plan.recommend import ranked
 from planner.plan.sensitivity import CHANGES, what_changes
 from planner.plan.sweep import Results
@@ -155,11 +154,18 @@ def cited(metrics: list[Metric]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
-def context(catalog: Catalog, results: Results, baseline: Baseline | None = None) -> dict[str, Any]:
-    """Everything the template shows, prepared as plain values (the template does no arithmetic)."""
+def context(
+    catalog: Catalog,
+    results: Results,
+    baseline: Baseline | None = None,
+    derived: Outlook | None = None,
+) -> dict[str, Any]:
+    """Everything the template shows, prepared as plain values (the template does no arithmetic);
+    ``derived`` is the results' :class:`Outlook` where the caller has it already."""
     table = results.table
     ranks = ranked(table)
-    plan = ask(catalog, table)
+    derived = derived or outlook(catalog, table)
+    plan = derived.plan
     return {
         "title": "Inference capacity plan",
         "date": dt.date.today().isoformat(),
@@ -184,24 +190,29 @@ def context(catalog: Catalog, results: Results, baseline: Baseline | None = None
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in what_changes(catalog).items()
         },
-        "measured": measured_rows(catalog),
+        "measured": measured_rows(derived.measured),
         "calibration": calibration_lines(catalog),
-        "schedules": schedule_sections(catalog, plan),
-        "tornado": tornado_section(catalog),
+        "schedules": schedule_sections(derived.schedules),
+        "tornado": tornado_section(derived.tornado),
         "bill": bill_of_materials(catalog, plan),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",
         "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
-        "next_measurements": next_measurements(catalog, plan, load_measurements(catalog)),
+        "next_measurements": next_measurements(catalog, plan, derived.measurements),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,
     }
 
 
-def render_html(catalog: Catalog, results: Results, baseline: Baseline | None = None) -> str:
+def render_html(
+    catalog: Catalog,
+    results: Results,
+    baseline: Baseline | None = None,
+    derived: Outlook | None = None,
+) -> str:
     """The report as HTML (autoescaped)."""
     env = environment()
-    return env.get_template(TEMPLATE).render(**context(catalog, results, baseline))
+    return env.get_template(TEMPLATE).render(**context(catalog, results, baseline, derived))
 
 
 def write_pdf(html: str, path: str | Path) -> list[str]:
@@ -221,9 +232,13 @@ def write_pdf(html: str, path: str | Path) -> list[str]:
 
 
 def write_report(
-    catalog: Catalog, results: Results, path: str | Path, baseline: Baseline | None = None
+    catalog: Catalog,
+    results: Results,
+    path: str | Path,
+    baseline: Baseline | None = None,
+    derived: Outlook | None = None,
 ) -> Path:
     """Render the report to PDF at ``path``; resources outside the templates are refused."""
     path = Path(path)
-    write_pdf(render_html(catalog, results, baseline), path)
+    write_pdf(render_html(catalog, results, baseline, derived), path)
     return path

@@ -26,10 +26,7 @@ from planner import __version__, cleanup
 from planner.catalog import Catalog
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
-from planner.measure.compare import comparison
-from planner.plan.deployment import ask
-from planner.plan.schedule import schedules
-from planner.plan.sensitivity import SWING, tornado
+from planner.outputs.outlook import outlook
 from planner.plan.sweep import Results
 from planner.progress import Progress
 
@@ -268,7 +265,7 @@ def write_run(
     destination = Path(destination)
     if destination.exists() and not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
-    measured = comparison(catalog, load_measurements(catalog))
+    derived = outlook(catalog, results.table)
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(destination.parent)
@@ -289,12 +286,15 @@ def write_run(
             lambda path: write_workbook(
                 results,
                 path,
-                measured=measured,
-                schedules=schedules(catalog, ask(catalog, results.table)),
-                sensitivity=tornado(catalog, SWING),
+                measured=derived.measured,
+                schedules=derived.schedules,
+                sensitivity=derived.tornado,
             ),
         ),
-        (REPORT, lambda path: write_report(catalog, results, path, baseline=baseline)),
+        (
+            REPORT,
+            lambda path: write_report(catalog, results, path, baseline=baseline, derived=derived),
+        ),
         *(extra_writers or {}).items(),
     ]
     try:

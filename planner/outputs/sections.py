@@ -13,8 +13,6 @@ from markupsafe import Markup
 
 from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
-from planner.measure import load_measurements
-from planner.measure.compare import comparison
 from planner.model.calibration import latency_band_fraction
 from planner.outputs import charts
 from planner.outputs.advice import (
@@ -26,8 +24,8 @@ from planner.outputs.advice import (
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
-from planner.plan.schedule import schedules
-from planner.plan.sensitivity import SWING, tornado
+from planner.plan.schedule import WorkloadSchedule
+from planner.plan.sensitivity import SWING, Bar
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -569,10 +567,10 @@ def _measured_value(value: float, unit: str) -> str:
     return count(value)
 
 
-def measured_rows(catalog: Catalog) -> list[dict[str, Any]]:
-    """The measured figures beside their estimates, one group per measurement, for the report
-    (none without measurements)."""
-    table = comparison(catalog, load_measurements(catalog))
+def measured_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The measured figures beside their estimates (``table``:
+    :func:`planner.measure.compare.comparison`), one group per measurement, for the report (none
+    without measurements)."""
     groups = []
     for measurement, rows in table.groupby("measurement", sort=False):
         first = rows.iloc[0]
@@ -648,11 +646,12 @@ def calibration_lines(catalog: Catalog) -> list[str]:
 PLAN_ORDER = ("schedule", "rent", "up_front", "lease")
 
 
-def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
-    """Per workload with a forecast: its nodes month by month, the orders, and what each way of
-    paying costs over the horizon (cash, book value left, net, net present value)."""
+def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]:
+    """Per workload with a forecast (:func:`planner.plan.schedule.schedules`): its nodes month
+    by month, the orders, and what each way of paying costs over the horizon (cash, book value
+    left, net, net present value)."""
     out = []
-    for index, found in enumerate(schedules(catalog, plan)):
+    for index, found in enumerate(found_all):
         forecast = found.workload.forecast
         assert forecast is not None
         chosen = found.plans["schedule"]
@@ -723,10 +722,11 @@ def schedule_sections(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
     return out
 
 
-def tornado_section(catalog: Catalog) -> dict[str, Any]:
-    """The ask's cost over the period under ±:data:`SWING` of each uncertain input, as a chart
-    and a table, with the inputs that change a line of the ask."""
-    base_usd, base_devices, bars = tornado(catalog, SWING)
+def tornado_section(result: tuple[float, float, list[Bar]]) -> dict[str, Any]:
+    """The ask's cost over the period under ±:data:`SWING` of each uncertain input
+    (:func:`planner.plan.sensitivity.tornado`), as a chart and a table, with the inputs that
+    change a line of the ask."""
+    base_usd, base_devices, bars = result
     flips = {"lowered": f"−{SWING:.0%}", "raised": f"+{SWING:.0%}"}
     return {
         "swing": f"{SWING:.0%}",

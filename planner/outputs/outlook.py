@@ -1,0 +1,38 @@
+"""What a run's workbook and report derive from the plan beyond its table, computed once for
+both: the ask, the measurements and their comparison with the estimates, each forecast's
+schedule, and the tornado of the ask's cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from planner.catalog import Catalog
+from planner.measure import Measurement, load_measurements
+from planner.measure.compare import comparison
+from planner.plan.deployment import Ask, ask
+from planner.plan.schedule import WorkloadSchedule, schedules
+from planner.plan.sensitivity import SWING, Bar, tornado
+
+
+@dataclass(frozen=True)
+class Outlook:
+    plan: Ask
+    measurements: tuple[Measurement, ...]
+    measured: pd.DataFrame  # :func:`planner.measure.compare.comparison` of the measurements
+    schedules: list[WorkloadSchedule]
+    tornado: tuple[float, float, list[Bar]]
+
+
+def outlook(catalog: Catalog, table: pd.DataFrame) -> Outlook:
+    """The :class:`Outlook` of ``table`` (the plan's results) under ``catalog``."""
+    plan = ask(catalog, table)
+    measurements = load_measurements(catalog)
+    return Outlook(
+        plan,
+        measurements,
+        comparison(catalog, measurements),
+        schedules(catalog, plan),
+        tornado(catalog, SWING),
+    )
