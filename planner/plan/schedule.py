@@ -17,6 +17,7 @@ Cash flows are discounted monthly at the annual rate, (1 + r)^(1/12) − 1 a mon
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +39,16 @@ def monthly_rate(rate_per_year: float) -> float:
     return (1 + rate_per_year) ** (1 / 12) - 1
 
 
+def discount_factor(rate_per_year: float, month: int) -> float:
+    """What a dollar paid at the start of month ``month`` is worth today: 1 ÷ (1 + i)^m with i
+    the monthly rate, which is 1 ÷ (1 + r)^(m/12) [-]."""
+    return 1 / (1 + monthly_rate(rate_per_year)) ** month
+
+
 def present_value(flows: list[float], rate_per_year: float) -> float:
     """Net present value of monthly cash flows, each paid at the start of its month (month 0
-    undiscounted): Σ flowₘ ÷ (1 + i)^m, i the monthly rate [USD]."""
-    i = monthly_rate(rate_per_year)
-    return sum(flow / (1 + i) ** m for m, flow in enumerate(flows))
+    undiscounted): Σ flowₘ × discount factorₘ [USD]."""
+    return sum(flow * discount_factor(rate_per_year, m) for m, flow in enumerate(flows))
 
 
 def lease_payment_usd(principal_usd: float, rate_per_year: float, term_months: int) -> float:
@@ -89,10 +95,16 @@ def payback_month(renting: list[float], buying: list[float]) -> int | None:
     return month
 
 
+def simulation_raise(row: Any) -> float:
+    """How far the simulation raised the closed form's replicas: replicas_planned ÷
+    replicas_needed, 1 where the closed form needs none [-]."""
+    today = float(row["replicas_needed"])
+    return float(row["replicas_planned"]) / today if today > 0 else 1.0
+
+
 def replicas_at(row: Any, factor: float) -> int:
     """Replicas the option needs when the workload's traffic is ``factor`` × today's: the
-    ``replicas_needed`` formula over the scaled load, times the simulation's raise
-    (replicas_planned ÷ replicas_needed, 1 where it asked for none)."""
+    ``replicas_needed`` formula over the scaled load, times :func:`simulation_raise`."""
     needed = metrics()["replicas_needed"]
     scaled = float(
         needed(
@@ -103,9 +115,7 @@ def replicas_at(row: Any, factor: float) -> int:
             float(row["requests_per_s_per_replica"]),
         )
     )
-    today = float(row["replicas_needed"])
-    raise_by = float(row["replicas_planned"]) / today if today > 0 else 1.0
-    return math.ceil(scaled * raise_by - 1e-9)
+    return math.ceil(scaled * simulation_raise(row) - 1e-9)
 
 
 @dataclass(frozen=True)
@@ -168,11 +178,8 @@ class Plan:
         return self.total_usd - self.residual_usd
 
     def cumulative_usd(self) -> list[float]:
-        out, total = [], 0.0
-        for cash in self.cash_usd:
-            total += cash
-            out.append(total)
-        return out
+        """Cash paid up to and including each month [USD]."""
+        return list(itertools.accumulate(self.cash_usd))
 
 
 def _plan(
@@ -220,17 +227,15 @@ def schedule_plans(
     ``lead`` months before it is first needed, where owning is cheaper; else all rented),
     renting everything, buying the peak up front (ordered in month 0) and, with ``lease``
     (annual rate, term in months), the schedule's tranches leased instead of bought."""
-    months = len(nodes)
-    first_needed = [
-        next(m for m, n in enumerate(nodes) if n >= k) for k in range(1, max(nodes) + 1)
-    ]
+    months, peak = len(nodes), max(nodes)
+    first_needed = [next(m for m, n in enumerate(nodes) if n >= k) for k in range(1, peak + 1)]
     arrivals = [max(m - lead, 0) + lead for m in first_needed]
     orders: dict[int, int] = {}
     for m in first_needed:
         orders[max(m - lead, 0)] = orders.get(max(m - lead, 0), 0) + 1
     owned_in_horizon = [a for a in arrivals if a < months]
     rent = _plan("rent everything", nodes, [], costs, [])
-    up_front = _plan("buy the peak up front", nodes, [lead] * max(nodes), costs, [(0, max(nodes))])
+    up_front = _plan("buy the peak up front", nodes, [lead] * peak, costs, [(0, peak)])
     tranches = sorted((m, n) for m, n in orders.items() if m + lead < months)
     if costs.buy:
         schedule = _plan(
@@ -269,9 +274,8 @@ class WorkloadSchedule:
         """Net present value of a plan's cash, less its owned nodes' book value at the end
         (discounted from the month after the horizon) [USD]."""
         plan = self.plans[key]
-        end = len(plan.cash_usd)
-        residual = plan.residual_usd / (1 + monthly_rate(self.discount_rate_per_year)) ** end
-        return present_value(plan.cash_usd, self.discount_rate_per_year) - residual
+        end = discount_factor(self.discount_rate_per_year, len(plan.cash_usd))
+        return present_value(plan.cash_usd, self.discount_rate_per_year) - plan.residual_usd * end
 
     def payback_month(self) -> int | None:
         """Month from which the schedule's cumulative cost stays at or below renting's."""

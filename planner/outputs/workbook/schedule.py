@@ -31,7 +31,13 @@ from planner.outputs.workbook.cells import (
     _widths,
 )
 from planner.outputs.workbook.plan import PlanLayout
-from planner.plan.schedule import WorkloadSchedule, book_value_usd, depreciation_usd
+from planner.plan.schedule import (
+    WorkloadSchedule,
+    book_value_usd,
+    depreciation_usd,
+    discount_factor,
+    simulation_raise,
+)
 
 #: The month table's columns: header and number format.
 MONTH_COLUMNS = [
@@ -147,11 +153,7 @@ def _block(
         "node_rent_usd_per_month": costs.rent_usd_per_month,
         "node_owned_usd_per_month": costs.owned_usd_per_month,
         "buy": costs.buy,
-        "simulation_raise": (
-            float(row["replicas_planned"]) / float(row["replicas_needed"])
-            if float(row["replicas_needed"]) > 0
-            else 1.0
-        ),
+        "simulation_raise": simulation_raise(row),
     }
     for name, _, _ in INPUTS:  # reserved first: the formulas below need every address
         at[name] = f"$B${rows.add()}"
@@ -182,7 +184,7 @@ def _block(
     cumulative = schedule.cumulative_usd()
     months = len(s.nodes)
     need = _letter("nodes_needed")
-    peak = f"MAX({need}${header + 1}:{need}${header + months})"
+    peak = f"MAX({need}${first}:{need}${last})"
     depreciation = depreciation_usd(schedule.owned, costs.capital_usd, costs.amortisation_months)
     for m in range(months):
         r = first + m
@@ -201,7 +203,7 @@ def _block(
         replicas = to_excel(needed, scaled.__getitem__)[1:]
         previous_owned = f"{cell('nodes_owned', r - 1)}" if m else "0"
         arriving = schedule.owned[m] - (schedule.owned[m - 1] if m else 0)
-        discount = 1 / (1 + s.discount_rate_per_year) ** (m / 12)
+        discount = discount_factor(s.discount_rate_per_year, m)
         book = book_value_usd(costs.capital_usd, months - m, costs.amortisation_months)
         formulas_m = {
             "traffic_factor": f"=(1+{at['growth_per_month']})^{cell('month')}",
@@ -212,7 +214,7 @@ def _block(
             ),
             "nodes_owned": (
                 f"=IF({at['buy']}=1,IF({cell('month')}>={at['lead_time_months']},"
-                f"MAX({_letter('nodes_needed')}${first}:{cell('nodes_needed')}),0),0)"
+                f"MAX({need}${first}:{cell('nodes_needed')}),0),0)"
             ),
             "nodes_rented": f"=MAX({cell('nodes_needed')}-{cell('nodes_owned')},0)",
             "nodes_arriving": f"={cell('nodes_owned')}-{previous_owned}",
