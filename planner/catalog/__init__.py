@@ -152,8 +152,8 @@ def _shown(value: Any) -> str:
     text = repr(value)
     if len(text) <= SHOWN_CHARACTERS:
         return text
-    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters"
-    return f"{text[:SHOWN_CHARACTERS]}… ({size})"
+    length = len(value) if isinstance(value, str) else len(text)
+    return f"{text[:SHOWN_CHARACTERS]}… ({length:,} characters)"
 
 
 def _model_at(schema: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
