@@ -601,14 +601,14 @@ def measured_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
 def calibration_lines(catalog: Catalog) -> list[str]:
     """What ``calibration.yaml`` changes, one sentence per fit: the figures used in place of the
     assumptions and the band of the latency estimates, or why a fit is not used."""
-    series = catalog.engine_series()
+    applied = catalog.calibrated()
     a = catalog.assumptions
     lines = []
     for fit in catalog.calibration:
-        if fit.engine != series:
+        if applied.get(fit.hardware) is not fit:
             lines.append(
-                f"{fit.hardware}: fitted on {fit.engine}, not on the plan's {series}; not used, "
-                "so its estimates stay uncalibrated."
+                f"{fit.hardware}: fitted on {fit.engine}, not on the plan's "
+                f"{catalog.engine_series()}; not used, so its estimates stay uncalibrated."
             )
             continue
         figures = [
