@@ -173,7 +173,7 @@ def _block(
         elif editable:
             cell = _cell(ws, value, "0.0%" if unit == "fraction" else "0", fill=INPUT_FILL)
         else:
-            cell = _formula_cell(ws, formulas[name], "#,##0.00")
+            cell = _formula_cell(ws, formulas[name], "0" if name == "buy" else "#,##0.00")
             cache[f"B{number}"] = (1 if value else 0) if name == "buy" else value
         rows.fill(number, [_text_cell(ws, name), cell, _text_cell(ws, unit)])
     header = rows.add(_header(ws, [c for c, _ in MONTH_COLUMNS]))
