@@ -9,8 +9,15 @@ nothing heavy: the handler may run at any moment.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing
+import os
 import shutil
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
 _STAGING: set[Path] = set()
@@ -38,3 +45,34 @@ def stop_children() -> None:
     outlive a stopped run."""
     for child in multiprocessing.active_children():
         child.terminate()
+
+
+#: ``prctl`` option that has the kernel signal a process when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+
+def _kernel_death_signal() -> None:
+    """Ask Linux to send SIGKILL to this process when its parent dies; elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_parent(parent: int, every_s: float) -> None:
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(1)
+
+
+def die_with_parent(parent: int, every_s: float = 0.5) -> None:
+    """Make a worker process end when ``parent`` (the run) ends, even when the run is killed
+    with SIGKILL and cleans up nothing: the kernel's parent-death signal where there is one, and
+    a thread that notices the worker was orphaned (its parent id changed) everywhere."""
+    _kernel_death_signal()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent, every_s), daemon=True).start()

@@ -109,7 +109,13 @@ def run(
     try:
         with progress_display() as progress:
             outcome = run_pipeline(
-                catalog, destination, name=name, force=force, baseline=baseline, progress=progress
+                catalog,
+                destination,
+                name=name,
+                force=force,
+                number=out is None,
+                baseline=baseline,
+                progress=progress,
             )
     except (RunExists, RunNotWritten, NotARun, MetricError, NothingToPlan) as exc:
         click.echo(f"error: {exc}", err=True)
@@ -119,6 +125,8 @@ def run(
         click.echo(comparison.summary())
     print_ask(catalog, results)
     click.echo(closing_line(results.table))
+    if folder != destination:
+        click.echo(f"{destination}/ was taken by another run meanwhile.")
     click.echo(f"Run written to {folder}/")
 
 

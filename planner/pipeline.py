@@ -17,7 +17,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
-from planner.outputs.runs import RunExists, write_run
+from planner.outputs.runs import DIFF_CSV, check_destination, probe_destination, write_run
 from planner.plan import recommend
 from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
 from planner.progress import Progress
@@ -90,6 +90,7 @@ def run(
     *,
     name: str | None = None,
     force: bool = False,
+    number: bool = False,
     baseline: Path | None = None,
     processes: int = 2,
     progress: Progress | None = None,
@@ -98,13 +99,16 @@ def run(
 
     Raises :class:`NothingToPlan` when the catalogs select no candidate,
     :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
-    ``force`` is false, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
+    ``force`` is false or it is not a planner run (``number`` takes the next free numbered name
+    instead), :class:`planner.outputs.runs.RunNotWritten` before any work when the file system
+    refuses the folder, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
     run folder, and :class:`planner.model.metric.MetricError` when a formula meets inputs it does
     not cover.
     """
     destination = Path(destination)
-    if destination.exists() and not force:
-        raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    if not number:
+        check_destination(destination, force=force)
+    probe_destination(destination)
     earlier = load_run(baseline) if baseline is not None else None
     if candidates(catalog).empty:
         raise NothingToPlan(
@@ -116,13 +120,14 @@ def run(
     extra = {}
     if earlier is not None:
         comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))
-        extra["diff.csv"] = comparison.write_csv
+        extra[DIFF_CSV] = comparison.write_csv
     folder = write_run(
         catalog,
         results,
         destination,
         name=name,
         force=force,
+        number=number,
         extra_writers=extra,
         baseline=comparison,
         progress=progress,

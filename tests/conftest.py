@@ -41,6 +41,19 @@ def seed_copy(tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def seed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder of the seed catalog, written once; tests copy it before changing it."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    folder = tmp_path_factory.mktemp("seed-run") / "run"
+    result = CliRunner().invoke(main, ["run", "--catalogs", str(SEED), "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    return folder
+
+
 def pytest_collection_modifyitems(config, items):
     """Under CI a missing spreadsheet engine fails the run instead of skipping the workbook
     tests."""

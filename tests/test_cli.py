@@ -58,13 +58,15 @@ def test_run_writes_the_run_folder(seed_dir: Path, tmp_path: Path):
 def test_run_refuses_to_overwrite_and_force_replaces(seed_dir: Path, tmp_path: Path):
     out = tmp_path / "run"
     assert invoke("run", "--catalogs", str(seed_dir), "--out", str(out)).exit_code == 0
-    (out / "marker").write_text("earlier run")
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "name": "earlier run"}))
     again = invoke("run", "--catalogs", str(seed_dir), "--out", str(out))
     assert again.exit_code == 1
     assert "already exists" in again.output
-    assert (out / "marker").exists()
+    assert "earlier run" in (out / "manifest.json").read_text()
     forced = invoke("run", "--catalogs", str(seed_dir), "--out", str(out), "--force")
     assert forced.exit_code == 0
+    assert "earlier run" not in (out / "manifest.json").read_text()
     assert {p.name for p in out.iterdir()} == RUN_FILES
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 

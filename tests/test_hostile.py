@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from planner.catalog import CatalogError, load_catalog
 from planner.cli import main
 from planner.diff import NotARun, load_run
-from planner.outputs.runs import RunExists, RunNotWritten, _publish, remove_stale_staging, write_run
+from planner.outputs.runs import RunExists, RunNotWritten, _publish, recover_stale, write_run
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 SHIPPED = SEED.parent.parent
@@ -493,7 +493,7 @@ def test_a_killed_runs_staging_folder_is_removed_by_the_next_run(tmp_path: Path)
     live = reports / f".q.staging-{os.getpid()}-abc"  # this process is alive: kept
     for folder in (stale, live):
         (folder / "catalogs").mkdir(parents=True)
-    assert remove_stale_staging(reports) == [stale]
+    assert recover_stale(reports) == [stale]
     assert not stale.exists() and live.exists()
 
 
@@ -535,14 +535,6 @@ def test_two_runs_finishing_into_one_folder_do_not_overwrite_each_other(tmp_path
     with pytest.raises(RunExists, match="written by another run meanwhile"):
         _publish(second, destination)
     assert (destination / "results.csv").read_text() == "a"
-
-
-@pytest.fixture(scope="module")
-def seed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("seed-run") / "run"
-    result = CliRunner().invoke(main, ["run", "--catalogs", str(SEED), "--out", str(folder)])
-    assert result.exit_code == 0, result.output
-    return folder
 
 
 def _copy_run(seed_run: Path, tmp_path: Path) -> Path:

@@ -51,6 +51,7 @@ from planner.diff.values import (
     format_value,
     same,
 )
+from planner.outputs.runs import write_csv
 
 
 def _count(n: int, word: str) -> str:
@@ -282,10 +283,9 @@ class RunDiff:
         return pd.DataFrame([c.row() for c in self.changes()], columns=columns)
 
     def write_csv(self, path: str | Path) -> Path:
-        """Write :meth:`to_frame` as CSV to ``path``."""
-        path = Path(path)
-        self.to_frame().to_csv(path, index=False)
-        return path
+        """Write :meth:`to_frame` as CSV to ``path``, its text inert in a spreadsheet
+        (:func:`planner.outputs.runs.write_csv`)."""
+        return write_csv(self.to_frame(), Path(path))
 
     def sections(self, limit: int | None = None) -> list[tuple[str, list[dict[str, str]]]]:
         """Titled groups of rows for the report, every value formatted for people.
@@ -394,6 +394,7 @@ def compare(old: RunSnapshot, new: RunSnapshot) -> RunDiff:
             f"field-level catalog diff unavailable: {why}. Compared the catalog files' SHA-256 "
             "from the manifests instead."
         )
+    notes += [n for n in (old.results_note, new.results_note) if n]
     if old.planner_version != new.planner_version:
         notes.append(
             f"the runs were made by different planner versions ({old.planner_version} → "

@@ -18,7 +18,7 @@ from planner import __version__
 from planner.catalog import Catalog, CatalogError, load_catalog
 from planner.catalog.safefile import FileProblem, read_regular, read_text
 from planner.model.metric import metrics
-from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, csv_table
+from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, csv_text
 from planner.plan.lookups import LOOKUPS
 from planner.plan.tables import ALL_KEYS, KEYS, TP_KEY
 
@@ -33,6 +33,8 @@ class RunSnapshot:
 
     ``catalog`` is None when the run keeps no ``catalogs/`` copy (or the copy no longer loads);
     ``catalog_note`` then says why, and only the files' SHA-256 (``files``) can be compared.
+    ``results_note`` says when ``results.csv`` no longer matches the SHA-256 its manifest
+    recorded (its figures were edited after the run).
     """
 
     label: str
@@ -42,6 +44,7 @@ class RunSnapshot:
     planner_version: str | None = None
     created: str | None = None
     catalog_note: str = ""
+    results_note: str = ""
 
 
 #: Boolean columns a diff reads.
@@ -66,6 +69,25 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: What a results cell reads as missing, outside the key columns.
+MISSING = ["", "nan", "NaN", "<NA>"]
+
+
+def read_results(source: bytes | str) -> pd.DataFrame:
+    """A ``results.csv`` as planner wrote it, with the key columns read as text: ids ``1`` and
+    ``1.0`` stay distinct and an id is never read as a missing value, whatever it spells."""
+    buffer = io.BytesIO(source) if isinstance(source, bytes) else io.BytesIO(source.encode())
+    header = pd.read_csv(buffer, nrows=0, encoding="utf-8").columns
+    buffer.seek(0)
+    return pd.read_csv(
+        buffer,
+        encoding="utf-8",
+        dtype={k: str for k in KEYS if k in header},
+        keep_default_na=False,
+        na_values={c: MISSING for c in header if c not in KEYS},
+    )
+
+
 def load_run(folder: str | Path) -> RunSnapshot:
     """Read a run folder for comparison.
 
@@ -85,7 +107,8 @@ def load_run(folder: str | Path) -> RunSnapshot:
     path = folder / RESULTS_CSV
     try:
         raw = read_regular(path)
-        table = pd.read_csv(io.BytesIO(raw), dtype={k: str for k in KEYS}, encoding="utf-8")
+        table = read_results(raw)
+        recorded = info.get("output_files", {}).get(RESULTS_CSV)
     except FileProblem as exc:
         raise NotARun(f"{path} {exc}") from None
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -108,6 +131,7 @@ def load_run(folder: str | Path) -> RunSnapshot:
         except CatalogError as exc:
             first = exc.problems[0] if exc.problems else "unknown problem"
             note = f"{copy} no longer loads ({first})"
+    altered = recorded is not None and hashlib.sha256(raw).hexdigest() != recorded
     return RunSnapshot(
         label=str(folder),
         table=_normalise(table),
@@ -116,11 +140,22 @@ def load_run(folder: str | Path) -> RunSnapshot:
         planner_version=info.get("planner_version"),
         created=info.get("created_utc"),
         catalog_note=note,
+        results_note=(
+            f"altered: {path} no longer matches the SHA-256 recorded in {MANIFEST} when the run "
+            "was written; its figures were edited afterwards and are compared as they now are"
+            if altered
+            else ""
+        ),
     )
 
 
 #: What a run's manifest must hold, where it holds it: the key and the JSON type.
-MANIFEST_FIELDS = {"planner_version": str, "created_utc": str, "catalog_files": dict}
+MANIFEST_FIELDS = {
+    "planner_version": str,
+    "created_utc": str,
+    "catalog_files": dict,
+    "output_files": dict,
+}
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -141,12 +176,13 @@ def _manifest(path: Path) -> dict[str, Any]:
                 f"{path}: field {key!r} should be a JSON {'object' if kind is dict else 'string'}"
                 f", got {type(info[key]).__name__}"
             )
-    for name, digest in info.get("catalog_files", {}).items():
-        if not isinstance(digest, str) or not SHA256.match(digest):
-            raise NotARun(
-                f"{path}: field 'catalog_files' entry {name!r} should be a SHA-256 "
-                f"(64 hexadecimal digits), got {str(digest)[:80]!r}"
-            )
+    for field in ("catalog_files", "output_files"):
+        for name, digest in info.get(field, {}).items():
+            if not isinstance(digest, str) or not SHA256.match(digest):
+                raise NotARun(
+                    f"{path}: field {field!r} entry {name!r} should be a SHA-256 "
+                    f"(64 hexadecimal digits), got {str(digest)[:80]!r}"
+                )
     return info
 
 
@@ -183,7 +219,7 @@ def _check_columns(path: Path, table: pd.DataFrame) -> None:
     """Refuse a results table whose cells are not of their column's type: keys filled in, the
     tensor parallel size a whole number, numbers numeric, booleans true or false."""
     for key in KEYS:
-        empty = table[key].isna()
+        empty = table[key].isna() | (table[key].astype(str).str.strip() == "")
         if empty.any():
             raise NotARun(f"{path}: row {int(empty.argmax()) + 2}, column {key!r} is empty")
     for column in _numeric_columns() & set(table.columns):
@@ -225,10 +261,9 @@ def snapshot(catalog: Catalog, table: pd.DataFrame, label: str = "this run") -> 
     The table makes the same CSV round trip as :func:`planner.outputs.runs.write_run`'s, so
     comparing a run before it is written and after gives the same diff.
     """
-    text = csv_table(table).to_csv(index=False)
     return RunSnapshot(
         label=label,
-        table=_normalise(pd.read_csv(io.StringIO(text))),
+        table=_normalise(read_results(csv_text(table))),
         catalog=catalog,
         files=dict(catalog.files),
         planner_version=__version__,

@@ -7,7 +7,10 @@ and an existing run folder is replaced only when the caller asks (``force``).
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import hashlib
+import itertools
 import json
 import math
 import os
@@ -15,7 +18,7 @@ import platform
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ WORKBOOK = "plan.xlsx"
 REPORT = "report.pdf"
 MANIFEST = "manifest.json"
 CATALOG_COPY = "catalogs"
+DIFF_CSV = "diff.csv"
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -62,16 +66,72 @@ def slug(text: str) -> str:
     return cleaned[:60] or "run"
 
 
+def dated_name(root: Path, name: str | None, today: dt.date | None = None) -> Path:
+    """``root/YYYY-MM-DD-name``: where a run is written when no ``--out`` is given (numbered by
+    :func:`numbered` when taken)."""
+    return root / f"{(today or dt.date.today()).isoformat()}-{slug(name or 'run')}"
+
+
+def numbered(base: Path) -> Iterator[Path]:
+    """``base``, then ``base-2``, ``base-3``...: the names a run may take in turn."""
+    yield base
+    for n in itertools.count(2):
+        yield base.with_name(f"{base.name}-{n}")
+
+
 def default_run_dir(root: Path, name: str | None, today: dt.date | None = None) -> Path:
     """``root/YYYY-MM-DD-name``, with ``-2``, ``-3``... when that run already exists."""
-    day = (today or dt.date.today()).isoformat()
-    base = f"{day}-{slug(name or 'run')}"
-    candidate = root / base
-    n = 2
-    while candidate.exists():
-        candidate = root / f"{base}-{n}"
-        n += 1
-    return candidate
+    return next(p for p in numbered(dated_name(root, name, today)) if not p.exists())
+
+
+def is_run(folder: Path) -> bool:
+    """Whether ``folder`` is a run folder planner wrote: a real folder (not a link) whose
+    ``manifest.json`` names the planner version and lists every file the folder holds."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(info, dict) or not isinstance(info.get("planner_version"), str):
+        return False
+    listed = {str(f).rstrip("/") for f in info.get("files", []) if isinstance(f, str)}
+    return {p.name for p in folder.iterdir()} <= (listed | {MANIFEST, DIFF_CSV})
+
+
+def check_destination(destination: Path, *, force: bool) -> None:
+    """Refuse, before any work, a destination that exists (unless ``force``) or that ``force``
+    may not replace: only a folder :func:`is_run` recognises is ever replaced.
+
+    Raises :class:`RunExists`.
+    """
+    if not (destination.exists() or destination.is_symlink()):
+        return
+    if not force:
+        raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    if not is_run(destination):
+        raise RunExists(
+            f"{destination} is not a run folder planner wrote (no manifest.json listing its "
+            "files, or it holds files planner did not write); --force replaces only a planner "
+            "run, so nothing was changed: choose another --out"
+        )
+
+
+def probe_destination(destination: Path) -> None:
+    """Make sure a run can be written beside ``destination`` (its parent folder made, a staging
+    folder created and removed there) before minutes of work; removes stale staging folders.
+
+    Raises :class:`RunNotWritten` naming what the file system refused.
+    """
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        recover_stale(destination.parent)
+        probe = tempfile.mkdtemp(
+            prefix=f".{destination.name}{STAGING}{os.getpid()}-", dir=destination.parent
+        )
+        os.rmdir(probe)
+    except OSError as exc:
+        raise RunNotWritten.from_os_error(exc) from None
 
 
 def export_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -106,6 +166,19 @@ def csv_table(table: pd.DataFrame) -> pd.DataFrame:
         if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
             out[col] = out[col].map(_inert)
     return out
+
+
+def csv_text(table: pd.DataFrame) -> str:
+    """A table as every CSV planner writes it: :func:`csv_table`'s inert cells, and every text
+    cell quoted, so a line break inside one (even a bare CR, which the minimal quoting leaves
+    bare) never splits a row."""
+    return csv_table(table).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> Path:
+    """Write :func:`csv_text` of ``table`` to ``path`` (UTF-8)."""
+    path.write_text(csv_text(table), encoding="utf-8")
+    return path
 
 
 def _json_value(value: Any) -> Any:
@@ -154,7 +227,9 @@ def results_json(results: Results) -> dict[str, Any]:
     }
 
 
-def manifest(catalog: Catalog, results: Results, name: str | None) -> dict[str, Any]:
+def manifest(
+    catalog: Catalog, results: Results, name: str | None, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """What a run was made from: version, time, catalog files with their SHA-256, row counts."""
     return {
         "planner_version": __version__,
@@ -171,7 +246,25 @@ def manifest(catalog: Catalog, results: Results, name: str | None) -> dict[str, 
             "candidates": len(results.table),
             "fitting": int(results.table["fits"].sum()) if "fits" in results.table else None,
         },
-        "files": [RESULTS_CSV, RESULTS_JSON, WORKBOOK, REPORT, MANIFEST, CATALOG_COPY + "/"],
+        "files": [
+            RESULTS_CSV,
+            RESULTS_JSON,
+            WORKBOOK,
+            REPORT,
+            MANIFEST,
+            CATALOG_COPY + "/",
+            *extra,
+        ],
+    }
+
+
+def output_hashes(folder: Path) -> dict[str, str]:
+    """The SHA-256 of each file a run folder holds at its top level (the manifest aside), which
+    ``planner diff`` checks to say when a run was altered after it was written."""
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != MANIFEST
     }
 
 
@@ -212,17 +305,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the staging folders in ``folder`` that a killed run left (their process is gone);
-    returns what was removed."""
-    removed = []
-    for path in folder.glob(f".*{STAGING}*"):
-        pid_text = path.name.split(STAGING, 1)[1].split("-", 1)[0]
-        if path.is_dir() and not path.is_symlink() and pid_text.isdigit():
-            if not _alive(int(pid_text)):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-    return removed
+#: The suffix of the folder a forced run moves the run it replaces to, for the moment between
+#: its two renames.
+REPLACED = "old"
+
+
+def recover_stale(folder: Path) -> list[Path]:
+    """Clean up after runs killed in ``folder`` (their process is gone): remove their staging
+    folders, but put back a run that a forced run had moved aside and not yet replaced, so a
+    kill between the two renames never loses both runs. Returns what was removed or restored."""
+    touched = []
+    for path in sorted(folder.glob(f".*{STAGING}*")):
+        head, tail = path.name.split(STAGING, 1)
+        pid_text, _, suffix = tail.partition("-")
+        if not (path.is_dir() and not path.is_symlink() and pid_text.isdigit()):
+            continue
+        if _alive(int(pid_text)):
+            continue
+        original = folder / head.removeprefix(".")
+        if suffix == REPLACED and not (original.exists() or original.is_symlink()):
+            os.rename(path, original)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        touched.append(path)
+    return touched
 
 
 def _publish(staging: Path, destination: Path) -> None:
@@ -238,6 +344,34 @@ def _publish(staging: Path, destination: Path) -> None:
         raise exc
 
 
+def _publish_numbered(staging: Path, destination: Path) -> Path:
+    """:func:`_publish` at the first of :func:`numbered` names no other run has taken."""
+    for candidate in numbered(destination):
+        if candidate.exists() or candidate.is_symlink():
+            continue
+        try:
+            _publish(staging, candidate)
+        except RunExists:
+            continue
+        return candidate
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _replace(staging: Path, destination: Path) -> None:
+    """Put the finished staging folder in place of the run at ``destination`` (checked by
+    :func:`check_destination`): the old run is moved aside, the new one renamed in, the old one
+    removed; killed between the renames, :func:`recover_stale` puts the old run back."""
+    check_destination(destination, force=True)
+    old = destination.with_name(f".{destination.name}{STAGING}{os.getpid()}-{REPLACED}")
+    os.rename(destination, old)
+    try:
+        os.rename(staging, destination)
+    except OSError:
+        os.rename(old, destination)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def write_run(
     catalog: Catalog,
     results: Results,
@@ -245,14 +379,17 @@ def write_run(
     *,
     name: str | None = None,
     force: bool = False,
+    number: bool = False,
     extra_writers: Mapping[str, Writer] | None = None,
     baseline: Any = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Write a complete run folder at ``destination`` atomically.
+    """Write a complete run folder at ``destination`` atomically; returns where it went.
 
     Raises :class:`RunExists` when ``destination`` exists and ``force`` is false (or another
-    run finished there meanwhile), :class:`RunNotWritten` when the file system refuses the
+    run finished there meanwhile), or is not a planner run (:func:`check_destination`);
+    ``number`` instead takes the next free ``-2``, ``-3``... name, so two runs started together
+    both land. :class:`RunNotWritten` when the file system refuses the
     folder (read-only, full), leaving nothing behind. The workbook and
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
@@ -263,19 +400,19 @@ def write_run(
     from planner.outputs.workbook import write_workbook
 
     destination = Path(destination)
-    if destination.exists() and not force:
-        raise RunExists(f"{destination} already exists; choose another --out or pass --force")
+    if not number:
+        check_destination(destination, force=force)
     derived = outlook(catalog, results.table)
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(destination.parent)
+        recover_stale(destination.parent)
         prefix = f".{destination.name}{STAGING}{os.getpid()}-"
         staging = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
     except OSError as exc:
         raise RunNotWritten.from_os_error(exc) from None
     cleanup.register(staging)
     steps: list[tuple[str, Writer]] = [
-        (RESULTS_CSV, lambda path: csv_table(results.table).to_csv(path, index=False)),
+        (RESULTS_CSV, lambda path: write_csv(results.table, path)),
         (CATALOG_COPY, lambda path: copy_catalogs(catalog, path)),
         (
             RESULTS_JSON,
@@ -302,14 +439,14 @@ def write_run(
             if progress is not None:
                 progress(f"writing {file_name}", done, len(steps))
             writer(staging / file_name)
-        info = manifest(catalog, results, name)
+        info = manifest(catalog, results, name, tuple(extra_writers or {}))
+        info["output_files"] = output_hashes(staging)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
         os.chmod(staging, 0o755)
-        if destination.exists() and force:
-            old = destination.with_name(f".{destination.name}{STAGING}{os.getpid()}-old")
-            destination.rename(old)
-            staging.rename(destination)
-            shutil.rmtree(old, ignore_errors=True)
+        if number:
+            destination = _publish_numbered(staging, destination)
+        elif force and (destination.exists() or destination.is_symlink()):
+            _replace(staging, destination)
         else:
             _publish(staging, destination)
     except OSError as exc:

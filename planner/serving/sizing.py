@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -96,6 +97,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from planner import cleanup
 from planner.catalog.workloads import length_summary
 from planner.model.units import GB, GIB
 from planner.plan import recommend
@@ -444,8 +446,9 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
 _WORKER_CATALOG: Catalog | None = None
 
 
-def _init_worker(catalog: Catalog) -> None:
+def _init_worker(catalog: Catalog, parent: int) -> None:
     global _WORKER_CATALOG
+    cleanup.die_with_parent(parent)
     _WORKER_CATALOG = catalog
 
 
@@ -505,7 +508,7 @@ def simulate_rows(
             tell()
     else:
         pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=processes, initializer=_init_worker, initargs=(catalog,)
+            max_workers=processes, initializer=_init_worker, initargs=(catalog, os.getpid())
         )
         try:
             for result in pool.map(_job, jobs, chunksize=1):
