@@ -24,11 +24,15 @@ from planner.plan.deployment import ask
 from planner.plan.schedule import (
     NodeCosts,
     book_value_usd,
+    break_even_hours,
     demand_factor,
     lease_payment_usd,
     monthly_rate,
+    node_devices,
+    nodes_worth_owning,
     payback_month,
     present_value,
+    rented_node_hours,
     replicas_at,
     schedule_plans,
     schedules,
@@ -289,7 +293,8 @@ def test_a_forecast_table_inline_or_in_a_csv(tmp_path: Path) -> None:
         path = write_workbook(results, tmp_path / f"{len(found)}.xlsx", schedules=[one])
         sheet = openpyxl.load_workbook(path)["Schedule"]
         assert sheet["B2"].value == "month by month below"
-        traffic = [r[1].value for r in sheet.iter_rows(min_row=13, max_row=16)]
+        header = next(r for r in sheet.iter_rows() if r[0].value == "month")[0].row
+        traffic = [r[1].value for r in sheet.iter_rows(min_row=header + 1, max_row=header + 4)]
         assert traffic == [1, 1, 2, 2.5]
     assert found[0].factors == found[1].factors == [1.0, 1.0, 2.0, 2.5]
     assert found[0].nodes == found[1].nodes
@@ -314,3 +319,144 @@ def test_the_workbook_carries_the_tornado(tmp_path: Path) -> None:
     assert rows[1][:2] == ("inputs as given", pytest.approx(found[0]))
     assert [r[0] for r in rows[3:]] == [bar.label for bar in found[2]]
     assert [r[2] for r in rows[3:]] == pytest.approx([bar.high_usd for bar in found[2]])
+
+
+# A daily profile --------------------------------------------------------------------------------
+
+#: A month whose day needs 4 nodes for 8 hours, 2 for 8 and 1 for 8.
+DAY = [4] * 8 + [2] * 8 + [1] * 8
+
+
+@pytest.mark.parametrize(
+    ("hourly", "break_even_h", "owned"),
+    [
+        (DAY, 11.5, 2),  # ≥1 node 24 h, ≥2 16 h (> 11.5: own), ≥3 8 h (rent)
+        (DAY, 7.9, 4),  # ≥4 nodes 8 h > 7.9: own all four
+        (DAY, 8.0, 2),  # 8 h is not more than 8: rent the third and fourth
+        (DAY, 16.0, 1),
+        (DAY, 23.99, 1),
+        (DAY, 24.0, 0),  # owning costs a whole day's rent or more: own none
+        ([3] * 24, 0.0, 3),  # flat need, renting impossible: own all
+    ],
+)
+def test_nodes_worth_owning(hourly: list[int], break_even_h: float, owned: int) -> None:
+    assert nodes_worth_owning(hourly, break_even_h) == owned
+
+
+def test_break_even_hours() -> None:
+    """Owning costs 7,666.67 a month against 16,000 rented: 24 × 7,666.67 ÷ 16,000 = 11.5 h."""
+    assert break_even_hours(COSTS) == pytest.approx(11.5)
+    assert break_even_hours(NodeCosts(240_000, 1_000, math.inf, 36)) == 0.0  # cannot rent
+    assert break_even_hours(NodeCosts(240_000, 1_000, 0.0, 36)) == math.inf  # renting is free
+
+
+def test_own_the_base_and_rent_the_peak_by_the_hour() -> None:
+    """Six months of DAY, no lead time. Own 2 nodes (break-even 11.5 h): month 0 pays
+    2 × 240,000 + 2 × 1,000 and 8 h × 2 rented nodes = 16 node-hours, 16,000 × 16 ÷ 24 =
+    10,666.67; then 12,666.67 a month. Renting everything: 56 node-hours a day, 16,000 × 56 ÷
+    24 = 37,333.33 a month. Buying the peak: 4 × 240,000 + 4 × 1,000, nothing rented."""
+    assert rented_node_hours(DAY, 2) == 16 and rented_node_hours(DAY, 4) == 0
+    plans = schedule_plans([4] * 6, 0, COSTS, hours=[DAY] * 6)
+    schedule, rent, up_front = plans["schedule"], plans["rent"], plans["up_front"]
+    assert schedule.name == "own the base in tranches, rent the peak by the hour"
+    assert schedule.orders == [(0, 2)] and schedule.owned == [2] * 6
+    assert schedule.rented == [2] * 6  # at the busiest hour
+    assert schedule.cash_usd[0] == pytest.approx(482_000 + 10_666.67, abs=0.01)
+    assert schedule.cash_usd[1:] == pytest.approx([12_666.67] * 5, abs=0.01)
+    assert rent.cash_usd == pytest.approx([37_333.33] * 6, abs=0.01)
+    assert up_front.cash_usd == pytest.approx([964_000] + [4_000] * 5)
+
+
+def test_a_flat_profile_changes_nothing() -> None:
+    flat = schedule_plans(NODES, 3, COSTS, hours=[[n] * 24 for n in NODES])
+    assert {k: p.cash_usd for k, p in flat.items()} == {
+        k: p.cash_usd for k, p in schedule_plans(NODES, 3, COSTS).items()
+    }
+
+
+PROFILE = "[" + ", ".join(["0.25"] * 6 + ["0.5"] * 8 + ["1"] * 10) + "]"
+
+
+@pytest.mark.parametrize(
+    ("profile", "words"),
+    [
+        ("[" + ", ".join(["0.5"] * 24) + "]", ["largest value must be 1", "0.5"]),
+        ("[" + ", ".join(["1"] * 23) + "]", ["daily_profile", "at least 24"]),
+        ("[" + ", ".join(["1"] * 23 + ["0"]) + "]", ["daily_profile", "greater than 0"]),
+    ],
+)
+def test_a_daily_profile_is_checked(tmp_path: Path, profile: str, words: list[str]) -> None:
+    from planner.catalog import CatalogError
+
+    folder = _seed_with(tmp_path, f"{{months: 3, daily_profile: {profile}}}")
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(folder)
+    text = str(caught.value)
+    for word in ["workloads.yaml", "seed-4k", *words]:
+        assert word in text, text
+
+
+def _profiled(tmp_path: Path) -> Path:
+    """The seed with traffic ×1, ×4, ×8, ×16 by month and a day of 6 hours at 25 %, 8 at 50 %
+    and 10 at the peak; electricity priced so owning has a running cost."""
+    folder = _seed_with(tmp_path, f"{{factors: [1, 4, 8, 16], daily_profile: {PROFILE}}}")
+    assumptions = folder / "assumptions.yaml"
+    assumptions.write_text(assumptions.read_text() + "  electricity_usd_per_kwh: 0.12\n")
+    return folder
+
+
+def test_a_daily_profile_in_the_catalog(tmp_path: Path) -> None:
+    """16 users × 16 at the peak hour with 16 per replica: 16 replicas, 2 nodes of 8; the
+    quiet hours need 4 and 8 replicas: one node. A node of 8 devices costs 8 × 20,000 =
+    160,000, runs for 8 × 300 W × 730 h × 0.12 USD/kWh = 210.24 a month and rents for 8 × 2 ×
+    730 = 11,680. The break-even is 24 × (160,000 ÷ 36 + 210.24) ÷ 11,680 = 9.56 h: the second
+    node, busy the 10 peak hours, is worth owning; with a peak of 9 hours it is rented for them
+    (9 × 11,680 ÷ 24 = 4,380 a month)."""
+    catalog = load_catalog(_profiled(tmp_path))
+    (s,) = schedules(catalog, ask(catalog, evaluate(catalog).table))
+    assert s.replicas == [1, 4, 8, 16] and s.node_devices == 8
+    assert s.nodes == [1, 1, 1, 2] and s.base_nodes == [1, 1, 1, 1]
+    assert s.hours[3] == [1] * 14 + [2] * 10
+    assert s.costs == NodeCosts(160_000, pytest.approx(210.24), pytest.approx(11_680), 36)
+    assert break_even_hours(s.costs) == pytest.approx(24 * (160_000 / 36 + 210.24) / 11_680)
+    schedule = s.plans["schedule"]
+    assert schedule.owned == [1, 1, 1, 2] and schedule.orders == [(0, 1), (3, 1)]
+    assert schedule.cash_usd[3] == pytest.approx(160_000 + 2 * 210.24)
+    shorter = [[1] * 15 + [2] * 9 if max(h) == 2 else h for h in s.hours]
+    nine = schedule_plans(s.nodes, 0, s.costs, hours=shorter)["schedule"]
+    assert nine.owned == [1, 1, 1, 1]
+    assert nine.cash_usd[3] == pytest.approx(210.24 + 4_380)
+
+
+@pytest.mark.parametrize(
+    ("per_node", "tp", "peak_replicas", "devices"),
+    [
+        (8, 1, 2, 2),  # a fleet smaller than a node: a node of the peak's devices
+        (8, 1, 16, 8),  # the peak fills nodes: full nodes
+        (8, 2, 3, 6),
+        (8, 4, 0, 4),  # no traffic: a replica's devices at least
+        (4, 8, 1, 4),  # a replica spans nodes: full nodes
+    ],
+)
+def test_node_devices(per_node: int, tp: int, peak_replicas: int, devices: int) -> None:
+    row = pd.Series({"devices_per_node": per_node, "tensor_parallel": tp})
+    assert node_devices(row, peak_replicas) == devices
+
+
+def test_the_profiled_schedule_recomputes_in_both_engines(tmp_path: Path) -> None:
+    """Every Schedule cell of the profiled seed, hourly nodes, nodes worth owning and rented
+    node-hours included, recalculates to the planner's values in LibreOffice and Gnumeric."""
+    from spreadsheet import ENGINES, computed_values, installed, recalculate_many
+    from test_workbook import assert_sheets_equal, cached
+
+    from planner.outputs.workbook import write_workbook
+
+    catalog = load_catalog(_profiled(tmp_path))
+    results = evaluate(catalog)
+    found = schedules(catalog, ask(catalog, results.table))
+    path = write_workbook(results, tmp_path / "profiled.xlsx", schedules=found)
+    engines = [e for e in ENGINES if installed(e)]
+    assert engines, "no spreadsheet engine installed"
+    for engine in engines:
+        (out,) = recalculate_many([path], tmp_path / engine, engine=engine)
+        assert_sheets_equal(cached(path, "Schedule"), computed_values(out, "Schedule"))

@@ -1126,9 +1126,9 @@ def test_a_never_simulated_winner_is_shown_as_such(
 #: Every function the workbook's formulas may call: each is in Excel 2016 (and Excel 2007), in
 #: LibreOffice and in Gnumeric. No dynamic arrays, no _xlfn.-prefixed newer functions.
 EXCEL_2016 = {
-    "ABS", "AND", "COUNTIFS", "EXP", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "MATCH",
-    "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM", "SUMPRODUCT", "TEXT",
-    "TRUE",
+    "ABS", "AND", "COUNTIFS", "EXP", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "LARGE",
+    "MATCH", "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM",
+    "SUMPRODUCT", "TEXT", "TRUE",
 }  # fmt: skip
 
 

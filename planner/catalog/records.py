@@ -453,7 +453,9 @@ class Forecast(Record):
     traffic (its arrival rate, or its users) × (1 + ``growth_per_month``)^month for ``months``
     months, or a table of each month's multiple of today's traffic (``factors`` inline, or a
     CSV ``file`` and ``column``; months: its length); with ``spare_nodes`` nodes kept beyond
-    demand (N+k: the targets hold with k nodes down)."""
+    demand (N+k: the targets hold with k nodes down). ``daily_profile`` (24 fractions, hour 0 to
+    23, the busiest being 1) shapes each day: the workload's traffic is its busiest hour's, and
+    the other hours need fewer nodes, which may be rented by the hour instead of owned."""
 
     months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = None
     growth_per_month: Annotated[float, Field(strict=True, ge=-0.5, le=1)] | None = None
@@ -461,9 +463,16 @@ class Forecast(Record):
     file: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9._/-]+\.csv$")] | None = None
     column: Annotated[str, Field(max_length=100), AfterValidator(_printable)] | None = None
     spare_nodes: Annotated[int, Field(strict=True, ge=0, le=1000)] = 0
+    daily_profile: Annotated[list[Fraction], Field(min_length=24, max_length=24)] | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> Forecast:
+        if self.daily_profile is not None and max(self.daily_profile) != 1:
+            raise ValueError(
+                "daily_profile gives each hour's traffic as a fraction of the busiest hour's, "
+                f"so its largest value must be 1 (it is {max(self.daily_profile):g}); the "
+                "workload's rate or users are the busiest hour's"
+            )
         forms = [self.growth_per_month is not None, self.factors is not None, self.file is not None]
         if sum(forms) > 1:
             raise ValueError("give one of growth_per_month, factors, or file (with column)")

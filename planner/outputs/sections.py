@@ -24,7 +24,7 @@ from planner.outputs.advice import (
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
-from planner.plan.schedule import WorkloadSchedule
+from planner.plan.schedule import HOURS, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
@@ -664,6 +664,7 @@ def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]
                 "traffic": f"{found.factors[m]:.2f}×",
                 "replicas": count(found.replicas[m]),
                 "needed": count(found.nodes[m]),
+                "base": count(found.base_nodes[m]),
                 "owned": count(chosen.owned[m]),
                 "rented": count(chosen.rented[m]),
                 "cash": usd(chosen.cash_usd[m]),
@@ -679,6 +680,8 @@ def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]
         ]
         payback = found.payback_month()
         costs = found.costs
+        break_even = break_even_hours(costs)
+        quietest = min(found.profile)
         out.append(
             {
                 "workload": found.workload,
@@ -690,12 +693,27 @@ def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]
                 ),
                 "spare": forecast.spare_nodes,
                 "per_node": (
-                    f"owned {usd(costs.owned_usd_per_month)} a month "
+                    f"A node holds {count(found.node_devices)} "
+                    f"device{'s' if found.node_devices != 1 else ''} and costs "
+                    f"{usd(costs.owned_usd_per_month)} a month owned "
                     f"({usd(costs.capital_usd)} over {costs.amortisation_months} months, plus "
                     f"{usd(costs.running_usd_per_month)} to run) against "
                     f"{usd(costs.rent_usd_per_month)} rented"
                 ),
                 "plan": chosen.name,
+                "profile": (
+                    None
+                    if forecast.daily_profile is None
+                    else f"Traffic follows a daily profile: the forecast's rate is the busiest "
+                    f"hour's, the quietest hour carries {quietest:.0%} of it. "
+                ),
+                "break_even": (
+                    "Owning a node never costs less than renting it, even all day."
+                    if break_even >= HOURS
+                    else f"A node is worth owning when it is busy more than {break_even:.1f} "
+                    "hours a day (owning a month costs that share of a day's rent); the hours "
+                    "above the owned nodes are rented by the hour."
+                ),
                 "orders": orders,
                 "rows": rows,
                 "plans": [

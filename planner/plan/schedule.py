@@ -8,11 +8,19 @@ rate, or the users, and the replica's capacity) is applied to that traffic, rais
 simulation's margin where the simulation asked for more replicas than the closed form, and
 rounded up to whole nodes, plus the spare nodes of N+k.
 
+With a daily profile the same arithmetic runs for each hour of the day over that hour's share of
+the traffic, and rented capacity is paid by the hour it is needed (the catalog's rental price
+spread evenly over the day's 24 hours).
+
 The schedule then compares, per node, owning (its capital spread over the amortisation period
-plus its running cost) with renting it: where owning is cheaper, each node is ordered
-``lead_time_months`` before the month it is first needed, and rented until it arrives; else
-every node is rented. It is set against renting everything and against buying the peak up front.
-Cash flows are discounted monthly at the annual rate, (1 + r)^(1/12) − 1 a month.
+plus its running cost) with renting it for the hours of the day it is needed: node k is worth
+owning in a month when it is busy more than the break-even hours a day (24 × owned ÷ rented
+cost a month), so the nodes worth owning are the hourly need ranked (break-even + 1)-th largest:
+the base load, or every node when the need is flat and owning costs less. Each node worth owning
+is ordered ``lead_time_months`` before the month it first is, and rented until it arrives; the
+peak above the owned base is rented by the hour. It is set against renting everything and
+against buying the peak up front. Cash flows are discounted monthly at the annual rate,
+(1 + r)^(1/12) − 1 a month.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import Any
 from planner.catalog import Catalog, Workload
 from planner.catalog.datafiles import read_factors
 from planner.model.metric import metrics
+from planner.plan.assumptions import GLOBALS
 from planner.plan.deployment import API, Ask, Line
 
 
@@ -132,26 +141,74 @@ class NodeCosts:
         """Capital spread over the amortisation period plus running cost [USD/month]."""
         return self.capital_usd / self.amortisation_months + self.running_usd_per_month
 
-    @property
-    def buy(self) -> bool:
-        """Whether owning a node costs less a month than renting it."""
-        return self.owned_usd_per_month < self.rent_usd_per_month
+
+def node_devices(row: Any, peak_replicas: int) -> int:
+    """Devices in one node of the schedule: a full node (``devices_per_node``) once the
+    horizon's peak fills one, else the peak's devices (a replica's at least), so a fleet smaller
+    than a node is not priced as a full one [devices]."""
+    per_node = int(row["devices_per_node"])
+    tp = int(row["tensor_parallel"])
+    return min(per_node, max(tp, peak_replicas * tp))
 
 
-def node_costs(row: Any, amortisation_months: int) -> NodeCosts:
-    """The option's per-node costs: its fleet's capital, running cost and rent ÷ its nodes."""
-    nodes = max(float(row["nodes_needed"]), 1.0)
+#: The cost metrics one node is priced by, in the order they are computed, with the per-node
+#: input each stands for (``capital_usd``: to buy; ``opex_usd_per_month``: to run;
+#: ``cloud_usd_per_month``: to rent).
+NODE_COST_METRICS = ("capital_usd", "energy_kwh_per_month", "opex_usd_per_month",
+                     "cloud_usd_per_month")  # fmt: skip
 
-    def per_node(column: str) -> float:
-        value = float(row[column])
-        return value / nodes if math.isfinite(value) else math.inf
+
+def node_costs(catalog: Catalog, row: Any, devices: int) -> NodeCosts:
+    """What one node of ``devices`` of the option's devices costs: the option's own capital,
+    running and rental metrics over one node of them (``devices_needed`` = ``devices``,
+    ``nodes_needed`` = 1); a missing price is infinite (never costed as zero)."""
+    a = catalog.assumptions
+    values: dict[str, Any] = {g.name: g.get(a) * g.scale for g in GLOBALS}
+    values |= {"devices_needed": devices, "nodes_needed": 1}
+    registry = metrics()
+    for name in NODE_COST_METRICS:
+        metric = registry[name]
+        values[name] = metric(*(values[i] if i in values else row[i] for i in metric.inputs))
+
+    def finite(name: str) -> float:
+        value = float(values[name])
+        return value if math.isfinite(value) else math.inf
 
     return NodeCosts(
-        per_node("capital_usd"),
-        per_node("opex_usd_per_month"),
-        per_node("cloud_usd_per_month"),
-        amortisation_months,
+        finite("capital_usd"),
+        finite("opex_usd_per_month"),
+        finite("cloud_usd_per_month"),
+        a.amortisation_months,
     )
+
+
+#: Hours in a day: a daily profile's length, and what a month's rent is spread over.
+HOURS = 24
+
+
+def break_even_hours(costs: NodeCosts) -> float:
+    """Hours a day a node must be busy for owning it to cost less than renting it for those
+    hours: 24 × owned ÷ rented cost a month [h/day] (inf where renting is free or impossible to
+    undercut; 0 where renting is impossible)."""
+    if not math.isfinite(costs.rent_usd_per_month):
+        return 0.0
+    if costs.rent_usd_per_month <= 0:
+        return math.inf
+    return HOURS * costs.owned_usd_per_month / costs.rent_usd_per_month
+
+
+def nodes_worth_owning(hourly: list[int], break_even_h: float) -> int:
+    """Nodes worth owning in a month whose hours need ``hourly`` nodes: node k is, when more
+    than ``break_even_h`` hours a day need k or more, i.e. the (⌊break-even⌋ + 1)-th largest
+    hourly need; none when the break-even is a whole day or more [nodes]."""
+    if break_even_h >= len(hourly):
+        return 0
+    return sorted(hourly, reverse=True)[math.floor(break_even_h)]
+
+
+def rented_node_hours(hourly: list[int], owned: int) -> int:
+    """Node-hours a day beyond the ``owned`` nodes, rented by the hour [node·h/day]."""
+    return sum(max(need - owned, 0) for need in hourly)
 
 
 @dataclass
@@ -182,35 +239,40 @@ class Plan:
         return list(itertools.accumulate(self.cash_usd))
 
 
+def _times(count: int, usd: float) -> float:
+    """``count`` × ``usd``, nothing for none of a thing whose price is unknown (inf) [USD]."""
+    return count * usd if count else 0.0
+
+
 def _plan(
     name: str,
-    nodes: list[int],
+    hours: list[list[int]],
     arrivals: list[int],
     costs: NodeCosts,
     orders: list[tuple[int, int]],
     lease: tuple[float, int] | None = None,
 ) -> Plan:
     """Owned nodes arrive as ``arrivals`` (month of each node's arrival), paid on arrival, or
-    with ``lease`` (annual rate, term) in monthly payments from arrival; any need beyond the
-    owned nodes in service is rented."""
+    with ``lease`` (annual rate, term) in monthly payments from arrival; any hour's need
+    (``hours``: per month, the nodes each hour of the day needs) beyond the owned nodes in
+    service is rented for that hour."""
     payment = lease_payment_usd(costs.capital_usd, *lease) if lease else 0.0
     owned, rented, cash = [], [], []
-    for m, need in enumerate(nodes):
+    for m, hourly in enumerate(hours):
         in_service = sum(1 for a in arrivals if a <= m)
         if lease:
-            capital = payment * sum(1 for a in arrivals if a <= m < a + lease[1])
+            capital = _times(sum(1 for a in arrivals if a <= m < a + lease[1]), payment)
         else:
-            capital = costs.capital_usd * sum(1 for a in arrivals if a == m)
+            capital = _times(sum(1 for a in arrivals if a == m), costs.capital_usd)
         owned.append(in_service)
-        rented.append(max(need - in_service, 0))
-        cash.append(
-            capital
-            + in_service * costs.running_usd_per_month
-            + rented[-1] * costs.rent_usd_per_month
-        )
-    end = len(nodes)
+        rented.append(max(max(hourly) - in_service, 0))
+        node_hours = rented_node_hours(hourly, in_service)
+        rent = _times(node_hours, costs.rent_usd_per_month / len(hourly))
+        cash.append(capital + _times(in_service, costs.running_usd_per_month) + rent)
+    end = len(hours)
     if lease:  # the payments still owed at the end count against the lease
-        residual = -payment * sum(max(a + lease[1] - end, 0) for a in arrivals if a < end)
+        owed = sum(max(a + lease[1] - end, 0) for a in arrivals if a < end)
+        residual = 0.0 - _times(owed, payment)
     else:
         residual = sum(
             book_value_usd(costs.capital_usd, end - a, costs.amortisation_months)
@@ -220,38 +282,56 @@ def _plan(
     return Plan(name, owned, rented, cash, orders, residual)
 
 
-def schedule_plans(
-    nodes: list[int], lead: int, costs: NodeCosts, lease: tuple[float, int] | None = None
-) -> dict[str, Plan]:
-    """The ways of meeting ``nodes`` (nodes needed per month): the schedule (each node ordered
-    ``lead`` months before it is first needed, where owning is cheaper; else all rented),
-    renting everything, buying the peak up front (ordered in month 0) and, with ``lease``
-    (annual rate, term in months), the schedule's tranches leased instead of bought."""
-    months, peak = len(nodes), max(nodes)
-    first_needed = [next(m for m, n in enumerate(nodes) if n >= k) for k in range(1, peak + 1)]
-    arrivals = [max(m - lead, 0) + lead for m in first_needed]
+def _tranches(target: list[int], lead: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """Each node of ``target`` (nodes to own, per month) ordered ``lead`` months before the
+    month it is first wanted (month 0 at the earliest): the months they arrive, and the orders
+    (month ordered, nodes) that arrive within the horizon."""
+    months = len(target)
+    first_wanted = [
+        next(m for m, n in enumerate(target) if n >= k)
+        for k in range(1, max(target, default=0) + 1)
+    ]
+    arrivals = [max(m - lead, 0) + lead for m in first_wanted]
     orders: dict[int, int] = {}
-    for m in first_needed:
+    for m in first_wanted:
         orders[max(m - lead, 0)] = orders.get(max(m - lead, 0), 0) + 1
-    owned_in_horizon = [a for a in arrivals if a < months]
-    rent = _plan("rent everything", nodes, [], costs, [])
-    up_front = _plan("buy the peak up front", nodes, [lead] * peak, costs, [(0, peak)])
     tranches = sorted((m, n) for m, n in orders.items() if m + lead < months)
-    if costs.buy:
+    return [a for a in arrivals if a < months], tranches
+
+
+def schedule_plans(
+    nodes: list[int],
+    lead: int,
+    costs: NodeCosts,
+    lease: tuple[float, int] | None = None,
+    hours: list[list[int]] | None = None,
+) -> dict[str, Plan]:
+    """The ways of meeting ``nodes`` (nodes needed per month, at the busiest hour; ``hours``:
+    per month, each hour's need, flat when not given): the schedule (each node worth owning,
+    :func:`nodes_worth_owning`, ordered ``lead`` months before it first is; the rest rented by
+    the hour), renting everything, buying the peak up front (ordered in month 0) and, with
+    ``lease`` (annual rate, term in months), the schedule's tranches leased instead of bought."""
+    hours = hours if hours is not None else [[n] * HOURS for n in nodes]
+    peak = max(nodes)
+    break_even = break_even_hours(costs)
+    target = list(itertools.accumulate((nodes_worth_owning(h, break_even) for h in hours), max))
+    arrivals, tranches = _tranches(target, lead)
+    rent = _plan("rent everything", hours, [], costs, [])
+    up_front = _plan("buy the peak up front", hours, [lead] * peak, costs, [(0, peak)])
+    if max(target) == 0:
+        schedule = _plan("rent (owning costs more a month)", hours, [], costs, [])
+    elif max(target) < peak:
         schedule = _plan(
-            "buy in tranches, rent until they arrive", nodes, owned_in_horizon, costs, tranches
+            "own the base in tranches, rent the peak by the hour", hours, arrivals, costs, tranches
         )
     else:
-        schedule = _plan("rent (owning costs more a month)", nodes, [], costs, [])
+        schedule = _plan(
+            "buy in tranches, rent until they arrive", hours, arrivals, costs, tranches
+        )
     plans = {"schedule": schedule, "rent": rent, "up_front": up_front}
     if lease is not None:
         plans["lease"] = _plan(
-            "lease each node as it is needed",
-            nodes,
-            owned_in_horizon,
-            costs,
-            tranches,
-            lease=lease,
+            "lease each node as it is needed", hours, arrivals, costs, tranches, lease=lease
         )
     return plans
 
@@ -269,6 +349,17 @@ class WorkloadSchedule:
     plans: dict[str, Plan]
     discount_rate_per_year: float
     lead_time_months: int
+    #: each hour's traffic as a fraction of the busiest hour's (flat: all 1)
+    profile: list[float] = field(default_factory=lambda: [1.0] * HOURS)
+    #: per month, the nodes each hour of the day needs (its busiest hour: ``nodes``)
+    hours: list[list[int]] = field(default_factory=list)
+    #: devices in one node (:func:`node_devices`)
+    node_devices: int = 1
+
+    @property
+    def base_nodes(self) -> list[int]:
+        """Nodes the quietest hour of each month needs [nodes]."""
+        return [min(h) for h in self.hours] if self.hours else list(self.nodes)
 
     def npv_usd(self, key: str) -> float:
         """Net present value of a plan's cash, less its owned nodes' book value at the end
@@ -302,16 +393,23 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
         return None
     forecast, a = workload.forecast, catalog.assumptions
     row = line.row
-    per_node = float(row["devices_per_node"])
     tp = float(row["tensor_parallel"])
     factors = traffic_factors(catalog, workload)
-    replicas = [replicas_at(row, f) for f in factors]
-    nodes = [math.ceil(r * tp / per_node - 1e-9) + forecast.spare_nodes for r in replicas]
-    costs = node_costs(row, a.amortisation_months)
+    profile = list(forecast.daily_profile or [1.0] * HOURS)
+
+    def nodes_for(replicas: int, devices: int) -> int:
+        return math.ceil(replicas * tp / devices - 1e-9) + forecast.spare_nodes
+
+    hourly_replicas = [[replicas_at(row, f * p) for p in profile] for f in factors]
+    replicas = [max(day) for day in hourly_replicas]
+    devices = node_devices(row, max(replicas))
+    hours = [[nodes_for(r, devices) for r in day] for day in hourly_replicas]
+    nodes = [max(day) for day in hours]
+    costs = node_costs(catalog, row, devices)
     lease = None
     if a.lease_rate_per_year is not None and a.lease_term_months is not None:
         lease = (a.lease_rate_per_year, a.lease_term_months)
-    plans = schedule_plans(nodes, a.lead_time_months, costs, lease)
+    plans = schedule_plans(nodes, a.lead_time_months, costs, lease, hours)
     return WorkloadSchedule(
         line,
         workload,
@@ -322,6 +420,9 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
         plans,
         a.discount_rate_per_year,
         a.lead_time_months,
+        profile,
+        hours,
+        devices,
     )
 
 

@@ -3,15 +3,18 @@ the ``Sensitivity`` sheet beside it.
 
 One block per workload: its inputs (growth, spare nodes, lead time, discount rate: editable;
 the per-node costs and the replica figures read from the option's Plan row), then a row per
-month. The month's replicas are the ``replicas_needed`` metric's own formula over the scaled
-traffic; the nodes owned in service are the running maximum of the nodes needed once the lead
-time has passed (where owning a node costs less a month than renting it); the rest is rented.
+month, with the nodes each hour of the day needs beside it. Each hour's replicas are the
+``replicas_needed`` metric's own formula over the traffic scaled by the month's factor and the
+hour's share of the daily profile (editable, the busiest hour 1); the nodes worth owning are the
+hourly need ranked (break-even hours + 1)-th largest; those owned in service are their running
+maximum once the lead time has passed; every hour's need beyond them is rented by the hour.
 The cached values are :mod:`planner.plan.schedule`'s, so a spreadsheet that recalculates shows the
 same figures until an input is edited.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from openpyxl import Workbook
@@ -31,11 +34,17 @@ from planner.outputs.workbook.cells import (
     _widths,
 )
 from planner.outputs.workbook.plan import PlanLayout
+from planner.plan.assumptions import GLOBALS
 from planner.plan.schedule import (
+    HOURS,
+    NODE_COST_METRICS,
     WorkloadSchedule,
     book_value_usd,
+    break_even_hours,
     depreciation_usd,
     discount_factor,
+    nodes_worth_owning,
+    rented_node_hours,
     simulation_raise,
 )
 
@@ -45,9 +54,12 @@ MONTH_COLUMNS = [
     ("traffic_factor", "0.00"),
     ("replicas", "0"),
     ("nodes_needed", "0"),
+    ("nodes_base", "0"),
+    ("nodes_worth_owning", "0"),
     ("nodes_owned", "0"),
     ("nodes_rented", "0"),
     ("nodes_arriving", "0"),
+    ("rented_node_hours_per_day", "0"),
     ("cash_usd", "#,##0"),
     ("cumulative_usd", "#,##0"),
     ("rent_everything_usd", "#,##0"),
@@ -63,11 +75,12 @@ INPUTS = [
     ("spare_nodes", "nodes", True),
     ("lead_time_months", "months", True),
     ("discount_rate_per_year", "fraction", True),
+    ("node_devices", "devices", False),
     ("node_capital_usd", "USD", False),
     ("node_running_usd_per_month", "USD/month", False),
     ("node_rent_usd_per_month", "USD/month", False),
     ("node_owned_usd_per_month", "USD/month", False),
-    ("buy", "1 = yes", False),
+    ("break_even_hours_per_day", "h/day", False),
     ("simulation_raise", "ratio", False),
 ]
 
@@ -76,8 +89,43 @@ TOTALS = ["cash_usd", "book_value_at_end_usd", "net_usd", "npv_usd", "rent_every
           "up_front_net_usd", "up_front_npv_usd"]  # fmt: skip
 
 
+#: The block's per-node cost rows and the cost metric each is, over one node's devices.
+NODE_COST_COLUMNS = {
+    "node_capital_usd": "capital_usd",
+    "node_running_usd_per_month": "opex_usd_per_month",
+    "node_rent_usd_per_month": "cloud_usd_per_month",
+}
+
+
+def _node_formula(name: str, plan: Callable[[str], str], devices: str) -> str:
+    """A cost metric's own formula over one node (:func:`planner.plan.schedule.node_costs`):
+    ``devices_needed`` is the node's devices (the cell ``devices``), ``nodes_needed`` 1, an
+    assumption its named cell, a cost metric it needs its formula, anything else the option's
+    Plan cell."""
+    assumptions = {g.name: g.cell if g.scale == 1 else f"({g.cell}*{g.scale!r})" for g in GLOBALS}
+
+    def resolve(term: str) -> str:
+        if term == "devices_needed":
+            return devices
+        if term == "nodes_needed":
+            return "1"
+        if term in assumptions:
+            return assumptions[term]
+        if term in NODE_COST_METRICS:
+            return f"({_node_formula(term, plan, devices)})"
+        return plan(term)
+
+    return to_excel(metrics()[name].expression(), resolve)[1:]
+
+
 def _letter(name: str) -> str:
     return get_column_letter([c for c, _ in MONTH_COLUMNS].index(name) + 1)
+
+
+def _hour_letter(hour: int) -> str:
+    """The column of an hour's nodes in the month table (after its named columns), and of its
+    share in the profile row."""
+    return get_column_letter(len(MONTH_COLUMNS) + 1 + hour)
 
 
 class Rows:
@@ -104,7 +152,9 @@ def write_schedule(
     if not found:
         return {}
     ws = _new_sheet(wb, "Schedule", "7030A0")
-    _widths(ws, [30, 14, 10, 14, 13, 13, 15, 12, 15, 20, 18, 15, 22, 17])
+    _widths(
+        ws, [30, 14, 10, 14, 13, 13, 18, 13, 13, 15, 24, 12, 15, 20, 18, 15, 22, 17] + [5] * HOURS
+    )
     cache: dict[str, Any] = {}
     rows = Rows()
     for i, s in enumerate(found):
@@ -113,7 +163,7 @@ def write_schedule(
         _block(ws, s, layout, positions[s.line.row.name] + 2, rows, cache)
     for cells in rows.cells:
         ws.append(cells)
-    _print_setup(ws, f"A1:N{len(rows.cells)}")
+    _print_setup(ws, f"A1:{_hour_letter(HOURS - 1)}{len(rows.cells)}")
     return cache
 
 
@@ -137,30 +187,41 @@ def _block(
     rows.add([_text_cell(ws, title, font=TITLE_FONT)])
     at: dict[str, str] = {}
     costs = s.costs
-    nodes = f"MAX({plan('nodes_needed')},1)"
-    formulas = {
-        "node_capital_usd": f"={plan('capital_usd')}/{nodes}",
-        "node_running_usd_per_month": f"={plan('opex_usd_per_month')}/{nodes}",
-        "node_rent_usd_per_month": f"={plan('cloud_usd_per_month')}/{nodes}",
-    }
     values = {
         "growth_per_month": forecast.growth_per_month or 0.0,
         "spare_nodes": forecast.spare_nodes,
         "lead_time_months": s.lead_time_months,
         "discount_rate_per_year": s.discount_rate_per_year,
+        "node_devices": s.node_devices,
         "node_capital_usd": costs.capital_usd,
         "node_running_usd_per_month": costs.running_usd_per_month,
         "node_rent_usd_per_month": costs.rent_usd_per_month,
         "node_owned_usd_per_month": costs.owned_usd_per_month,
-        "buy": costs.buy,
+        "break_even_hours_per_day": break_even_hours(costs),
         "simulation_raise": simulation_raise(row),
     }
     for name, _, _ in INPUTS:  # reserved first: the formulas below need every address
         at[name] = f"$B${rows.add()}"
+    first = len(rows.cells) + 4  # after the hour row, the profile row and the header
+    last = first + len(s.nodes) - 1
+    tp = plan("tensor_parallel")
+    formulas = {
+        "node_devices": (
+            f"=MIN({plan('devices_per_node')},MAX({tp},"
+            f"MAX({_letter('replicas')}${first}:{_letter('replicas')}${last})*{tp}))"
+        ),
+        **{
+            column: "=" + _node_formula(metric, plan, at["node_devices"])
+            for column, metric in NODE_COST_COLUMNS.items()
+        },
+    }
     formulas["node_owned_usd_per_month"] = (
         f"={at['node_capital_usd']}/amortisation_months+{at['node_running_usd_per_month']}"
     )
-    formulas["buy"] = f"=IF({at['node_owned_usd_per_month']}<{at['node_rent_usd_per_month']},1,0)"
+    formulas["break_even_hours_per_day"] = (
+        f"=IF({at['node_rent_usd_per_month']}>0,"
+        f"{HOURS}*{at['node_owned_usd_per_month']}/{at['node_rent_usd_per_month']},{HOURS})"
+    )
     formulas["simulation_raise"] = (
         f"=IF({plan('replicas_needed')}>0,{plan('replicas_planned')}/{plan('replicas_needed')},1)"
     )
@@ -173,18 +234,45 @@ def _block(
         elif editable:
             cell = _cell(ws, value, "0.0%" if unit == "fraction" else "0", fill=INPUT_FILL)
         else:
-            cell = _formula_cell(ws, formulas[name], "0" if name == "buy" else "#,##0.00")
-            cache[f"B{number}"] = (1 if value else 0) if name == "buy" else value
+            cell = _formula_cell(ws, formulas[name], "0" if unit == "devices" else "#,##0.00")
+            cache[f"B{number}"] = value
         rows.fill(number, [_text_cell(ws, name), cell, _text_cell(ws, unit)])
-    header = rows.add(_header(ws, [c for c, _ in MONTH_COLUMNS]))
-    first = header + 1
-    last = header + len(s.nodes)
+    rows.add(
+        [_text_cell(ws, "hour")]
+        + [None] * (len(MONTH_COLUMNS) - 1)
+        + [_cell(ws, h, "0") for h in range(HOURS)]
+    )
+    profile_row = rows.add(
+        [_text_cell(ws, "daily_profile"), None, _text_cell(ws, "of the busiest hour")]
+        + [None] * (len(MONTH_COLUMNS) - 3)
+        + [_cell(ws, share, "0%", fill=INPUT_FILL) for share in s.profile]
+    )
+    profile = f"${_hour_letter(0)}${profile_row}:${_hour_letter(HOURS - 1)}${profile_row}"
+    header = rows.add(
+        _header(ws, [c for c, _ in MONTH_COLUMNS] + [f"nodes_h{h:02d}" for h in range(HOURS)])
+    )
+    assert header + 1 == first
     needed = metrics()["replicas_needed"].expression()
     schedule = s.plans["schedule"]
     cumulative = schedule.cumulative_usd()
     months = len(s.nodes)
     need = _letter("nodes_needed")
+    worth = _letter("nodes_worth_owning")
     peak = f"MAX({need}${first}:{need}${last})"
+
+    def replicas_at(factor: str) -> str:
+        """The replicas_needed formula over the traffic scaled by ``factor``, raised by the
+        simulation and rounded up to whole replicas."""
+        scaled = {
+            "concurrency": f"({plan('concurrency')}*{factor})",
+            "replica_capacity_sequences": plan("replica_capacity_sequences"),
+            "in_flight_requests": f"({plan('in_flight_requests')}*{factor})",
+            "forecast_requests_per_s": f"({plan('forecast_requests_per_s')}*{factor})",
+            "requests_per_s_per_replica": plan("requests_per_s_per_replica"),
+        }
+        expression = to_excel(needed, scaled.__getitem__)[1:]
+        return f"ROUNDUP(({expression})*{at['simulation_raise']}-1E-9,0)"
+
     depreciation = depreciation_usd(schedule.owned, costs.capital_usd, costs.amortisation_months)
     for m in range(months):
         r = first + m
@@ -193,45 +281,42 @@ def _block(
             return f"{_letter(name)}{row_number}"
 
         factor = cell("traffic_factor")
-        scaled = {
-            "concurrency": f"({plan('concurrency')}*{factor})",
-            "replica_capacity_sequences": plan("replica_capacity_sequences"),
-            "in_flight_requests": f"({plan('in_flight_requests')}*{factor})",
-            "forecast_requests_per_s": f"({plan('forecast_requests_per_s')}*{factor})",
-            "requests_per_s_per_replica": plan("requests_per_s_per_replica"),
-        }
-        replicas = to_excel(needed, scaled.__getitem__)[1:]
+        day = f"${_hour_letter(0)}{r}:${_hour_letter(HOURS - 1)}{r}"
+        owned_now = cell("nodes_owned")
+        peak_owned = f"IF({cell('month')}>={at['lead_time_months']},{peak},0)"
         previous_owned = f"{cell('nodes_owned', r - 1)}" if m else "0"
         arriving = schedule.owned[m] - (schedule.owned[m - 1] if m else 0)
         discount = discount_factor(s.discount_rate_per_year, m)
         book = book_value_usd(costs.capital_usd, months - m, costs.amortisation_months)
         formulas_m = {
             "traffic_factor": f"=(1+{at['growth_per_month']})^{cell('month')}",
-            "replicas": f"=ROUNDUP(({replicas})*{at['simulation_raise']}-1E-9,0)",
-            "nodes_needed": (
-                f"=ROUNDUP({cell('replicas')}*{plan('tensor_parallel')}/"
-                f"{plan('devices_per_node')}-1E-9,0)+{at['spare_nodes']}"
+            "replicas": f"={replicas_at(f'{factor}*MAX({profile})')}",
+            "nodes_needed": f"=MAX({day})",
+            "nodes_base": f"=MIN({day})",
+            "nodes_worth_owning": (
+                f"=IF({at['break_even_hours_per_day']}<{HOURS},"
+                f"LARGE({day},INT({at['break_even_hours_per_day']})+1),0)"
             ),
             "nodes_owned": (
-                f"=IF({at['buy']}=1,IF({cell('month')}>={at['lead_time_months']},"
-                f"MAX({need}${first}:{cell('nodes_needed')}),0),0)"
+                f"=IF({cell('month')}>={at['lead_time_months']},"
+                f"MAX({worth}${first}:{cell('nodes_worth_owning')}),0)"
             ),
-            "nodes_rented": f"=MAX({cell('nodes_needed')}-{cell('nodes_owned')},0)",
-            "nodes_arriving": f"={cell('nodes_owned')}-{previous_owned}",
+            "nodes_rented": f"=MAX({cell('nodes_needed')}-{owned_now},0)",
+            "nodes_arriving": f"={owned_now}-{previous_owned}",
+            "rented_node_hours_per_day": f"=SUMPRODUCT(({day}>{owned_now})*({day}-{owned_now}))",
             "cash_usd": (
                 f"={cell('nodes_arriving')}*{at['node_capital_usd']}"
-                f"+{cell('nodes_owned')}*{at['node_running_usd_per_month']}"
-                f"+{cell('nodes_rented')}*{at['node_rent_usd_per_month']}"
+                f"+{owned_now}*{at['node_running_usd_per_month']}"
+                f"+{cell('rented_node_hours_per_day')}/{HOURS}*{at['node_rent_usd_per_month']}"
             ),
             "cumulative_usd": f"=SUM({_letter('cash_usd')}${first}:{cell('cash_usd')})",
-            "rent_everything_usd": f"={cell('nodes_needed')}*{at['node_rent_usd_per_month']}",
+            "rent_everything_usd": f"=SUM({day})/{HOURS}*{at['node_rent_usd_per_month']}",
             # the peak bought in month 0, in service from the lead time, rented until then
             "up_front_cash_usd": (
                 f"=IF({cell('month')}={at['lead_time_months']},{peak},0)*{at['node_capital_usd']}"
-                f"+IF({cell('month')}>={at['lead_time_months']},{peak},0)"
-                f"*{at['node_running_usd_per_month']}"
-                f"+MAX({cell('nodes_needed')}-IF({cell('month')}>={at['lead_time_months']},"
-                f"{peak},0),0)*{at['node_rent_usd_per_month']}"
+                f"+{peak_owned}*{at['node_running_usd_per_month']}"
+                f"+SUMPRODUCT(({day}>{peak_owned})*({day}-{peak_owned}))/{HOURS}"
+                f"*{at['node_rent_usd_per_month']}"
             ),
             "discount_factor": f"=1/(1+{at['discount_rate_per_year']})^({cell('month')}/12)",
             "book_value_at_end_usd": (
@@ -249,9 +334,12 @@ def _block(
             "traffic_factor": s.factors[m],
             "replicas": s.replicas[m],
             "nodes_needed": s.nodes[m],
+            "nodes_base": s.base_nodes[m],
+            "nodes_worth_owning": nodes_worth_owning(s.hours[m], break_even_hours(costs)),
             "nodes_owned": schedule.owned[m],
             "nodes_rented": schedule.rented[m],
             "nodes_arriving": arriving,
+            "rented_node_hours_per_day": rented_node_hours(s.hours[m], schedule.owned[m]),
             "cash_usd": schedule.cash_usd[m],
             "cumulative_usd": cumulative[m],
             "rent_everything_usd": s.plans["rent"].cash_usd[m],
@@ -270,6 +358,17 @@ def _block(
                 continue
             cells.append(_formula_cell(ws, formulas_m[name], fmt))
             cache[cell(name)] = values_m[name]
+        for h in range(HOURS):  # the nodes each hour of the day needs
+            share = f"{_hour_letter(h)}${profile_row}"
+            cells.append(
+                _formula_cell(
+                    ws,
+                    f"=ROUNDUP({replicas_at(f'{factor}*{share}')}*{tp}/"
+                    f"{at['node_devices']}-1E-9,0)+{at['spare_nodes']}",
+                    "0",
+                )
+            )
+            cache[f"{_hour_letter(h)}{r}"] = s.hours[m][h]
         rows.add(cells)
     column = {name: f"{_letter(name)}{first}:{_letter(name)}{last}" for name, _ in MONTH_COLUMNS}
     rate = at["discount_rate_per_year"]
