@@ -398,10 +398,15 @@ def test_a_daily_profile_is_checked(tmp_path: Path, profile: str, words: list[st
 
 def _profiled(tmp_path: Path) -> Path:
     """The seed with traffic ×1, ×4, ×8, ×16 by month and a day of 6 hours at 25 %, 8 at 50 %
-    and 10 at the peak; electricity priced so owning has a running cost."""
+    and 10 at the peak; electricity priced so owning has a running cost; a 2-month lease at
+    6 %."""
     folder = _seed_with(tmp_path, f"{{factors: [1, 4, 8, 16], daily_profile: {PROFILE}}}")
     assumptions = folder / "assumptions.yaml"
-    assumptions.write_text(assumptions.read_text() + "  electricity_usd_per_kwh: 0.12\n")
+    assumptions.write_text(
+        assumptions.read_text()
+        + "  electricity_usd_per_kwh: 0.12\n  lease_rate_per_year: 0.06\n"
+        + "  lease_term_months: 2\n"
+    )
     return folder
 
 
@@ -426,6 +431,24 @@ def test_a_daily_profile_in_the_catalog(tmp_path: Path) -> None:
     nine = schedule_plans(s.nodes, 0, s.costs, hours=shorter)["schedule"]
     assert nine.owned == [1, 1, 1, 1]
     assert nine.cash_usd[3] == pytest.approx(210.24 + 4_380)
+
+
+def test_the_profiled_lease_and_payback(tmp_path: Path) -> None:
+    """Nodes arrive in months 0 and 3; leased over 2 months at 6 % (0.5 % a month), each pays
+    160,000 × 0.005 ÷ (1 − 1.005^−2) = 800 ÷ 0.0099256 = 80,600.50 a month: node 1 in months
+    0–1, node 2 in month 3, so month 2 pays only the running 210.24, and one payment of node 2
+    is still owed after month 3. Buying never gets back to renting's cumulative cost (160,210
+    against 11,680 in month 0; 480,841 against 51,587 by month 3): no payback."""
+    catalog = load_catalog(_profiled(tmp_path))
+    (s,) = schedules(catalog, ask(catalog, evaluate(catalog).table))
+    payment = 160_000 * 0.005 / (1 - 1.005**-2)
+    assert payment == pytest.approx(80_600.50, abs=0.01)
+    lease = s.plans["lease"]
+    assert lease.cash_usd == pytest.approx(
+        [payment + 210.24, payment + 210.24, 210.24, payment + 2 * 210.24]
+    )
+    assert lease.residual_usd == pytest.approx(-payment)
+    assert s.payback_month() is None
 
 
 @pytest.mark.parametrize(
@@ -460,3 +483,30 @@ def test_the_profiled_schedule_recomputes_in_both_engines(tmp_path: Path) -> Non
     for engine in engines:
         (out,) = recalculate_many([path], tmp_path / engine, engine=engine)
         assert_sheets_equal(cached(path, "Schedule"), computed_values(out, "Schedule"))
+
+
+def test_how_the_schedule_hangs_on_the_growth(tmp_path: Path) -> None:
+    """10 % a month for 24 months: month 23 carries 1.1^23 = 8.95 × today's 16 users, 9
+    replicas of 16, two nodes of 8 devices. Growth −20 % (8 %): 1.08^23 = 5.87, 6 replicas, one
+    node (of 6 devices); +20 % (12 %): 1.12^23 = 13.55, 14 replicas, two nodes of 8."""
+    from planner.plan.schedule import growth_cases
+
+    catalog = load_catalog(_seed_with(tmp_path, "{months: 24, growth_per_month: 0.1}"))
+    (found,) = schedules(catalog, ask(catalog, evaluate(catalog).table))
+    cases = growth_cases(catalog, found, 0.2)
+    assert [c.scale for c in cases] == [0.8, 1.0, 1.2]
+    assert [c.peak_nodes for c in cases] == [1, 2, 2]
+    assert cases[1].npv_usd == pytest.approx({k: found.npv_usd(k) for k in found.plans})
+    assert found.replicas[-1] == 9 and found.node_devices == 8
+
+
+def test_a_tabled_forecast_scales_its_rise(tmp_path: Path) -> None:
+    """Factors 1, 1, 2, 2.5 with growth −20 %: 1, 1, 1.8, 2.2 (the rise over today × 0.8)."""
+    from planner.plan.schedule import scaled_growth
+
+    catalog = load_catalog(_seed_with(tmp_path, "{factors: [1, 1, 2, 2.5]}"))
+    (found,) = schedules(catalog, ask(catalog, evaluate(catalog).table))
+    forecast = found.workload.forecast
+    assert forecast is not None
+    lowered = scaled_growth(forecast, found.factors, 0.8)
+    assert lowered.factors == pytest.approx([1, 1, 1.8, 2.2])

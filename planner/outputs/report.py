@@ -192,7 +192,7 @@ def context(
         },
         "measured": measured_rows(derived.measured),
         "calibration": calibration_lines(catalog),
-        "schedules": schedule_sections(derived.schedules),
+        "schedules": schedule_sections(derived.schedules, derived.growth),
         "tornado": tornado_section(derived.tornado),
         "bill": bill_of_materials(catalog, plan),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",

@@ -426,6 +426,7 @@ def write_run(
                 measured=derived.measured,
                 schedules=derived.schedules,
                 sensitivity=derived.tornado,
+                growth=derived.growth,
             ),
         ),
         (

@@ -24,7 +24,7 @@ from planner.outputs.advice import (
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
-from planner.plan.schedule import HOURS, WorkloadSchedule, break_even_hours
+from planner.plan.schedule import HOURS, PLANS, GrowthCase, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
@@ -642,16 +642,16 @@ def calibration_lines(catalog: Catalog) -> list[str]:
     return lines
 
 
-#: The plans of a schedule in the order the report compares them.
-PLAN_ORDER = ("schedule", "rent", "up_front", "lease")
-
-
-def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]:
+def schedule_sections(
+    found_all: list[WorkloadSchedule], growth: list[list[GrowthCase]] | None = None
+) -> list[dict[str, Any]]:
     """Per workload with a forecast (:func:`planner.plan.schedule.schedules`): its nodes month
-    by month, the orders, and what each way of paying costs over the horizon (cash, book value
-    left, net, net present value)."""
+    by month, the orders, what each way of paying costs over the horizon (cash, book value
+    left, net, net present value) and, with ``growth`` (its :func:`growth_cases`), the peak
+    and the cheapest way of paying with the growth lowered and raised."""
     out = []
     for index, found in enumerate(found_all):
+        cases = growth[index] if growth else []
         forecast = found.workload.forecast
         assert forecast is not None
         chosen = found.plans["schedule"]
@@ -724,7 +724,7 @@ def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]
                         "net": usd(found.plans[key].net_usd),
                         "npv": usd(found.npv_usd(key)),
                     }
-                    for key in PLAN_ORDER
+                    for key in PLANS
                     if key in found.plans
                 ],
                 "payback": (
@@ -735,6 +735,17 @@ def schedule_sections(found_all: list[WorkloadSchedule]) -> list[dict[str, Any]]
                 "svg": Markup(
                     charts.schedule_chart(found.nodes, chosen.owned, chosen.rented, f"s{index}s")
                 ),
+                "growth_cases": [
+                    {
+                        "case": "as forecast"
+                        if case.scale == 1
+                        else f"growth {'+' if case.scale > 1 else '−'}{abs(case.scale - 1):.0%}",
+                        "peak": count(case.peak_nodes),
+                        "npv": usd(case.npv_usd["schedule"]),
+                        "cheapest": found.plans[case.cheapest].name,
+                    }
+                    for case in cases
+                ],
             }
         )
     return out

@@ -25,6 +25,7 @@ against buying the peak up front. Cash flows are discounted monthly at the annua
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any
 
 from planner.catalog import Catalog, Workload
 from planner.catalog.datafiles import read_factors
+from planner.catalog.records import Forecast
 from planner.model.metric import metrics
 from planner.plan.assumptions import GLOBALS
 from planner.plan.deployment import API, Ask, Line
@@ -355,6 +357,8 @@ class WorkloadSchedule:
     hours: list[list[int]] = field(default_factory=list)
     #: devices in one node (:func:`node_devices`)
     node_devices: int = 1
+    #: the lease compared (annual rate, term in months), when the assumptions give one
+    lease: tuple[float, int] | None = None
 
     @property
     def base_nodes(self) -> list[int]:
@@ -423,7 +427,60 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
         profile,
         hours,
         devices,
+        lease,
     )
+
+
+def scaled_growth(forecast: Forecast, factors: list[float], scale: float) -> Forecast:
+    """The forecast with its growth × ``scale``: the growth rate, or each month's rise over
+    today's traffic (a table, inline or from its file, becomes inline)."""
+    if forecast.growth_per_month is not None:
+        return forecast.model_copy(update={"growth_per_month": forecast.growth_per_month * scale})
+    moved = [max(1 + (f - 1) * scale, 1e-9) for f in factors]
+    return forecast.model_copy(
+        update={"factors": moved, "file": None, "column": None, "months": None}
+    )
+
+
+#: The ways of paying a schedule compares, in the order they are shown and preferred at equal
+#: cost: the schedule, renting everything, buying the peak up front, leasing.
+PLANS = ("schedule", "rent", "up_front", "lease")
+
+
+@dataclass(frozen=True)
+class GrowthCase:
+    """A schedule with the forecast's growth scaled: its peak nodes, the net present value of
+    each way of paying and the cheapest of them."""
+
+    scale: float
+    peak_nodes: int
+    npv_usd: dict[str, float]
+
+    @property
+    def cheapest(self) -> str:
+        """The way of paying with the lowest net present value (a :class:`Plan` key); of equal
+        ones, the first in :data:`PLANS` (a lease of nothing is no cheaper than renting)."""
+        return min(self.npv_usd, key=lambda k: (self.npv_usd[k], PLANS.index(k)))
+
+
+def growth_cases(catalog: Catalog, found: WorkloadSchedule, swing: float) -> list[GrowthCase]:
+    """The schedule of ``found``'s line with its forecast's growth × (1 − swing), as forecast,
+    and × (1 + swing): how far the purchase and the way of paying hang on the growth."""
+    forecast = found.workload.forecast
+    assert forecast is not None
+    out = []
+    for scale in (1 - swing, 1.0, 1 + swing):
+        workload = found.workload.model_copy(
+            update={"forecast": scaled_growth(forecast, found.factors, scale)}
+        )
+        moved = dataclasses.replace(
+            catalog,
+            workloads=tuple(workload if w.id == workload.id else w for w in catalog.workloads),
+        )
+        again = workload_schedule(moved, found.line)
+        assert again is not None
+        out.append(GrowthCase(scale, max(again.nodes), {k: again.npv_usd(k) for k in again.plans}))
+    return out
 
 
 def schedules(catalog: Catalog, plan: Ask) -> list[WorkloadSchedule]:

@@ -199,11 +199,13 @@ def write_workbook(
     measured: pd.DataFrame | None = None,
     schedules: list[WorkloadSchedule] | None = None,
     sensitivity: tuple[float, float, list[Any]] | None = None,
+    growth: list[list[Any]] | None = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
     ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
     ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet and
-    ``sensitivity`` (:func:`planner.plan.sensitivity.tornado`) the Sensitivity sheet."""
+    ``sensitivity`` (:func:`planner.plan.sensitivity.tornado`) the Sensitivity sheet, with
+    ``growth`` (per schedule, :func:`planner.plan.schedule.growth_cases`) below it."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -215,7 +217,8 @@ def write_workbook(
     caches["Assumptions"] = _write_assumptions(wb, results)
     positions = {index: i for i, index in enumerate(results.table.index)}
     caches["Schedule"] = write_schedule(wb, schedules or [], layout, positions)
-    write_sensitivity(wb, sensitivity, SWING)
+    pairs = list(zip(schedules or [], growth or [], strict=True)) if growth else []
+    write_sensitivity(wb, sensitivity, SWING, pairs)
     if measured is not None:
         write_measured(wb, measured)
     _write_notes(wb, results)

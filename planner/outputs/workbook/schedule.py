@@ -38,11 +38,13 @@ from planner.plan.assumptions import GLOBALS
 from planner.plan.schedule import (
     HOURS,
     NODE_COST_METRICS,
+    GrowthCase,
     WorkloadSchedule,
     book_value_usd,
     break_even_hours,
     depreciation_usd,
     discount_factor,
+    lease_payment_usd,
     nodes_worth_owning,
     rented_node_hours,
     simulation_raise,
@@ -67,7 +69,14 @@ MONTH_COLUMNS = [
     ("discount_factor", "0.0000"),
     ("book_value_at_end_usd", "#,##0"),
     ("depreciation_usd", "#,##0"),
+    ("rent_cumulative_usd", "#,##0"),
+    ("stays_at_or_below_rent", "0"),
+    ("lease_paying_nodes", "0"),
+    ("lease_cash_usd", "#,##0"),
 ]
+
+#: Month columns written only when the assumptions give a lease.
+LEASE_COLUMNS = frozenset({"lease_paying_nodes", "lease_cash_usd"})
 
 #: The block's input rows: name, unit, whether finance edits it (else a formula over the Plan).
 INPUTS = [
@@ -75,6 +84,9 @@ INPUTS = [
     ("spare_nodes", "nodes", True),
     ("lead_time_months", "months", True),
     ("discount_rate_per_year", "fraction", True),
+    ("lease_rate_per_year", "fraction", True),
+    ("lease_term_months", "months", True),
+    ("lease_payment_usd_per_month", "USD/month", False),
     ("node_devices", "devices", False),
     ("node_capital_usd", "USD", False),
     ("node_running_usd_per_month", "USD/month", False),
@@ -84,9 +96,13 @@ INPUTS = [
     ("simulation_raise", "ratio", False),
 ]
 
-TOTALS = ["cash_usd", "book_value_at_end_usd", "net_usd", "npv_usd", "rent_everything_usd",
-          "rent_everything_npv_usd", "up_front_cash_usd", "up_front_book_value_at_end_usd",
-          "up_front_net_usd", "up_front_npv_usd"]  # fmt: skip
+TOTALS = [("cash_usd", "USD"), ("book_value_at_end_usd", "USD"), ("net_usd", "USD"),
+          ("npv_usd", "USD"), ("payback_month", "month"), ("rent_everything_usd", "USD"),
+          ("rent_everything_npv_usd", "USD"), ("up_front_cash_usd", "USD"),
+          ("up_front_book_value_at_end_usd", "USD"), ("up_front_net_usd", "USD"),
+          ("up_front_npv_usd", "USD"), ("lease_cash_usd", "USD"),
+          ("lease_owed_at_end_usd", "USD"), ("lease_net_usd", "USD"),
+          ("lease_npv_usd", "USD")]  # fmt: skip
 
 
 #: The block's per-node cost rows and the cost metric each is, over one node's devices.
@@ -192,6 +208,11 @@ def _block(
         "spare_nodes": forecast.spare_nodes,
         "lead_time_months": s.lead_time_months,
         "discount_rate_per_year": s.discount_rate_per_year,
+        "lease_rate_per_year": s.lease[0] if s.lease else None,
+        "lease_term_months": s.lease[1] if s.lease else None,
+        "lease_payment_usd_per_month": (
+            lease_payment_usd(costs.capital_usd, *s.lease) if s.lease else None
+        ),
         "node_devices": s.node_devices,
         "node_capital_usd": costs.capital_usd,
         "node_running_usd_per_month": costs.running_usd_per_month,
@@ -222,6 +243,11 @@ def _block(
         f"=IF({at['node_rent_usd_per_month']}>0,"
         f"{HOURS}*{at['node_owned_usd_per_month']}/{at['node_rent_usd_per_month']},{HOURS})"
     )
+    rate, term = at["lease_rate_per_year"], at["lease_term_months"]
+    formulas["lease_payment_usd_per_month"] = (
+        f"=IF({rate}=0,{at['node_capital_usd']}/{term},"
+        f"{at['node_capital_usd']}*({rate}/12)/(1-(1+{rate}/12)^(-{term})))"
+    )
     formulas["simulation_raise"] = (
         f"=IF({plan('replicas_needed')}>0,{plan('replicas_planned')}/{plan('replicas_needed')},1)"
     )
@@ -231,6 +257,8 @@ def _block(
         value = values[name]
         if name == "growth_per_month" and tabled:
             cell = _text_cell(ws, "month by month below")
+        elif name.startswith("lease_") and s.lease is None:
+            cell = _text_cell(ws, "no lease in the assumptions")
         elif editable:
             cell = _cell(ws, value, "0.0%" if unit == "fraction" else "0", fill=INPUT_FILL)
         else:
@@ -274,6 +302,12 @@ def _block(
         return f"ROUNDUP(({expression})*{at['simulation_raise']}-1E-9,0)"
 
     depreciation = depreciation_usd(schedule.owned, costs.capital_usd, costs.amortisation_months)
+    rent_cumulative = s.plans["rent"].cumulative_usd()
+    stays = list(zip(rent_cumulative, cumulative, strict=True))
+    term_n = s.lease[1] if s.lease else 0
+    paying = [
+        n - (schedule.owned[m - term_n] if m >= term_n else 0) for m, n in enumerate(schedule.owned)
+    ]
     for m in range(months):
         r = first + m
 
@@ -323,6 +357,25 @@ def _block(
                 f"={cell('nodes_arriving')}*{at['node_capital_usd']}*MAX(0,1-({months}-"
                 f"{cell('month')})/amortisation_months)"
             ),
+            "rent_cumulative_usd": (
+                f"=SUM({_letter('rent_everything_usd')}${first}:{cell('rent_everything_usd')})"
+            ),
+            "stays_at_or_below_rent": (
+                f"=IF({cell('cumulative_usd')}<={cell('rent_cumulative_usd')},1,0)"
+                if m == months - 1
+                else f"=IF(AND({cell('cumulative_usd')}<={cell('rent_cumulative_usd')},"
+                f"{cell('stays_at_or_below_rent', r + 1)}=1),1,0)"
+            ),
+            "lease_paying_nodes": (
+                f"={owned_now}-IF({cell('month')}>={term},"
+                f"INDEX({_letter('nodes_owned')}${first}:{_letter('nodes_owned')}${last},"
+                f"{cell('month')}-{term}+1),0)"
+            ),
+            "lease_cash_usd": (
+                f"={cell('lease_paying_nodes')}*{at['lease_payment_usd_per_month']}"
+                f"+{owned_now}*{at['node_running_usd_per_month']}"
+                f"+{cell('rented_node_hours_per_day')}/{HOURS}*{at['node_rent_usd_per_month']}"
+            ),
             "depreciation_usd": (
                 f"=({cell('nodes_owned')}-IF({cell('month')}>=amortisation_months,"
                 f"INDEX({_letter('nodes_owned')}${first}:{_letter('nodes_owned')}${last},"
@@ -347,6 +400,10 @@ def _block(
             "discount_factor": discount,
             "book_value_at_end_usd": arriving * book,
             "depreciation_usd": depreciation[m],
+            "rent_cumulative_usd": rent_cumulative[m],
+            "stays_at_or_below_rent": int(all(b <= a for a, b in stays[m:])),
+            "lease_paying_nodes": paying[m],
+            "lease_cash_usd": s.plans["lease"].cash_usd[m] if s.lease else None,
         }
         cells = []
         for name, fmt in MONTH_COLUMNS:
@@ -355,6 +412,9 @@ def _block(
                 continue
             if name == "traffic_factor" and tabled:  # the forecast's table: typed, not computed
                 cells.append(_cell(ws, s.factors[m], fmt, fill=INPUT_FILL))
+                continue
+            if name in LEASE_COLUMNS and s.lease is None:
+                cells.append(None)
                 continue
             cells.append(_formula_cell(ws, formulas_m[name], fmt))
             cache[cell(name)] = values_m[name]
@@ -386,7 +446,22 @@ def _block(
             f"*MAX(0,1-({months}-{at['lead_time_months']})/amortisation_months),0)"
         ),
     }
-    total_rows = {name: rows.add() for name in TOTALS}
+    total_rows = {name: rows.add() for name, _ in TOTALS}
+    stayed = f"SUM({column['stays_at_or_below_rent']})"
+    totals["payback_month"] = f'=IF(AND({stayed}>0,{stayed}<{months}),{months}-{stayed},"none")'
+    owed_months = f"({column['month']}+{term}-{months})"
+    totals["lease_cash_usd"] = f"=SUM({column['lease_cash_usd']})"
+    totals["lease_owed_at_end_usd"] = (
+        f"=SUMPRODUCT({column['nodes_arriving']},({owed_months}>0)*{owed_months})"
+        f"*{at['lease_payment_usd_per_month']}"
+    )
+    totals["lease_net_usd"] = (
+        f"=B{total_rows['lease_cash_usd']}+B{total_rows['lease_owed_at_end_usd']}"
+    )
+    totals["lease_npv_usd"] = (
+        f"=SUMPRODUCT({column['lease_cash_usd']},{column['discount_factor']})"
+        f"+B{total_rows['lease_owed_at_end_usd']}/{end_discount}"
+    )
     totals["net_usd"] = f"=B{total_rows['cash_usd']}-B{total_rows['book_value_at_end_usd']}"
     totals["npv_usd"] = (
         f"=SUMPRODUCT({column['cash_usd']},{column['discount_factor']})"
@@ -410,11 +485,23 @@ def _block(
         "up_front_book_value_at_end_usd": s.plans["up_front"].residual_usd,
         "up_front_net_usd": s.plans["up_front"].net_usd,
         "up_front_npv_usd": s.npv_usd("up_front"),
+        "payback_month": "none" if s.payback_month() is None else s.payback_month(),
     }
-    for name in TOTALS:
+    if s.lease:
+        lease = s.plans["lease"]
+        total_values |= {
+            "lease_cash_usd": lease.total_usd,
+            "lease_owed_at_end_usd": -lease.residual_usd,
+            "lease_net_usd": lease.net_usd,
+            "lease_npv_usd": s.npv_usd("lease"),
+        }
+    for name, unit in TOTALS:
         number = total_rows[name]
-        formula = _formula_cell(ws, totals[name], "#,##0")
-        rows.fill(number, [_text_cell(ws, name), formula, _text_cell(ws, "USD")])
+        if name.startswith("lease_") and s.lease is None:
+            rows.fill(number, [_text_cell(ws, name), _text_cell(ws, "no lease in the assumptions")])
+            continue
+        formula = _formula_cell(ws, totals[name], "#,##0" if unit == "USD" else "0")
+        rows.fill(number, [_text_cell(ws, name), formula, _text_cell(ws, unit)])
         cache[f"B{number}"] = total_values[name]
 
 
@@ -429,11 +516,28 @@ SENSITIVITY_COLUMNS = [
 ]
 
 
+#: The growth table's columns (below the tornado's): header and number format.
+GROWTH_COLUMNS = [
+    ("workload", None),
+    ("growth", None),
+    ("peak_nodes", "0"),
+    ("npv_schedule_usd", "#,##0"),
+    ("npv_rent_everything_usd", "#,##0"),
+    ("npv_up_front_usd", "#,##0"),
+    ("npv_lease_usd", "#,##0"),
+    ("cheapest", None),
+]
+
+
 def write_sensitivity(
-    wb: Workbook, tornado: tuple[float, float, list[Any]] | None, swing: float
+    wb: Workbook,
+    tornado: tuple[float, float, list[Any]] | None,
+    swing: float,
+    growth: list[tuple[WorkloadSchedule, list[GrowthCase]]] | None = None,
 ) -> None:
     """Add the ``Sensitivity`` sheet: the ask's cost over the period and devices with each
-    uncertain input moved by ±``swing`` (constants: each is the plan evaluated again)."""
+    uncertain input moved by ±``swing`` (constants: each is the plan evaluated again); with
+    ``growth``, each schedule's peak and ways of paying with its growth lowered and raised."""
     if tornado is None:
         return
     base_usd, base_devices, bars = tornado
@@ -461,4 +565,28 @@ def write_sensitivity(
                 _text_cell(ws, flips),
             ]
         )
-    _print_setup(ws, f"A1:F{len(bars) + 3}")
+    written = len(bars) + 3
+    if growth:
+        written += 3 + sum(len(cases) for _, cases in growth)
+        ws.append([])
+        title = (
+            f"Each forecast's schedule with its traffic growth moved by −/+{swing:.0%} "
+            "(constants: each row is the schedule computed again)"
+        )
+        ws.append([_text_cell(ws, title, font=TITLE_FONT)])
+        ws.append(_header(ws, [name for name, _ in GROWTH_COLUMNS]))
+        for found, cases in growth:
+            for case in cases:
+                npv = {
+                    key: case.npv_usd.get(key) for key in ("schedule", "rent", "up_front", "lease")
+                }
+                ws.append(
+                    [
+                        _text_cell(ws, found.workload.id),
+                        _text_cell(ws, "as forecast" if case.scale == 1 else f"× {case.scale:g}"),
+                        _cell(ws, case.peak_nodes, "0"),
+                        *(_cell(ws, v, "#,##0") if v is not None else None for v in npv.values()),
+                        _text_cell(ws, found.plans[case.cheapest].name),
+                    ]
+                )
+    _print_setup(ws, f"A1:H{written}")
