@@ -150,7 +150,8 @@ def test_a_written_calibration_makes_the_plan_reproduce_the_measurements(tmp_pat
     table = evaluate(catalog).table
     h100 = table["hardware"] == "h100-sxm-80gb"
     assert table.loc[h100, "bandwidth_efficiency"].to_numpy() == pytest.approx(0.63, rel=1e-3)
-    assert table.loc[h100, "step_overhead_s"].to_numpy() == pytest.approx(0.0035, rel=1e-3)
+    alone = h100 & (table["tensor_parallel"] == 1)  # with TP the link's latency is added
+    assert table.loc[alone, "step_overhead_s"].to_numpy() == pytest.approx(0.0035, rel=1e-3)
     assert table.loc[h100, "latency_band_fraction"].to_numpy() == pytest.approx(0.05)
     assert (table.loc[~h100, "bandwidth_efficiency"] == 0.8).all()
     assert (table.loc[~h100, "latency_band_fraction"] == 0.30).all()
@@ -252,23 +253,26 @@ def _calibrated(base, trained: list[tuple[int, int]]):
 
 
 def test_uncalibrated_estimates_of_a_public_sweep_are_within_the_assumed_band() -> None:
-    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step), planner is optimistic on every
-    point of the sweep, by 23 % to 33 %: one point of nine lies past the assumed 30 % band."""
+    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step, NVLink's all-reduce latency: 2 × 36
+    layers × 9.4 µs = 0.68 ms a step at TP 8), planner is optimistic on every point of the
+    sweep, by 8 % to 24 %, all within the assumed 30 % band: a mean absolute error of 13.5 %.
+    Without the all-reduce latency it was 23 % to 33 % (two points past the band)."""
     errors = _errors(load_catalog(shipped_catalogs()), GPT_OSS_H100_TP8)
-    assert all(-0.34 < e < -0.22 for e in errors), errors
-    assert sum(e < -0.30 for e in errors) == 2  # 1k/1k at 4 users (−31 %) and at 64 (−33 %)
+    assert all(-0.24 < e < -0.07 for e in errors), errors
+    assert sum(abs(e) for e in errors) / len(errors) < 0.136, errors
 
 
 def test_calibrating_on_the_sweep_brings_held_out_points_close() -> None:
     """Held-out error after ``planner calibrate`` on the same hardware, model and engine: on
     two points (8 and 32 users, 1k/1k: efficiency and step overhead both fitted) every other
     point is within 10 % (worst 8.6 %, a 1k/8k point); on one point (16 users: the efficiency
-    alone, the overhead assumed) within 20 % (worst 19.2 %), since one point cannot separate
-    the step's fixed part from its bandwidth-bound part."""
+    alone, the overhead assumed) within 12 % (worst 11.2 %; 19.2 % before the all-reduce
+    latency was modelled), since one point cannot separate the step's fixed part from its
+    bandwidth-bound part."""
     base = load_catalog(shipped_catalogs())
     two, held_out = _calibrated(base, [(1024, 8), (1024, 32)])
     errors = _errors(two, held_out)
     assert max(abs(e) for e in errors) < 0.10, errors
     one, held_out = _calibrated(base, [(1024, 16)])
     errors = _errors(one, held_out)
-    assert 0.10 < max(abs(e) for e in errors) < 0.20, errors
+    assert 0.10 < max(abs(e) for e in errors) < 0.12, errors

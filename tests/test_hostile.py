@@ -137,6 +137,11 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     ("price nan", append("hardware.yaml", "    price: {purchase_usd: .nan}\n"), ["finite"]),
     ("price negative", append("hardware.yaml", "    price: {purchase_usd: -1.0}\n"), ["price"]),
     (
+        "interconnect kind unknown",
+        append("hardware.yaml", "    interconnect: carrier-pigeon\n"),
+        ["interconnect", "nvlink", "pcie"],
+    ),
+    (
         "price huge integer",
         append("hardware.yaml", "    price: {purchase_usd: " + "9" * 400 + "}\n"),
         ["purchase_usd", "…"],

@@ -159,3 +159,33 @@ def test_more_memory_never_lowers_concurrency(memory, more, weights, per_seq):
     low = max_sequences(kv_budget_bytes(memory, weights, 0, 0, 0, np.nan), per_seq)
     high = max_sequences(kv_budget_bytes(memory + more, weights, 0, 0, 0, np.nan), per_seq)
     assert high >= low
+
+
+@pytest.mark.parametrize(
+    ("kind", "tp", "per_step_us"),
+    [
+        # NVLink: 8 µs + 2(TP − 1) × 0.1 µs a collective, 2 × 36 layers (gpt-oss-120b)
+        ("nvlink", 1, 0.0),
+        ("nvlink", 2, 2 * 36 * 8.2),  # 590.4 µs
+        ("nvlink", 4, 2 * 36 * 8.6),  # 619.2 µs
+        ("nvlink", 8, 2 * 36 * 9.4),  # 676.8 µs
+        # PCIe: 3 µs a ring hop, 2(TP − 1) hops
+        ("pcie", 2, 2 * 36 * 6.0),  # 432 µs
+        ("pcie", 4, 2 * 36 * 18.0),  # 1,296 µs
+        ("pcie", 8, 2 * 36 * 42.0),  # 3,024 µs: the 42 µs of 8 × RTX 4090 (nccl#1530) each time
+    ],
+)
+def test_allreduce_latency_per_step(kind: str, tp: int, per_step_us: float) -> None:
+    from planner.catalog.interconnects import collective_latency
+    from planner.model.latency import allreduce_latency_s_per_step
+
+    link = collective_latency(kind)
+    got = allreduce_latency_s_per_step(tp, 36, link.fixed_s, link.per_hop_s)
+    assert float(got) * 1e6 == pytest.approx(per_step_us)
+    assert link.at(tp) * 2 * 36 * 1e6 == pytest.approx(per_step_us)
+
+
+def test_a_device_without_a_named_link_takes_the_fastest() -> None:
+    from planner.catalog.interconnects import NVLINK, collective_latency
+
+    assert collective_latency(None) is NVLINK

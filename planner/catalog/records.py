@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from planner.catalog.interconnects import Kind
 from planner.model import units
 from planner.model.architecture import (
     MLA,
@@ -152,6 +153,7 @@ class Hardware(Entry):
     memory_bandwidth: Bandwidth
     compute: dict[Annotated[str, Field(pattern=r"^[a-z0-9]+$")], Compute] = Field(min_length=1)
     interconnect_bandwidth: OptionalBandwidth = None
+    interconnect: Kind | None = None
     power: OptionalPower = None
     price: Price = Price()
     devices_per_node: Count | None = None

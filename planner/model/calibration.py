@@ -46,11 +46,18 @@ def compute_efficiency(calibrated_compute_efficiency: Any, assumed_compute_effic
     return _fitted_else(calibrated_compute_efficiency, assumed_compute_efficiency)
 
 
-@metric("s", source=CALIBRATED, group="latency")
-def step_overhead_s(calibrated_step_overhead_s: Any, assumed_step_overhead_s: Any) -> Any:
-    """Fixed time per decode or prefill step (launches, scheduling): fitted where calibrated,
-    else the assumption [s]."""
-    return _fitted_else(calibrated_step_overhead_s, assumed_step_overhead_s)
+@metric("s", source=f"{CALIBRATED}; tensor-parallel latency per interconnect", group="latency")
+def step_overhead_s(
+    calibrated_step_overhead_s: Any,
+    assumed_step_overhead_s: Any,
+    allreduce_latency_s_per_step: Any,
+) -> Any:
+    """Fixed time per decode or prefill step: the engine's (launches, scheduling; fitted where
+    calibrated, else the assumption) plus the step's tensor-parallel all-reduce latency [s]."""
+    return (
+        _fitted_else(calibrated_step_overhead_s, assumed_step_overhead_s)
+        + allreduce_latency_s_per_step
+    )
 
 
 @metric("ratio", source=CALIBRATED, group="memory")

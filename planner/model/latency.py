@@ -149,6 +149,21 @@ def allreduce_s_per_token(
     return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0)
 
 
+@metric(
+    "s",
+    source="Megatron-LM: two all-reduces per layer; latency per interconnect "
+    "(planner.catalog.interconnects)",
+    group="latency",
+)
+def allreduce_latency_s_per_step(
+    tensor_parallel: Any, layers: Any, allreduce_fixed_s: Any, allreduce_per_hop_s: Any
+) -> Any:
+    """Tensor-parallel latency of one step, whatever its size: 2 all-reduces per layer, each
+    the link's fixed time + 2(TP − 1) ring hops [s]; zero without tensor parallelism."""
+    per_collective = allreduce_fixed_s + 2 * (tensor_parallel - 1) * allreduce_per_hop_s
+    return where(tensor_parallel > 1, 2 * layers * per_collective, 0)
+
+
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def decode_memory_s(
     decode_weight_bytes_per_step: Any,

@@ -59,6 +59,22 @@ LOOKUPS = [
         "rental price per device-hour",
     ),
     _lk("devices_per_node", "hardware", "devices_per_node", 1, "devices", "devices per node"),
+    _lk(
+        "allreduce_fixed_s",
+        "hardware",
+        "allreduce_fixed_us",
+        1e-6,
+        "s",
+        "fixed part of one small tensor-parallel all-reduce",
+    ),
+    _lk(
+        "allreduce_per_hop_s",
+        "hardware",
+        "allreduce_per_hop_us",
+        1e-6,
+        "s",
+        "part of one small tensor-parallel all-reduce per ring hop",
+    ),
     *(
         _lk(name, "hardware", column, scale, unit, f"{description} (blank: not calibrated)")
         for name, column, scale, unit, description in (

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import ApiOffer, Catalog, Hardware, Model, Precision, Workload
+from planner.catalog.interconnects import collective_latency
 from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.units import GB, GIB, MIB
@@ -109,6 +110,18 @@ def _hardware_columns(
             "devices",
             "devices per server node",
             lambda h: h.devices_per_node or default_devices_per_node,
+        ),
+        Column(
+            "allreduce_fixed_us",
+            "µs",
+            "fixed part of one tensor-parallel all-reduce of small messages, by interconnect",
+            lambda h: collective_latency(h.interconnect).fixed_s * 1e6,
+        ),
+        Column(
+            "allreduce_per_hop_us",
+            "µs",
+            "part of one tensor-parallel all-reduce per ring hop, by interconnect",
+            lambda h: collective_latency(h.interconnect).per_hop_s * 1e6,
         ),
         *_calibration_columns(calibrated),
         Column("source", "", "where the numbers come from", lambda h: h.source or "", "text"),

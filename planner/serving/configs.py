@@ -56,14 +56,14 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
         / float(row["mean_context_tokens"]),
         bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
-        * assumptions.bandwidth_efficiency,
+        * float(row["bandwidth_efficiency"]),
         flops_per_token=float(row["decode_flops_per_token"]),
         compute_flops_per_s=float(row["achieved_compute_flops_per_s"]),
         attention_flops_per_token_sq=2.0
         * float(row["layers"])
         * float(row["attention_heads"])
         * float(row["head_dim"]),
-        step_overhead_s=assumptions.step_overhead,
+        step_overhead_s=float(row["step_overhead_s"]),
         allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
         routed_expert_bytes=routed,
         experts=float(row["experts"]),
