@@ -183,3 +183,14 @@ def test_time_to_first_token_at_load_by_hand():
     )
     assert ttft == pytest.approx([0.0361466472, 0.025], rel=1e-9)
     assert decode_busy_fraction(np.array([1.0]))[0] == 0.0  # alone: nothing to wait for
+
+
+def test_time_per_output_token_at_load_by_hand() -> None:
+    """e2e 2.0 s, TTFT 0.2 s, network 0.05 s, 101 output tokens: (2.0 − 0.2 − 0.05) ÷ 100 =
+    17.5 ms a token after the first; one-token outputs have none."""
+    from planner.model.load import load_output_tokens_per_s_per_replica, tpot_load_s
+
+    got = tpot_load_s(np.array([2.0, 2.0]), 0.2, 0.05, np.array([101.0, 1.0]))
+    assert got[0] == pytest.approx(0.0175) and np.isnan(got[1])
+    # 3 requests a second of 101 tokens each: 303 output tokens a second
+    assert load_output_tokens_per_s_per_replica(3.0, 101.0) == pytest.approx(303.0)

@@ -195,7 +195,8 @@ GENAI_PERF = """{"request_throughput": {"unit": "requests/sec", "avg": 4.2},
 def test_perf_exports_convert_their_stated_units() -> None:
     stats = parse_perf_export(GENAI_PERF)
     assert stats["ttft_s.p50"] == pytest.approx(0.140)
-    assert stats["itl_s.p99"] == pytest.approx(0.031)
+    # their inter-token latency is per request, TTFT excluded: vLLM's TPOT, not its ITL
+    assert stats["tpot_s.p99"] == pytest.approx(0.031) and "itl_s.p99" not in stats
     assert stats["output_throughput.mean"] == 1075.0
     nanoseconds = '{"records": {"time_to_first_token": {"unit": "ns", "p50": 140000000}}}'
     assert parse_perf_export(nanoseconds)["ttft_s.p50"] == pytest.approx(0.140)
@@ -504,3 +505,21 @@ def test_gpt_oss_weights_are_predicted_within_two_percent() -> None:
         & (table["tensor_parallel"] == 1)
     ].iloc[0]
     assert row["weight_bytes"] / GIB == pytest.approx(59.8 + 1.1, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("figure", "metric"),
+    [
+        ("itl_s.p50", "itl_load_s"),  # vLLM's median gap: one typical step
+        ("itl_s.mean", "tpot_load_s"),  # a mean gap spreads others' prefills over the gaps
+        ("tpot_s.mean", "tpot_load_s"),
+        ("tpot_s.p50", "tpot_load_s"),
+        ("output_throughput", "load_output_tokens_per_s_per_replica"),
+        ("output_throughput.mean", "load_output_tokens_per_s_per_replica"),
+        ("request_throughput", "load_requests_per_s_per_replica"),
+    ],
+)
+def test_each_benchmark_figure_meets_the_metric_of_its_definition(figure: str, metric: str) -> None:
+    from planner.measure.compare import COMPARED
+
+    assert COMPARED[figure][0] == metric

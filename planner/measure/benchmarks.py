@@ -95,7 +95,9 @@ def parse_vllm_bench(text: str) -> dict[str, float]:
 #: GenAI-Perf/AIPerf metric names and the name each takes here.
 _PERF_METRICS = {
     "time_to_first_token": "ttft_s",
-    "inter_token_latency": "itl_s",
+    # GenAI-Perf and AIPerf define a request's inter-token latency as (request latency − TTFT)
+    # ÷ (output − 1): vLLM's TPOT, not its per-gap ITL
+    "inter_token_latency": "tpot_s",
     "request_latency": "e2e_s",
     "output_token_throughput": "output_throughput",
     "request_throughput": "request_throughput",

@@ -39,8 +39,11 @@ def requests_per_s_per_replica(
 
 
 @metric("tokens/s", source="steady state of continuous batching", group="serving")
-def throughput_tokens_per_s(requests_per_s_per_replica: Any, output_tokens_mean: Any) -> Any:
-    """Output tokens a replica generates per second at its batch [tokens/s]."""
+def output_tokens_per_s_per_replica(
+    requests_per_s_per_replica: Any, output_tokens_mean: Any
+) -> Any:
+    """Output tokens (prompts not counted) one replica generates per second with its batch full
+    [tokens/s]: its capacity, not the rate at the forecast load."""
     return requests_per_s_per_replica * output_tokens_mean
 
 

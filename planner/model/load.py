@@ -19,7 +19,7 @@ from typing import Any
 from planner.model import capacity, latency
 from planner.model.expr import exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
-from planner.model.sources import LITTLE, PASTA, RESIDUAL
+from planner.model.sources import LITTLE, PASTA, RESIDUAL, VLLM_METRICS
 
 NAN = float("nan")
 
@@ -248,6 +248,25 @@ def load_requests_per_s_per_replica(
     no replica is planned."""
     planned = is_number(replicas_planned)
     return load_forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
+
+
+@metric("tokens/s", source=f"{LITTLE}: L = λ × W", group="latency")
+def load_output_tokens_per_s_per_replica(
+    load_requests_per_s_per_replica: Any, output_tokens_mean: Any
+) -> Any:
+    """Output tokens (prompts not counted) one planned replica generates per second at the
+    forecast load [tokens/s]: a serving benchmark's output throughput of one engine."""
+    return load_requests_per_s_per_replica * output_tokens_mean
+
+
+@metric("s", source=f"{VLLM_METRICS}: TPOT excludes the first token", group="latency")
+def tpot_load_s(e2e_load_s: Any, ttft_s: Any, network_s: Any, output_tokens_mean: Any) -> Any:
+    """Time per output token of one request at the forecast load, the first token excluded:
+    (end-to-end − TTFT − network) ÷ (output − 1) [s], so prefill stalls of others count, as in
+    a benchmark's TPOT and mean ITL (its median ITL is ``itl_load_s``, one typical step);
+    missing for one-token outputs."""
+    steps = output_tokens_mean - 1
+    return (e2e_load_s - ttft_s - network_s) / where(steps > 0, steps, NAN)
 
 
 @metric("", source=f"{PASTA}; M/G/∞: the number in service is Poisson", group="latency")
