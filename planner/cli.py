@@ -83,6 +83,20 @@ def _exit_cleanly_on_signals() -> None:
 @click.option("--name", default=None, help="Short name of the run (default: run).")
 @click.option("--force", is_flag=True, help="Replace --out if it already exists.")
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Processes (or Dask workers) the simulation runs on; 1: in this process "
+    "(default: the cores there are).",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the simulation on a Dask cluster: its scheduler (tcp://HOST:8786), or 'local' "
+    "for a LocalCluster of --workers processes (needs the dask extra).",
+)
+@click.option(
     "--baseline",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
@@ -90,7 +104,13 @@ def _exit_cleanly_on_signals() -> None:
     "run' section and the run folder a diff.csv.",
 )
 def run(
-    catalogs: Path | None, out: Path | None, name: str | None, force: bool, baseline: Path | None
+    catalogs: Path | None,
+    out: Path | None,
+    name: str | None,
+    force: bool,
+    workers: int | None,
+    scheduler: str | None,
+    baseline: Path | None,
 ) -> None:
     """Evaluate every candidate and write a run folder.
 
@@ -99,6 +119,7 @@ def run(
     earlier run unless --force.
     """
     from planner.diff import NotARun
+    from planner.executor import ExecutorUnavailable, executor
     from planner.outputs.runs import RunExists, RunNotWritten, default_run_dir
     from planner.outputs.terminal import print_ask, progress_display
     from planner.pipeline import NothingToPlan
@@ -115,9 +136,17 @@ def run(
                 force=force,
                 number=out is None,
                 baseline=baseline,
+                processes=executor(workers or os.cpu_count() or 1, scheduler),
                 progress=progress,
             )
-    except (RunExists, RunNotWritten, NotARun, MetricError, NothingToPlan) as exc:
+    except (
+        RunExists,
+        RunNotWritten,
+        NotARun,
+        MetricError,
+        NothingToPlan,
+        ExecutorUnavailable,
+    ) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     folder, results, comparison = outcome.folder, outcome.results, outcome.baseline

@@ -17,6 +17,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
+from planner.executor import Executor
 from planner.outputs.runs import DIFF_CSV, check_destination, probe_destination, write_run
 from planner.plan import recommend
 from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
@@ -36,7 +37,7 @@ MAX_ROUNDS = 4
 
 def plan(
     catalog: Catalog,
-    processes: int = 2,
+    processes: int | Executor = 2,
     per_group: int = PER_GROUP,
     max_rounds: int = MAX_ROUNDS,
     progress: Progress | None = None,
@@ -92,7 +93,7 @@ def run(
     force: bool = False,
     number: bool = False,
     baseline: Path | None = None,
-    processes: int = 2,
+    processes: int | Executor = 2,
     progress: Progress | None = None,
 ) -> RunOutcome:
     """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.

@@ -87,9 +87,7 @@ Everything is deterministic: the same catalog, rows and seed give the same table
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -97,8 +95,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from planner import cleanup
 from planner.catalog.workloads import length_summary
+from planner.executor import Executor, executor
 from planner.model.units import GB, GIB
 from planner.plan import recommend
 from planner.plan.tables import ALL_KEYS
@@ -443,26 +441,18 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     return pd.concat(picked)
 
 
-_WORKER_CATALOG: Catalog | None = None
-
-
-def _init_worker(catalog: Catalog, parent: int) -> None:
-    global _WORKER_CATALOG
-    cleanup.die_with_parent(parent)
-    _WORKER_CATALOG = catalog
-
-
-def _job(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+def _sized(catalog: Catalog, job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+    """One unit of the simulation's work: a candidate sized (its own seed: the same result in
+    any process)."""
     row, options = job
-    assert _WORKER_CATALOG is not None
-    return size_candidate(_WORKER_CATALOG, row, **options)
+    return size_candidate(catalog, row, **options)
 
 
 def simulate_candidates(
     catalog: Catalog,
     results: Results | pd.DataFrame,
     per_group: int = 3,
-    processes: int = 2,
+    processes: int | Executor = 2,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     n_requests: int | None = None,
 ) -> pd.DataFrame:
@@ -470,7 +460,8 @@ def simulate_candidates(
 
     One row per simulated candidate: the key columns (hardware, model, precision, workload,
     tensor_parallel) then :data:`SIZING_COLUMNS`, in the results table's order. ``processes``
-    > 1 spreads candidates over that many worker processes; the table is the same either way.
+    > 1 spreads candidates over that many worker processes (or give an :class:`Executor`); the
+    table is the same either way.
     ``simulated_requests: 0`` in the assumptions turns the simulation off (an empty table).
     """
     table = results if isinstance(results, pd.DataFrame) else results.table
@@ -483,13 +474,15 @@ def simulate_candidates(
 def simulate_rows(
     catalog: Catalog,
     chosen: pd.DataFrame,
-    processes: int = 2,
+    processes: int | Executor = 2,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     n_requests: int | None = None,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`.
-    ``progress`` is told of each row sized (stage ``"simulating"``)."""
+    ``processes`` is the number of local worker processes, or an :class:`Executor` (in
+    process, a process pool, Dask); the table is the same whichever runs it. ``progress`` is
+    told of each row sized (stage ``"simulating"``)."""
     columns = [*ALL_KEYS, *SIZING_COLUMNS]
     # The results columns are named by strings, so each row's dict is keyed by them.
     rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
@@ -502,22 +495,10 @@ def simulate_rows(
             progress("simulating", len(sized), len(jobs))
 
     tell()
-    if processes <= 1 or len(jobs) <= 1:
-        for r in rows:
-            sized.append(size_candidate(catalog, r, **options))
-            tell()
-    else:
-        pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=processes, initializer=_init_worker, initargs=(catalog, os.getpid())
-        )
-        try:
-            for result in pool.map(_job, jobs, chunksize=1):
-                sized.append(result)
-                tell()
-        except BaseException:  # stopped (Ctrl-C, SIGTERM) or failed: drop the queued jobs
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
+    runner = executor(processes) if isinstance(processes, int) else processes
+    for result in runner.map(_sized, catalog, jobs):
+        sized.append(result)
+        tell()
     frame = pd.DataFrame(
         [{**{k: r[k] for k in ALL_KEYS}, **s} for r, s in zip(rows, sized, strict=True)],
         columns=columns,

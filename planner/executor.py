@@ -1,0 +1,129 @@
+"""Where independent units of work run: in this process, on a local process pool (the
+default), or on a Dask cluster, behind one interface.
+
+A unit is a module-level function called as ``function(shared, item)``: ``shared`` (the
+catalog) is sent to each worker once, each ``item`` (a candidate to simulate) on its own.
+Results come back in the items' order, and every unit carries its own seed, so the results are
+the same whichever executor runs them. Stopping a run (Ctrl-C, SIGTERM) drops the queued units.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from planner import cleanup
+
+Unit = Callable[[Any, Any], Any]
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for cannot run here: Dask is not installed, or its scheduler cannot
+    be reached."""
+
+
+class Executor(Protocol):
+    """Runs ``function(shared, item)`` for each item; yields the results in the items' order."""
+
+    def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """Every unit in this process, one after another."""
+
+    def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]:
+        for item in items:
+            yield function(shared, item)
+
+
+_SHARED: Any = None
+
+
+def _init_worker(shared: Any, parent: int) -> None:
+    global _SHARED
+    cleanup.die_with_parent(parent)
+    _SHARED = shared
+
+
+def _call(function: Unit, item: Any) -> Any:
+    return function(_SHARED, item)
+
+
+@dataclass(frozen=True)
+class ProcessPool:
+    """The units spread over ``workers`` local processes, which end with this one."""
+
+    workers: int = max(os.cpu_count() or 1, 1)
+
+    def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]:
+        if self.workers <= 1 or len(items) <= 1:
+            yield from InProcess().map(function, shared, items)
+            return
+        pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers, initializer=_init_worker, initargs=(shared, os.getpid())
+        )
+        try:
+            yield from pool.map(_call, [function] * len(items), items, chunksize=1)
+        except BaseException:  # stopped or failed: drop the queued units
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+
+
+def _dask_call(function: Unit, shared: Any, item: Any) -> Any:
+    return function(shared, item)
+
+
+@dataclass(frozen=True)
+class Dask:
+    """The units on a Dask cluster: the scheduler at ``address`` (``tcp://HOST:8786``), or a
+    ``LocalCluster`` of ``workers`` processes started for the run and closed after it."""
+
+    address: str | None = None
+    workers: int = 2
+
+    def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]:
+        try:
+            from dask.distributed import Client, LocalCluster  # optional, and slow to import
+        except ImportError:
+            raise ExecutorUnavailable(
+                "--scheduler needs Dask: pip install 'planner[dask]' (or dask[distributed])"
+            ) from None
+        cluster = None
+        if self.address is None:
+            cluster = LocalCluster(
+                n_workers=self.workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+        try:
+            client = Client(self.address if cluster is None else cluster, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise ExecutorUnavailable(
+                f"cannot reach the Dask scheduler at {self.address}: {exc}"
+            ) from None
+        try:
+            scattered = client.scatter(shared, broadcast=True)
+            futures = client.map(
+                _dask_call, [function] * len(items), [scattered] * len(items), items, pure=False
+            )
+            try:
+                for future in futures:
+                    yield future.result()
+            except BaseException:
+                client.cancel(futures)
+                raise
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def executor(workers: int = 2, scheduler: str | None = None) -> Executor:
+    """The executor a run asks for: Dask when given a ``scheduler`` (an address, or ``local``
+    for a LocalCluster of ``workers``), else a process pool of ``workers`` (1: in process)."""
+    if scheduler is not None:
+        return Dask(None if scheduler == "local" else scheduler, workers)
+    return ProcessPool(workers) if workers > 1 else InProcess()

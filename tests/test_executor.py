@@ -1,0 +1,76 @@
+"""One plan, three executors: the simulation's units give the same table in this process, on a
+local process pool and on a Dask LocalCluster of two workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from planner.catalog import load_catalog
+from planner.cli import main
+from planner.executor import Dask, ExecutorUnavailable, InProcess, ProcessPool, executor
+from planner.plan.sweep import evaluate
+from planner.serving.sizing import select_candidates, simulate_rows
+
+SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
+
+
+@pytest.fixture(scope="module")
+def chosen() -> tuple[object, pd.DataFrame]:
+    catalog = load_catalog(SEED)
+    rows = select_candidates(evaluate(catalog).table, 3).sort_index()
+    assert len(rows) >= 2  # several units, so the pools really spread them
+    return catalog, rows
+
+
+def test_the_same_plan_on_every_executor_gives_the_same_table(chosen) -> None:
+    pytest.importorskip("dask.distributed")
+    catalog, rows = chosen
+    alone = simulate_rows(catalog, rows, InProcess(), n_requests=400)
+    pooled = simulate_rows(catalog, rows, ProcessPool(2), n_requests=400)
+    dask = simulate_rows(catalog, rows, Dask(workers=2), n_requests=400)
+    pd.testing.assert_frame_equal(alone, pooled)
+    pd.testing.assert_frame_equal(alone, dask)
+    assert alone["sim_replicas_needed"].notna().all()
+
+
+@pytest.mark.parametrize(
+    ("workers", "scheduler", "kind"),
+    [
+        (1, None, InProcess),
+        (4, None, ProcessPool),
+        (2, "local", Dask),
+        (2, "tcp://10.0.0.1:8786", Dask),
+    ],
+)
+def test_the_executor_a_run_asks_for(workers: int, scheduler: str | None, kind: type) -> None:
+    chosen = executor(workers, scheduler)
+    assert isinstance(chosen, kind)
+    if isinstance(chosen, Dask):
+        assert chosen.address == (None if scheduler == "local" else scheduler)
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed")
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--catalogs",
+            str(SEED),
+            "--out",
+            str(tmp_path / "run"),
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+        ],
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_error_type_names_what_is_missing() -> None:
+    assert issubclass(ExecutorUnavailable, RuntimeError)
