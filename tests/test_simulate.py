@@ -648,3 +648,109 @@ def test_steps_to_reach_is_the_smallest_count_that_lasts_the_time(
 )
 def test_median_length_by_hand(lengths, median):
     assert lengths.median_tokens() == pytest.approx(median, abs=1e-3)
+
+
+# ------------------------------------------------------------- chunked prefill
+
+
+def _chunk(done: int, tokens: int) -> float:
+    """Arithmetic time of prefilling ``tokens`` more of a prompt with ``done`` cached [s]:
+    linear 14e9 FLOP a token, attention 524,288 × ((done + tokens)² − done²), at 400e12."""
+    return (tokens * 14e9 + 524_288 * ((done + tokens) ** 2 - done**2)) / 400e12
+
+
+def test_a_mixed_step_by_hand():
+    """A batch of 4 decoding (4,000 cached tokens) with a 500-token chunk of a prompt of which
+    500 are cached: memory (14e9 + 131,072 × 4,500) ÷ 700e9 = 0.0208426 s; arithmetic 4 ×
+    14e9 ÷ 400e12 + the chunk's 0.0175 + 0.000983 = 0.018623 s: memory-bound, + 1 ms. A larger
+    chunk of 2,000 turns it compute-bound: 0.00014 + 0.07 + 0.0104858 + 1 ms."""
+    memory = (14e9 + 131_072 * 4_500) / 700e9
+    assert SEED_STEP.mixed_step_s(4, 4_000, [(500, 500)]) == pytest.approx(memory + 0.001)
+    compute = 4 * 14e9 / 400e12 + _chunk(500, 2_000)
+    assert compute > memory
+    assert SEED_STEP.mixed_step_s(4, 4_000, [(500, 2_000)]) == pytest.approx(compute + 0.001)
+    # no chunk: a decode step; no batch and a whole prompt: its prefill
+    assert SEED_STEP.mixed_step_s(4, 4_000, []) == SEED_STEP.decode_step_s(4, 4_000)
+    assert SEED_STEP.mixed_step_s(0, 0, [(0, 8_000)]) == pytest.approx(SEED_STEP.prefill_s(8_000))
+
+
+def test_a_prompt_is_prefilled_in_chunks_by_hand():
+    """P = 1,000 in steps of 400 tokens: chunks of 400, 400 and 200, each reading the weights
+    and its cached prefix; all three are memory-bound (the first: 0.014 + 0.00021 s of
+    arithmetic against a 0.02 s weight read), so alone a chunked prompt pays three weight reads
+    where a whole one pays its arithmetic once. The first token comes with the last chunk;
+    then 4 decode steps as unchunked."""
+
+    def step(done: int, tokens: int) -> float:
+        memory = (14e9 + 131_072 * done) / 700e9
+        return max(memory, _chunk(done, tokens)) + 0.001
+
+    r = simulate(
+        cfg(
+            step=SEED_STEP,
+            prompt=Lengths.fixed(1000),
+            output=Lengths.fixed(5),
+            max_output_tokens=5,
+            chunk_tokens=400,
+        )
+    )
+    ttft = step(0, 400) + step(400, 400) + step(800, 200)
+    assert r.ttft_p50_s == pytest.approx(ttft, rel=1e-9)
+    steps = [_decode(1000 + k) for k in (1, 2, 3, 4)]
+    assert r.e2e_p50_s == pytest.approx(ttft + sum(steps), rel=1e-9)
+    # a budget that holds the whole prompt: one step, exactly the unchunked prefill
+    whole = simulate(
+        cfg(step=SEED_STEP, prompt=Lengths.fixed(1000), output=Lengths.fixed(5),
+            max_output_tokens=5, chunk_tokens=8192)
+    )  # fmt: skip
+    assert whole.ttft_p50_s == pytest.approx(_prefill_1000(), rel=1e-9)
+
+
+def test_a_running_request_decodes_while_another_prefills_by_hand():
+    """Two users with P = 1,000 and O = 3, steps of 600 tokens. Step 1 prefills 600 of A's
+    and step 2 A's last 400 with 200 of B's (A emits its first token); from then A decodes
+    one token a step beside B's chunks, never stalled by a whole prefill."""
+    r = simulate(
+        cfg(
+            step=SEED_STEP,
+            prompt=Lengths.fixed(1000),
+            output=Lengths.fixed(3),
+            max_output_tokens=3,
+            arrivals=Arrivals.closed(2),
+            n_requests=2,
+            chunk_tokens=600,
+        )
+    )
+    memory = 14e9 / 700e9
+    s1 = max(memory, _chunk(0, 600)) + 0.001
+    # step 2: A's 400 (600 cached) and B's first 200 (none cached)
+    s2 = max((14e9 + 131_072 * 600) / 700e9, _chunk(600, 400) + _chunk(0, 200)) + 0.001
+    # step 3: A decodes (1,001 cached) beside B's next 599 tokens (200 cached)
+    s3 = max((14e9 + 131_072 * (1_001 + 200)) / 700e9,
+             14e9 / 400e12 + _chunk(200, 599)) + 0.001  # fmt: skip
+    ttfts = sorted(r_ for r_ in (r.ttft_p50_s, r.ttft_p99_s))
+    assert ttfts[0] == pytest.approx(s1 + s2, rel=1e-9)  # A
+    # B's last token of prompt in step 4 (1 left, beside A's last decode)
+    s4 = max((14e9 + 131_072 * (1_002 + 799)) / 700e9,
+             14e9 / 400e12 + _chunk(799, 201)) + 0.001  # fmt: skip
+    assert ttfts[1] == pytest.approx(s1 + s2 + s3 + s4, rel=1e-9)
+
+
+def test_under_chunked_prefill_the_time_per_token_rises_with_the_arrival_rate():
+    """Others' prompts share each step, so the mean time per output token grows with the
+    rate (the median gap, a step with no chunk in it, moves far less)."""
+
+    def tpot(rate: float) -> tuple[float, float]:
+        r = simulate(
+            SimConfig(
+                **REALISTIC,
+                kv_budget_tokens=200_000,
+                arrivals=Arrivals.poisson(rate),
+                n_requests=600,
+                chunk_tokens=2048,
+            )
+        )
+        return r.itl_mean_s, r.itl_p50_s
+
+    low, high = tpot(0.5), tpot(4.0)
+    assert high[0] > low[0] * 1.2

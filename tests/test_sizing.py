@@ -10,6 +10,9 @@ Hand-checked numbers use the seed catalog's invented device and model (catalogs/
   262,144 FLOP per token^2
 * prefill of 3,072 tokens: (4,294,967,296 x 3,072 + 262,144 x 3,072^2) / 100e12
   = (13,194,139,533,312 + 2,473,901,162,496) / 1e14 = 0.15668040695808 s (compute-bound)
+
+The cases are worked with whole-prompt prefill (the test catalog's engine turns chunking off);
+one case is also worked with chunked prefill.
 """
 
 from __future__ import annotations
@@ -105,6 +108,8 @@ def make_catalog(dest: Path, workloads: str = WORKLOADS, requests: int = 400) ->
     (dest / "workloads.yaml").write_text("workloads:\n" + textwrap.indent(workloads, "  "))
     (dest / "assumptions.yaml").write_text(
         "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  kv_block_tokens: 1\n"
+        # whole-prompt prefill (V0's scheduler), which the hand-worked cases follow
+        "  engine: {name: vllm, version: '0.11', chunked_prefill: false}\n"
         f"  simulated_requests: {requests}\n"
     )
     (dest / "lengths.csv").write_text("prompt\n800\n1200\n2000\n")
@@ -311,6 +316,33 @@ def test_closed_loop_needs_the_closed_form_count(seed):
     assert two.rejected_fraction == pytest.approx(0.2, abs=0.02)
     assert two.ttft_p95_s > 5.0
     assert set(result) == set(SIZING_COLUMNS)
+
+
+def test_chunked_prefill_spreads_the_prompts_over_steps_by_hand(seed):
+    """The closed-40 case with vLLM V1's chunked prefill (8,192 tokens a step). In the first
+    cycle the 14 users of a replica start together and their prompts go through in chunks,
+    oldest first, beside the decodes of those already prefilled: the last user's first token
+    comes after every prompt's arithmetic, 14 x 0.15668 = 2.1935 s (splitting a prompt splits
+    its attention exactly: (o + c)^2 - o^2 sums to P^2), plus the decodes sharing those steps,
+    at most 13 tokens in each of the 6 steps (13 x 6 x 4.295e9 / 1e14 = 3.4 ms). After it the
+    users' first tokens, and so their next requests, come at different steps: they no longer
+    arrive together, and the p95 TTFT falls below the first cycle's; still 3 replicas."""
+    import dataclasses
+
+    catalog, table = seed
+    engine = catalog.assumptions.engine.model_copy(update={"chunked_prefill": True})
+    chunked = dataclasses.replace(
+        catalog, assumptions=catalog.assumptions.model_copy(update={"engine": engine})
+    )
+    row = row_of(table, "closed-40")
+    first = sim_config(chunked, chunked.get("workloads", "closed-40"), row, 3, n_requests=14)
+    assert first.chunk_tokens == 8192
+    cycle = simulate(dataclasses.replace(first, warmup_fraction=0.0))
+    floor = 14 * PREFILL_3072
+    assert floor <= cycle.ttft_p99_s <= floor + 13 * 6 * 4_294_967_296 / 1e14
+    result = size_candidate(chunked, row)
+    assert result["sim_replicas_needed"] == 3
+    assert result["ttft_p95_s"] < floor
 
 
 def test_itl_target_below_the_weight_read_is_reported_with_its_bound(seed):

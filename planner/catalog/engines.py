@@ -32,6 +32,7 @@ class EngineSeries(Record):
     non_torch_tensor_parallel: Bytes
     cuda_graphs: BytesOrZero
     cuda_graphs_in_budget: bool
+    chunked_prefill: bool
     sources: Annotated[list[Text], Field(min_length=1)]
 
 

@@ -531,6 +531,7 @@ class Engine(Record):
     max_num_batched_tokens: Count = 8192
     max_model_len: Count | None = None
     cuda_graphs: bool = True
+    chunked_prefill: bool | None = None  # None: the release's default (engines.yaml)
 
 
 class Assumptions(Record):

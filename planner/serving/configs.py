@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog.datafiles import read_trace
+from planner.catalog.engines import DEFAULT_ENGINE, constants_for
 from planner.catalog.workloads import samples_of
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
@@ -69,6 +70,18 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         experts=float(row["experts"]),
         experts_per_token=float(row["experts_per_token"]),
     )
+
+
+def chunk_tokens(assumptions: Assumptions) -> int | None:
+    """The tokens one simulated step may carry when the engine prefills in chunks (its
+    ``max_num_batched_tokens``), else None: whole prompts in steps of their own. An engine's
+    ``chunked_prefill`` overrides its release's default (engines.yaml)."""
+    engine = assumptions.engine if assumptions.engine is not None else DEFAULT_ENGINE
+    chunked = engine.chunked_prefill
+    if chunked is None:
+        constants = constants_for(engine)
+        chunked = constants is not None and constants.chunked_prefill
+    return engine.max_num_batched_tokens if chunked else None
 
 
 def kv_budget_tokens(row: Mapping[str, Any]) -> int:
@@ -162,6 +175,7 @@ def _assemble(
         network_s=workload.network_time,
         n_requests=max(1, a.simulated_requests if n_requests is None else n_requests),
         seed=a.seed if seed is None else seed,
+        chunk_tokens=chunk_tokens(a),
     )
 
 

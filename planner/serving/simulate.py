@@ -19,7 +19,13 @@ Model (the decisions a reader must know)
    are read once).  The prefill emits each request's first token, so
    ``TTFT = preprocess + queue wait + prefill step``; there is no extra
    decode step in TTFT.  Running requests stall during this step (the stall
-   shows up in their inter-token gap).  No chunked prefill.
+   shows up in their inter-token gap).  With ``chunk_tokens`` (chunked
+   prefill, as vLLM V1 schedules) there is no prefill step: admitted prompts
+   wait in a prefill queue, and every step carries the running batch's
+   decodes plus, oldest first, chunks of the waiting prompts up to
+   ``chunk_tokens`` tokens in all (:meth:`StepModel.mixed_step_s`); a prompt
+   emits its first token with its last chunk, and while prompts wait the
+   decode steps are taken one at a time.
 3. **Decode steps.**  Every running request (including the ones just
    prefilled) gains one token per step.  A request with ``O`` output tokens
    therefore needs ``O - 1`` decode steps after its prefill.  The step in
@@ -201,6 +207,11 @@ class _Replica:
         self.ahead = [0, 0, 0]
         self.blocked = False
         self.need_at: Callable[[float], int] | None = None
+        # chunked prefill: admitted requests still prefilling, [rid, tokens, done], and the
+        # sequences and next-step KV need [tokens] they hold (0 without chunking)
+        self.prefilling: deque[list[int]] = deque()
+        self.pre_n = 0
+        self.pre_need = 0
 
     # -- request life cycle --------------------------------------------------
 
@@ -363,15 +374,22 @@ class _Replica:
         timed = self.cfg.queue_timeout_s is not None
         while True:
             if (heap and heap[0][0] <= now) or (fresh and timed):  # arrivals or time-outs due
-                need = self.sum_base + len(running) * self.G
-                self._events_until(now, (len(running), need, self.reserved))
-            if not running and not fresh and not resume:
+                need = self.sum_base + len(running) * self.G + self.pre_need
+                self._events_until(now, (len(running) + self.pre_n, need, self.reserved))
+            if not running and not fresh and not resume and not self.prefilling:
                 if not heap:
                     break
                 now = max(now, heap[0][0])
                 continue
             in_window = self.rec.window_open
             admitted = self._admit(now)
+            if self.cfg.chunk_tokens is not None:
+                self._queue_prefills(admitted)
+                if self.prefilling:
+                    if admitted.swapped_in:
+                        now += self._prefill(now, admitted, in_window)
+                    now = self._mixed(now, in_window)
+                    continue
             old_meas = self.run_meas
             t_prefill = 0.0
             if admitted.prefilled or admitted.swapped_in:
@@ -392,8 +410,8 @@ class _Replica:
         max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
         fresh, resume = self.fresh, self.resume
         out = _Admission()
-        batch = len(self.running)
-        need_now = self.sum_base + batch * self.G
+        batch = len(self.running) + self.pre_n
+        need_now = self.sum_base + len(self.running) * self.G + self.pre_need
         while resume or fresh:
             from_resume = bool(resume)
             rid = resume[0] if from_resume else fresh[0]
@@ -476,7 +494,10 @@ class _Replica:
         cfg, rec, totals = self.cfg, self.rec, self.totals
         swap = cfg.preemption == "swap"
         stall = 0.0
-        while self.sum_base + len(self.running) * self.G > cfg.kv_budget_tokens:
+        while (
+            self.running
+            and self.sum_base + len(self.running) * self.G + self.pre_need > cfg.kv_budget_tokens
+        ):
             victim = next(reversed(self.running))
             self._leave(victim)
             totals.preemptions += 1
@@ -528,21 +549,23 @@ class _Replica:
         old_meas: int,
         new_meas: int,
         in_window: bool,
+        extra_s: float | None = None,
     ) -> float:
-        """Decode steps of the running batch, several at once; the time after them [s]."""
+        """Decode steps of the running batch, several at once; the time after them [s].
+        ``extra_s``: one step only, that much longer (the prompts chunked into it)."""
         cfg, rec, totals = self.cfg, self.rec, self.totals
         seg = totals.segments.append
         B = len(self.running)
         ctx0 = self.sum_base + B * self.G
         stall = 0.0
-        if cfg.admission != "reserve-max" and ctx0 > cfg.kv_budget_tokens:
+        if cfg.admission != "reserve-max" and ctx0 + self.pre_need > cfg.kv_budget_tokens:
             stall = self._preempt(now, admitted.swapped_in)
             B = len(self.running)
         ctx0 = self.sum_base + B * self.G
         run = _DecodeRun(cfg.step, B, ctx0)
-        n = self._steps(now, stall, run, ctx0)
-        t0 = stall + run.step_s(0)
-        total = stall + run.total_s(0, n)
+        n = 1 if extra_s is not None else self._steps(now, stall, run, ctx0)
+        t0 = stall + run.step_s(0) + (extra_s or 0.0)
+        total = stall + run.total_s(0, n) + (extra_s or 0.0)
         # ITL: first step (gaps differ after a prefill stall), then the rest
         if admitted.prefilled or admitted.swapped_in:
             if old_meas > 0:
@@ -574,9 +597,10 @@ class _Replica:
             t_steps = now - total + stall
 
             def need_at(t: float) -> int:
-                return ctx0 + B * run.steps_to_reach(t - t_steps, n)
+                return ctx0 + B * run.steps_to_reach(t - t_steps, n) + self.pre_need
 
-            self._events_until(now, (B, ctx0 + B * n, self.reserved), need_at)
+            room = (B + self.pre_n, ctx0 + B * n + self.pre_need, self.reserved)
+            self._events_until(now, room, need_at)
         fin_heap = self.fin_heap
         while fin_heap and fin_heap[0][0] <= self.G:
             fg, rid = heapq.heappop(fin_heap)
@@ -591,14 +615,90 @@ class _Replica:
         """Would the queue head be admitted at the next step boundary? (nothing else changes;
         ``need`` is the batch's KV need now)."""
         cfg = self.cfg
-        if len(self.running) + 1 > max_batch:
+        if len(self.running) + self.pre_n + 1 > max_batch:
             return False
         p = self.rec.prompt[rid]
         if cfg.admission == "reserve-max":
             return self.reserved + p + cfg.max_output_tokens <= cfg.kv_budget_tokens
         # after one more decode step every running request needs one more token
         g_next = self.rec.gen[rid] + (0 if (from_resume and cfg.preemption == "swap") else 1)
-        return need + len(self.running) + p + g_next <= cfg.kv_budget_tokens
+        return need + self.pre_need + len(self.running) + p + g_next <= cfg.kv_budget_tokens
+
+    # -- chunked prefill -----------------------------------------------------
+
+    def _queue_prefills(self, admitted: _Admission) -> None:
+        """Chunked prefill: what was admitted waits to be prefilled chunk by chunk, holding its
+        place in the batch and the cache it will need for its first decode step."""
+        rec, swap = self.rec, self.cfg.preemption == "swap"
+        for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
+            self.prefilling.append([rid, tokens, 0])
+            self.pre_n += 1
+            self.pre_need += tokens + (0 if swap and rec.gen[rid] else 1)
+        admitted.prefilled.clear()
+        admitted.prefill_tokens.clear()
+
+    def _mixed(self, now: float, in_window: bool) -> float:
+        """One step of chunked prefill: the running batch decodes a token each and the
+        prompts waiting are prefilled, oldest first, with the rest of the step's tokens; those
+        whose last chunk this was emit their first token. The time after it [s]."""
+        cfg, rec, totals = self.cfg, self.rec, self.totals
+        assert cfg.chunk_tokens is not None
+        stall = self._preempt(now, []) if cfg.admission != "reserve-max" else 0.0
+        B = len(self.running)
+        ctx0 = self.sum_base + B * self.G
+        left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
+        chunks: list[tuple[list[int], int]] = []
+        for entry in self.prefilling:
+            if left <= 0:
+                break
+            take = min(entry[1] - entry[2], left)
+            chunks.append((entry, take))
+            left -= take
+        t_step = cfg.step.mixed_step_s(B, ctx0, [(e[2], take) for e, take in chunks])
+        if B:
+            t_decode = cfg.step.decode_step_s(B, ctx0)
+            now = self._decode(
+                now,
+                _Admission(),
+                0.0,
+                self.run_meas,
+                0,
+                in_window,
+                extra_s=stall + t_step - t_decode,
+            )
+            if in_window:
+                totals.prefill_busy += t_step - t_decode
+        else:
+            t1 = now + t_step
+            if in_window:
+                totals.busy += t_step
+                totals.prefill_busy += t_step
+            if (self.heap and self.heap[0][0] <= t1) or (
+                self.fresh and cfg.queue_timeout_s is not None
+            ):
+                self._events_until(t1, (self.pre_n, self.pre_need, self.reserved))
+            now = t1
+        swap = cfg.preemption == "swap"
+        for entry, take in chunks:
+            entry[2] += take
+        while self.prefilling and self.prefilling[0][2] >= self.prefilling[0][1]:
+            rid, tokens, _ = self.prefilling.popleft()
+            self.pre_n -= 1
+            self.pre_need -= tokens + (0 if swap and rec.gen[rid] else 1)
+            g = rec.gen[rid]
+            if g == 0:
+                rec.first_t[rid] = now
+            elif rid >= rec.warm_rid:  # recompute resume: the gap since its last token
+                totals.segments.append((now - rec.last_t[rid], 0.0, 1, 1))
+            rec.gen[rid] = g + 1
+            rec.last_t[rid] = now
+            if in_window:
+                totals.tokens_window += 1
+            if g + 1 >= rec.output[rid]:
+                self._complete(rid, now)
+            else:
+                self._join(rid)
+        return now
 
 
 def simulate(cfg: SimConfig) -> SimResult:

@@ -150,6 +150,37 @@ class StepModel:
             )
         )
 
+    def mixed_step_s(
+        self, batch: float, context_tokens_total: float, chunks: Sequence[tuple[float, float]]
+    ) -> float:
+        """Time of one step of chunked prefill [s] (:func:`latency.itl_s` over the step's
+        tokens): ``batch`` sequences decode one token each, reading ``context_tokens_total``
+        cached tokens, while each chunk ``(done, tokens)`` prefills ``tokens`` more of a prompt
+        of which ``done`` are cached. The weights are read once (all of them: a prompt's many
+        tokens touch every expert), each chunk reads its prompt's cache, the arithmetic adds
+        up, and every token of the step is all-reduced. With no chunk it is
+        :meth:`decode_step_s`; with no batch and one whole prompt, :meth:`prefill_s`."""
+        if not chunks:
+            return self.decode_step_s(batch, context_tokens_total)
+        cached = float(context_tokens_total) + sum(done for done, _ in chunks)
+        memory = float(
+            latency.decode_memory_s(
+                self.weight_bytes,
+                1,
+                self.kv_bytes_per_token * cached,
+                self.bandwidth_bytes_per_s,
+                1.0,
+            )
+        )
+        flops = sum(
+            self.prefill_flops(done + tokens) - self.prefill_flops(done) for done, tokens in chunks
+        )
+        compute = self.decode_compute_s(batch) + flops / self.compute_flops_per_s
+        tokens = float(batch) + sum(tokens for _, tokens in chunks)
+        return float(
+            latency.itl_s(memory, compute, self.allreduce_s_per_token, tokens, self.step_overhead_s)
+        )
+
     def decode_overhead_s(self, batch: float) -> float:
         """The part of a decode step that neither reads nor computes: ``itl_s`` with no memory
         or compute time, i.e. batch × all-reduce + step overhead [s]."""

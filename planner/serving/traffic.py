@@ -217,6 +217,10 @@ class SimConfig:
     """Host<->device copy bandwidth for swap preemption [B/s] (~PCIe 4.0 x16)."""
     reject_backoff_s: float = 1.0
     """Closed loop: pause of a user after a rejection before its next task [s]."""
+    chunk_tokens: int | None = None
+    """Chunked prefill: the tokens one step may carry (the engine's max_num_batched_tokens),
+    decodes first, prompts in chunks with the rest; None: each admission's prompts are
+    prefilled whole in a step of their own."""
 
     def __post_init__(self) -> None:
         if self.kv_budget_tokens < 1 or self.max_output_tokens < 1:
@@ -239,6 +243,8 @@ class SimConfig:
             raise ValueError("times must be >= 0")
         if self.swap_bandwidth_bytes_per_s <= 0:
             raise ValueError("swap bandwidth must be positive")
+        if self.chunk_tokens is not None and self.chunk_tokens < 1:
+            raise ValueError("chunk_tokens must be >= 1")
 
 
 def request_lengths(cfg: SimConfig) -> tuple[list[int], list[int], int]:
