@@ -473,20 +473,26 @@ class _Replica:
             need = self.sum_base + len(self.running) * self.G + admitted.need
             self._events_until(t1, (batch, need, self.reserved))
         for rid in admitted.prefilled:
-            g = rec.gen[rid]
-            if g == 0:
-                rec.first_t[rid] = t1
-            elif rid >= rec.warm_rid:  # recompute resume: the gap since its last token
-                totals.segments.append((t1 - rec.last_t[rid], 0.0, 1, 1))
-            rec.gen[rid] = g + 1
-            rec.last_t[rid] = t1
-            if g + 1 >= rec.output[rid]:
-                self._complete(rid, t1)
-            else:
-                self._join(rid)
+            self._prefilled(rid, t1)
         for rid in admitted.swapped_in:
             self._join(rid)
         return t_prefill
+
+    def _prefilled(self, rid: int, t: float) -> None:
+        """rid's prompt (or, resumed by recompute, its prompt and tokens so far) is prefilled
+        at t: it emits a token, then joins the batch or completes."""
+        rec = self.rec
+        g = rec.gen[rid]
+        if g == 0:
+            rec.first_t[rid] = t
+        elif rid >= rec.warm_rid:  # recompute resume: the gap since its last token
+            self.totals.segments.append((t - rec.last_t[rid], 0.0, 1, 1))
+        rec.gen[rid] = g + 1
+        rec.last_t[rid] = t
+        if g + 1 >= rec.output[rid]:
+            self._complete(rid, t)
+        else:
+            self._join(rid)
 
     def _preempt(self, now: float, swapped_in: list[int]) -> float:
         """current-length: preempt the latest admitted until the batch's next step fits the
@@ -685,19 +691,9 @@ class _Replica:
             rid, tokens, _ = self.prefilling.popleft()
             self.pre_n -= 1
             self.pre_need -= tokens + (0 if swap and rec.gen[rid] else 1)
-            g = rec.gen[rid]
-            if g == 0:
-                rec.first_t[rid] = now
-            elif rid >= rec.warm_rid:  # recompute resume: the gap since its last token
-                totals.segments.append((now - rec.last_t[rid], 0.0, 1, 1))
-            rec.gen[rid] = g + 1
-            rec.last_t[rid] = now
             if in_window:
                 totals.tokens_window += 1
-            if g + 1 >= rec.output[rid]:
-                self._complete(rid, now)
-            else:
-                self._join(rid)
+            self._prefilled(rid, now)
         return now
 
 
