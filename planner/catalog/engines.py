@@ -70,6 +70,17 @@ LATEST_VLLM = "0.11"
 DEFAULT_ENGINE = Engine(name="vllm", version=LATEST_VLLM)
 
 
+def prefills_in_chunks(engine: Engine | None) -> bool:
+    """Whether the engine prefills prompts in chunks of its ``max_num_batched_tokens`` step
+    budget: its profile's ``chunked_prefill``, else its release's default (engines.yaml; the
+    default engine when none is named)."""
+    chosen = DEFAULT_ENGINE if engine is None else engine
+    if chosen.chunked_prefill is not None:
+        return chosen.chunked_prefill
+    constants = constants_for(chosen)
+    return constants is not None and constants.chunked_prefill
+
+
 def engine_series(engine: Engine | None) -> str:
     """The release series a profile runs, as calibrations name it (``vllm 0.11``); the default
     engine's for none."""

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog.datafiles import read_trace
-from planner.catalog.engines import DEFAULT_ENGINE, constants_for
+from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks
 from planner.catalog.workloads import samples_of
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
@@ -77,11 +77,7 @@ def chunk_tokens(assumptions: Assumptions) -> int | None:
     ``max_num_batched_tokens``), else None: whole prompts in steps of their own. An engine's
     ``chunked_prefill`` overrides its release's default (engines.yaml)."""
     engine = assumptions.engine if assumptions.engine is not None else DEFAULT_ENGINE
-    chunked = engine.chunked_prefill
-    if chunked is None:
-        constants = constants_for(engine)
-        chunked = constants is not None and constants.chunked_prefill
-    return engine.max_num_batched_tokens if chunked else None
+    return engine.max_num_batched_tokens if prefills_in_chunks(engine) else None
 
 
 def kv_budget_tokens(row: Mapping[str, Any]) -> int:
