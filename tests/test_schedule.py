@@ -189,6 +189,7 @@ def test_a_forecast_in_the_catalog_gives_each_workload_its_schedule(tmp_path: Pa
     bill = {r["workload"]: r for r in bill_of_materials(catalog, plan)}
     seed_4k = catalog.get("workloads", "seed-4k").label
     assert bill[seed_4k]["spares"] == "1" and bill[seed_4k]["racks"] == "no limit"
+    assert bill[seed_4k]["node_down"] == "targets hold"
     # 300 W devices: a node of min(devices, 8) of them
     devices = min(float(row["devices_needed"]), 8.0)
     assert bill[seed_4k]["node_kw"] == f"{devices * 0.3:,.1f}"
@@ -510,3 +511,13 @@ def test_a_tabled_forecast_scales_its_rise(tmp_path: Path) -> None:
     assert forecast is not None
     lowered = scaled_growth(forecast, found.factors, 0.8)
     assert lowered.factors == pytest.approx([1, 1, 1.8, 2.2])
+
+
+@pytest.mark.parametrize(
+    ("nodes", "spares", "words"),
+    [(3, 1, "targets hold"), (1, 0, "no service"), (4, 0, "short: 3 of 4 nodes")],
+)
+def test_what_one_node_down_leaves(nodes: int, spares: int, words: str) -> None:
+    from planner.outputs.sections import node_down
+
+    assert node_down(nodes, spares) == words

@@ -785,6 +785,7 @@ def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
         row = line.row
         forecast = catalog.get("workloads", line.workload).forecast
         racks = row.get("racks_needed", math.nan)
+        spares = forecast.spare_nodes if forecast else 0
         rows.append(
             {
                 "workload": catalog.get("workloads", line.workload).label,
@@ -792,13 +793,24 @@ def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
                 "advice": line.advice,
                 "devices": count(line.devices),
                 "nodes": count(line.nodes),
-                "spares": count(forecast.spare_nodes) if forecast else "0",
+                "spares": count(spares),
+                "node_down": node_down(line.nodes, spares),
                 "racks": count(racks) if finite(racks) else "no limit",
                 "node_kw": _kw(row.get("node_power_w", math.nan) / 1000),
                 "peak_kw": _kw(row.get("facility_peak_kw", math.nan)),
             }
         )
     return rows
+
+
+def node_down(nodes: float, spares: int) -> str:
+    """What one node down leaves of a line: the targets hold with spare nodes (N+k, k ≥ 1);
+    else the service is gone (one node) or short of the capacity it was sized for."""
+    if spares >= 1:
+        return "targets hold"
+    if nodes <= 1:
+        return "no service"
+    return f"short: {count(nodes - 1)} of {count(nodes)} nodes"
 
 
 def _kw(value: float) -> str:
