@@ -634,12 +634,13 @@ class _Replica:
 
     def _queue_prefills(self, admitted: _Admission) -> None:
         """Chunked prefill: what was admitted waits to be prefilled chunk by chunk, holding its
-        place in the batch and the cache it will need for its first decode step."""
-        rec, swap = self.rec, self.cfg.preemption == "swap"
+        place in the batch and the cache it will need for its first decode step: its prefill
+        tokens and the one it then emits, as admission counted it (swap resumes are copied
+        back whole, never queued here)."""
         for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
             self.prefilling.append([rid, tokens, 0])
             self.pre_n += 1
-            self.pre_need += tokens + (0 if swap and rec.gen[rid] else 1)
+            self.pre_need += tokens + 1
         admitted.prefilled.clear()
         admitted.prefill_tokens.clear()
 
@@ -647,7 +648,7 @@ class _Replica:
         """One step of chunked prefill: the running batch decodes a token each and the
         prompts waiting are prefilled, oldest first, with the rest of the step's tokens; those
         whose last chunk this was emit their first token. The time after it [s]."""
-        cfg, rec, totals = self.cfg, self.rec, self.totals
+        cfg, totals = self.cfg, self.totals
         assert cfg.chunk_tokens is not None
         stall = self._preempt(now, []) if cfg.admission != "reserve-max" else 0.0
         B = len(self.running)
@@ -684,13 +685,12 @@ class _Replica:
             ):
                 self._events_until(t1, (self.pre_n, self.pre_need, self.reserved))
             now = t1
-        swap = cfg.preemption == "swap"
         for entry, take in chunks:
             entry[2] += take
         while self.prefilling and self.prefilling[0][2] >= self.prefilling[0][1]:
             rid, tokens, _ = self.prefilling.popleft()
             self.pre_n -= 1
-            self.pre_need -= tokens + (0 if swap and rec.gen[rid] else 1)
+            self.pre_need -= tokens + 1
             if in_window:
                 totals.tokens_window += 1
             self._prefilled(rid, now)
