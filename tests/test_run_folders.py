@@ -36,6 +36,11 @@ SHIPPED = SEED.parent.parent
 PLANNER = str(Path(sys.executable).with_name("planner"))
 
 
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
 def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
@@ -83,6 +88,7 @@ def test_force_refuses_a_run_holding_a_file_planner_did_not_write(
         (lambda run: (run / "manifest.json").write_text("[]"), False),
         (lambda run: (run / "manifest.json").write_text('{"files": []}'), False),
         (lambda run: (run / "diff.csv").write_text("kind\n"), True),  # a baseline run's diff
+        (lambda run: _fifo(run / "manifest.json"), False),  # never read, never waited on
     ],
 )
 def test_what_counts_as_a_planner_run(seed_run: Path, tmp_path: Path, damage, recognised) -> None:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from planner import __version__, cleanup
 from planner.catalog import Catalog
+from planner.catalog.safefile import read_text
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
 from planner.outputs.outlook import outlook
@@ -89,9 +90,9 @@ def is_run(folder: Path) -> bool:
     ``manifest.json`` names the planner version and lists every file the folder holds."""
     if folder.is_symlink() or not folder.is_dir():
         return False
-    try:
-        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a regular file only: a FIFO or device named manifest.json is not read
+        info = json.loads(read_text(folder / MANIFEST))
+    except (OSError, ValueError):  # FileProblem is a ValueError
         return False
     if not isinstance(info, dict) or not isinstance(info.get("planner_version"), str):
         return False
