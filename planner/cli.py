@@ -136,7 +136,7 @@ def run(
                 force=force,
                 number=out is None,
                 baseline=baseline,
-                processes=executor(workers or os.cpu_count() or 1, scheduler),
+                processes=executor(workers, scheduler),
                 progress=progress,
             )
     except (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planner import cleanup
@@ -43,6 +43,11 @@ class InProcess:
 _SHARED: Any = None
 
 
+def cores() -> int:
+    """The processors this machine has (at least 1): the default number of workers."""
+    return max(os.cpu_count() or 1, 1)
+
+
 def _init_worker(shared: Any, parent: int) -> None:
     global _SHARED
     cleanup.die_with_parent(parent)
@@ -57,7 +62,7 @@ def _call(function: Unit, item: Any) -> Any:
 class ProcessPool:
     """The units spread over ``workers`` local processes, which end with this one."""
 
-    workers: int = max(os.cpu_count() or 1, 1)
+    workers: int = field(default_factory=cores)
 
     def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]:
         if self.workers <= 1 or len(items) <= 1:
@@ -121,9 +126,11 @@ class Dask:
                 cluster.close()
 
 
-def executor(workers: int = 2, scheduler: str | None = None) -> Executor:
+def executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
     """The executor a run asks for: Dask when given a ``scheduler`` (an address, or ``local``
-    for a LocalCluster of ``workers``), else a process pool of ``workers`` (1: in process)."""
+    for a LocalCluster of ``workers``), else a process pool of ``workers`` (1: in process);
+    ``workers`` defaults to the :func:`cores` there are."""
+    workers = workers or cores()
     if scheduler is not None:
         return Dask(None if scheduler == "local" else scheduler, workers)
     return ProcessPool(workers) if workers > 1 else InProcess()
