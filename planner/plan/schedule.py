@@ -404,7 +404,13 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     def nodes_for(replicas: int, devices: int) -> int:
         return math.ceil(replicas * tp / devices - 1e-9) + forecast.spare_nodes
 
-    hourly_replicas = [[replicas_at(row, f * p) for p in profile] for f in factors]
+    def day(factor: float) -> list[int]:
+        """The replicas each hour needs in a month of ``factor``: each share sized once (a flat
+        day is one share)."""
+        by_share = {share: replicas_at(row, factor * share) for share in set(profile)}
+        return [by_share[share] for share in profile]
+
+    hourly_replicas = [day(f) for f in factors]
     replicas = [max(day) for day in hourly_replicas]
     devices = node_devices(row, max(replicas))
     hours = [[nodes_for(r, devices) for r in day] for day in hourly_replicas]
