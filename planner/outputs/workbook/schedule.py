@@ -455,25 +455,24 @@ def _block(
         f"=SUMPRODUCT({column['nodes_arriving']},({owed_months}>0)*{owed_months})"
         f"*{at['lease_payment_usd_per_month']}"
     )
-    totals["lease_net_usd"] = (
-        f"=B{total_rows['lease_cash_usd']}+B{total_rows['lease_owed_at_end_usd']}"
-    )
-    totals["lease_npv_usd"] = (
-        f"=SUMPRODUCT({column['lease_cash_usd']},{column['discount_factor']})"
-        f"+B{total_rows['lease_owed_at_end_usd']}/{end_discount}"
-    )
-    totals["net_usd"] = f"=B{total_rows['cash_usd']}-B{total_rows['book_value_at_end_usd']}"
-    totals["npv_usd"] = (
-        f"=SUMPRODUCT({column['cash_usd']},{column['discount_factor']})"
-        f"-B{total_rows['book_value_at_end_usd']}/{end_discount}"
-    )
-    totals["up_front_net_usd"] = (
-        f"=B{total_rows['up_front_cash_usd']}-B{total_rows['up_front_book_value_at_end_usd']}"
-    )
-    totals["up_front_npv_usd"] = (
-        f"=SUMPRODUCT({column['up_front_cash_usd']},{column['discount_factor']})"
-        f"-B{total_rows['up_front_book_value_at_end_usd']}/{end_discount}"
-    )
+
+    def at_end(cash: str, end: str, sign: str) -> tuple[str, str]:
+        """A way of paying's net and net present value: its cash, and what is left at the end
+        (``sign`` "-": worth still owned; "+": still owed), undiscounted and discounted from
+        the month after the horizon."""
+        left = f"B{total_rows[end]}"
+        net = f"=B{total_rows[cash]}{sign}{left}"
+        npv = f"=SUMPRODUCT({column[cash]},{column['discount_factor']}){sign}{left}/{end_discount}"
+        return net, npv
+
+    for prefix, end, sign in (
+        ("", "book_value_at_end_usd", "-"),
+        ("up_front_", "up_front_book_value_at_end_usd", "-"),
+        ("lease_", "lease_owed_at_end_usd", "+"),
+    ):
+        totals[f"{prefix}net_usd"], totals[f"{prefix}npv_usd"] = at_end(
+            f"{prefix}cash_usd", end, sign
+        )
     total_values = {
         "cash_usd": schedule.total_usd,
         "book_value_at_end_usd": schedule.residual_usd,
