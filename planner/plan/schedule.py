@@ -474,8 +474,10 @@ def growth_cases(catalog: Catalog, found: WorkloadSchedule, swing: float) -> lis
     and × (1 + swing): how far the purchase and the way of paying hang on the growth."""
     forecast = found.workload.forecast
     assert forecast is not None
-    out = []
-    for scale in (1 - swing, 1.0, 1 + swing):
+
+    def at(scale: float) -> WorkloadSchedule:
+        if scale == 1:
+            return found  # as forecast: the schedule already made
         workload = found.workload.model_copy(
             update={"forecast": scaled_growth(forecast, found.factors, scale)}
         )
@@ -485,7 +487,12 @@ def growth_cases(catalog: Catalog, found: WorkloadSchedule, swing: float) -> lis
         )
         again = workload_schedule(moved, found.line)
         assert again is not None
-        out.append(GrowthCase(scale, max(again.nodes), {k: again.npv_usd(k) for k in again.plans}))
+        return again
+
+    out = []
+    for scale in (1 - swing, 1.0, 1 + swing):
+        case = at(scale)
+        out.append(GrowthCase(scale, max(case.nodes), {k: case.npv_usd(k) for k in case.plans}))
     return out
 
 
