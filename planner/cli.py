@@ -103,6 +103,14 @@ def _exit_cleanly_on_signals() -> None:
     help="Earlier run folder to compare with: the report gets a 'Changes since the baseline "
     "run' section and the run folder a diff.csv.",
 )
+@click.option(
+    "--draws",
+    type=click.IntRange(0, 1_000_000),
+    default=0,
+    help="Evaluate the plan over this many draws of the inputs the catalogs give as "
+    "distributions ({low, mode, high}, {mean, sd}, {samples}): P10/P50/P90 of devices, cost "
+    "and latency per option, and how often each is the cheapest (default 0: none).",
+)
 def run(
     catalogs: Path | None,
     out: Path | None,
@@ -111,6 +119,7 @@ def run(
     workers: int | None,
     scheduler: str | None,
     baseline: Path | None,
+    draws: int,
 ) -> None:
     """Evaluate every candidate and write a run folder.
 
@@ -122,7 +131,7 @@ def run(
     from planner.executor import ExecutorUnavailable, executor
     from planner.outputs.runs import RunExists, RunNotWritten, default_run_dir
     from planner.outputs.terminal import print_ask, progress_display
-    from planner.pipeline import NothingToPlan
+    from planner.pipeline import NothingToPlan, NothingUncertain
     from planner.pipeline import run as run_pipeline
 
     catalog = _load(catalogs)
@@ -138,6 +147,7 @@ def run(
                 baseline=baseline,
                 processes=executor(workers, scheduler),
                 progress=progress,
+                draws=draws,
             )
     except (
         RunExists,
@@ -145,6 +155,7 @@ def run(
         NotARun,
         MetricError,
         NothingToPlan,
+        NothingUncertain,
         ExecutorUnavailable,
     ) as exc:
         click.echo(f"error: {exc}", err=True)

@@ -17,10 +17,11 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
-from planner.executor import Executor
+from planner.executor import Executor, executor
 from planner.outputs.runs import DIFF_CSV, check_destination, probe_destination, write_run
 from planner.plan import recommend
 from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
+from planner.plan.uncertainty import Bands, monte_carlo, uncertain_inputs
 from planner.progress import Progress
 from planner.serving.sizing import (
     contenders,
@@ -79,10 +80,15 @@ class RunOutcome:
     folder: Path
     results: Results
     baseline: RunDiff | None
+    bands: Bands | None = None
 
 
 class NothingToPlan(ValueError):
     """The catalogs select no hardware × model × precision × workload to evaluate."""
+
+
+class NothingUncertain(ValueError):
+    """Draws were asked for, but the catalogs give no quantity as a distribution."""
 
 
 def run(
@@ -95,8 +101,10 @@ def run(
     baseline: Path | None = None,
     processes: int | Executor = 2,
     progress: Progress | None = None,
+    draws: int = 0,
 ) -> RunOutcome:
-    """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder.
+    """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder;
+    with ``draws``, evaluate the plan over that many draws of its uncertain inputs too.
 
     Raises :class:`NothingToPlan` when the catalogs select no candidate,
     :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
@@ -104,19 +112,26 @@ def run(
     instead), :class:`planner.outputs.runs.RunNotWritten` before any work when the file system
     refuses the folder, :class:`planner.diff.NotARun` before any work when ``baseline`` is not a
     run folder, and :class:`planner.model.metric.MetricError` when a formula meets inputs it does
-    not cover.
+    not cover, and :class:`NothingUncertain` before any work when ``draws`` are asked of
+    catalogs with no distribution.
     """
     destination = Path(destination)
     if not number:
         check_destination(destination, force=force)
     probe_destination(destination)
     earlier = load_run(baseline) if baseline is not None else None
+    if draws and not uncertain_inputs(catalog):
+        raise NothingUncertain(
+            "--draws needs an uncertain input, and the catalogs give none: write a quantity as "
+            "a distribution, e.g. bandwidth_efficiency: {low: 0.6, mode: 0.8, high: 0.9}"
+        )
     if candidates(catalog).empty:
         raise NothingToPlan(
             "the catalogs select no candidate: "
             + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
         )
     results = plan(catalog, processes=processes, progress=progress)
+    bands = uncertainty(catalog, draws, processes, progress) if draws else None
     comparison = None
     extra = {}
     if earlier is not None:
@@ -132,5 +147,17 @@ def run(
         extra_writers=extra,
         baseline=comparison,
         progress=progress,
+        bands=bands,
     )
-    return RunOutcome(folder, results, comparison)
+    return RunOutcome(folder, results, comparison, bands)
+
+
+def uncertainty(
+    catalog: Catalog,
+    draws: int,
+    processes: int | Executor = 2,
+    progress: Progress | None = None,
+) -> Bands:
+    """The plan over ``draws`` draws of its uncertain inputs, on the run's executor."""
+    runner = executor(processes) if isinstance(processes, int) else processes
+    return monte_carlo(catalog, draws, runner, progress)

@@ -8,10 +8,20 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    model_validator,
+)
 
+from planner.catalog.distributions import Distribution
+from planner.catalog.distributions import parse as parse_distribution
 from planner.catalog.interconnects import Kind
 from planner.model import units
 from planner.model.architecture import (
@@ -130,6 +140,67 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class Uncertain(Record):
+    """A record some of whose quantities may be given as distributions
+    (:mod:`planner.catalog.distributions`).
+
+    ``UNCERTAIN`` names those fields and the largest value each may take (1 for a fraction).
+    The field holds the central value, which the plan uses; ``uncertain`` holds each
+    distribution in base units, which ``planner run --draws`` samples. A catalog never writes
+    ``uncertain`` itself.
+    """
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {}
+
+    uncertain: dict[str, Distribution] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _distributions(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if "uncertain" in data:
+            raise ValueError("'uncertain' is not a catalog field: write a distribution in place")
+        found: dict[str, Distribution] = {}
+        data = dict(data)
+        for name, upper in cls.UNCERTAIN.items():
+            value = data.get(name)
+            if not isinstance(value, dict):
+                continue
+            field = cls.model_fields[name]
+            kind: Any = field.annotation
+            if field.metadata:
+                kind = Annotated[kind, *field.metadata]
+            adapter: TypeAdapter[Any] = TypeAdapter(kind)
+            try:
+                distribution = parse_distribution(value, adapter.validate_python, upper)
+            except Exception as error:  # the field's own message, or the distribution's
+                raise ValueError(f"{name}: {_first_error(error)}") from None
+            data[name] = _central_as_written(value, distribution)
+            found[name] = distribution
+        if found:
+            data["uncertain"] = found
+        return data
+
+
+def _central_as_written(value: dict[str, Any], distribution: Distribution) -> Any:
+    """The central value as the catalog wrote it (with its unit), for the field to read."""
+    if distribution.form == "triangular":
+        return value["mode"]
+    if distribution.form == "normal":
+        return value["mean"]
+    return value["samples"][distribution.samples.index(distribution.central)]
+
+
+def _first_error(error: Exception) -> str:
+    """The message of a validation error without pydantic's framing."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return str(first.get("msg", error)).removeprefix("Value error, ")
+    return str(error)
+
+
 class Entry(Record):
     id: Id
     name: Text | None = None
@@ -140,7 +211,12 @@ class Entry(Record):
         return self.name or self.id
 
 
-class Price(Record):
+class Price(Uncertain):
+    UNCERTAIN: ClassVar[dict[str, float]] = {
+        "purchase_usd": float("inf"),
+        "cloud_usd_per_hour": float("inf"),
+    }
+
     purchase_usd: Money | None = None
     cloud_usd_per_hour: Money | None = None
 
@@ -417,8 +493,10 @@ class LengthDistribution(Record):
 Lengths = Count | LengthDistribution
 
 
-class Arrival(Record):
+class Arrival(Uncertain):
     """Open-loop arrivals: Poisson at a rate, bursty (Poisson bursts), or a CSV trace replayed."""
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {"rate": float("inf")}
 
     pattern: Literal["poisson", "bursty", "trace"]
     rate: OptionalRate = None
@@ -490,8 +568,10 @@ class Forecast(Record):
         return self
 
 
-class Workload(Entry):
+class Workload(Entry, Uncertain):
     """A workload's shape: lengths, arrival pattern, agent loops, latency targets."""
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {"concurrency": float("inf")}
 
     description: Text | None = None
     prompt_tokens: Lengths
@@ -534,8 +614,16 @@ class Engine(Record):
     chunked_prefill: bool | None = None  # None: the release's default (engines.yaml)
 
 
-class Assumptions(Record):
+class Assumptions(Uncertain):
     """Planning assumptions that apply to every candidate."""
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {
+        "bandwidth_efficiency": 1.0,
+        "compute_efficiency": 1.0,
+        "step_overhead": float("inf"),
+        "utilisation": 1.0,
+        "electricity_usd_per_kwh": float("inf"),
+    }
 
     runtime_overhead: BytesOrZero
     reserve: BytesOrZero

@@ -14,6 +14,7 @@ from planner.measure.compare import comparison
 from planner.plan.deployment import Ask, ask
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
 from planner.plan.sensitivity import SWING, Bar, tornado
+from planner.plan.uncertainty import Bands
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,13 @@ class Outlook:
     tornado: tuple[float, float, list[Bar]]
     #: per schedule, in order: the schedule with its growth lowered, as forecast, raised
     growth: list[list[GrowthCase]]
+    #: the plan over draws of its uncertain inputs (``planner run --draws``), if asked for
+    bands: Bands | None = None
 
 
-def outlook(catalog: Catalog, table: pd.DataFrame) -> Outlook:
-    """The :class:`Outlook` of ``table`` (the plan's results) under ``catalog``."""
+def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -> Outlook:
+    """The :class:`Outlook` of ``table`` (the plan's results) under ``catalog``, with the
+    ``bands`` of a Monte Carlo run where there was one."""
     plan = ask(catalog, table)
     measurements = load_measurements(catalog)
     found = schedules(catalog, plan)
@@ -39,4 +43,5 @@ def outlook(catalog: Catalog, table: pd.DataFrame) -> Outlook:
         found,
         tornado(catalog, SWING),
         [growth_cases(catalog, s, SWING) for s in found],
+        bands,
     )

@@ -52,6 +52,7 @@ from planner.outputs.sections import (
     simulation_summary,
     sources,
     tornado_section,
+    uncertainty_section,
     workload_sections,
 )
 from planner.plan.recommend import ranked
@@ -194,6 +195,7 @@ def context(
         "calibration": calibration_lines(catalog),
         "schedules": schedule_sections(derived.schedules, derived.growth),
         "tornado": tornado_section(derived.tornado),
+        "uncertainty": uncertainty_section(derived.bands, plan),
         "bill": bill_of_materials(catalog, plan),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",
         "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",

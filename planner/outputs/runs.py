@@ -41,6 +41,7 @@ REPORT = "report.pdf"
 MANIFEST = "manifest.json"
 CATALOG_COPY = "catalogs"
 DIFF_CSV = "diff.csv"
+UNCERTAINTY_CSV = "uncertainty.csv"
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -384,6 +385,7 @@ def write_run(
     extra_writers: Mapping[str, Writer] | None = None,
     baseline: Any = None,
     progress: Progress | None = None,
+    bands: Any = None,
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically; returns where it went.
 
@@ -394,7 +396,9 @@ def write_run(
     folder (read-only, full), leaving nothing behind. The workbook and
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
-    :class:`planner.diff.RunDiff`) adds a comparison section to the report. ``progress`` is told
+    :class:`planner.diff.RunDiff`) adds a comparison section to the report; ``bands``
+    (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section and
+    ``uncertainty.csv``. ``progress`` is told
     of each file as it is written (stage ``"writing"``).
     """
     from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
@@ -403,7 +407,7 @@ def write_run(
     destination = Path(destination)
     if not number:
         check_destination(destination, force=force)
-    derived = outlook(catalog, results.table)
+    derived = outlook(catalog, results.table, bands)
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
         recover_stale(destination.parent)
@@ -428,12 +432,14 @@ def write_run(
                 schedules=derived.schedules,
                 sensitivity=derived.tornado,
                 growth=derived.growth,
+                uncertainty=derived.bands,
             ),
         ),
         (
             REPORT,
             lambda path: write_report(catalog, results, path, baseline=baseline, derived=derived),
         ),
+        *([(UNCERTAINTY_CSV, lambda path: write_csv(bands.options, path))] if bands else []),
         *(extra_writers or {}).items(),
     ]
     try:
@@ -441,7 +447,10 @@ def write_run(
             if progress is not None:
                 progress(f"writing {file_name}", done, len(steps))
             writer(staging / file_name)
-        info = manifest(catalog, results, name, tuple(extra_writers or {}))
+        extra = (*([UNCERTAINTY_CSV] if bands else []), *(extra_writers or {}))
+        info = manifest(catalog, results, name, extra)
+        if bands:
+            info["draws"] = bands.draws
         info["output_files"] = output_hashes(staging)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
         os.chmod(staging, 0o755)

@@ -26,6 +26,7 @@ from planner.plan.deployment import API, BUY, RENT, Ask, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 from planner.plan.schedule import HOURS, PLANS, GrowthCase, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
+from planner.plan.uncertainty import Bands, leading_options
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -815,3 +816,46 @@ def node_down(nodes: float, spares: int) -> str:
 
 def _kw(value: float) -> str:
     return f"{value:,.1f}" if finite(value) else "n/a"
+
+
+def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None:
+    """The plan over draws of its uncertain inputs (:mod:`planner.plan.uncertainty`): for each
+    line of the ask, the bands of its model's winning devices and cost, and the options that
+    were the cheapest in at least one draw in ten; None without draws."""
+    if bands is None:
+        return None
+    purchases = bands.purchases.set_index(["workload", "model"])
+    options = leading_options(bands, least_share=0.1)
+    lines: list[dict[str, Any]] = []
+    for line in plan.lines:
+        if (line.workload, line.model) not in purchases.index:
+            lines.append({"workload": line.workload, "model": line.model, "served": "0 %"})
+            continue
+        p: Any = purchases.loc[(line.workload, line.model)]
+        chosen = options[(options["workload"] == line.workload) & (options["model"] == line.model)]
+        lines.append(
+            {
+                "workload": line.workload,
+                "model": line.model,
+                "served": f"{p['served_share']:.0%}",
+                "devices": " / ".join(count(p[f"devices_needed_p{q}"]) for q in (10, 50, 90)),
+                "cost": " / ".join(usd(p[f"cost_usd_p{q}"]) for q in (10, 50, 90)),
+                "options": [
+                    {
+                        "option": f"{o['hardware']}, {o['precision']}, TP {o['tensor_parallel']}",
+                        "cheapest": f"{o['cheapest_share']:.0%}",
+                        "meets": f"{o['meets_share']:.0%}",
+                        "devices": " / ".join(
+                            count(o[f"devices_needed_p{q}"]) for q in (10, 50, 90)
+                        ),
+                        "itl": f"{duration(o['itl_load_s_p50'])} / {duration(o['itl_load_s_p90'])}",
+                    }
+                    for o in chosen.to_dict("records")
+                ],
+            }
+        )
+    return {
+        "draws": count(bands.draws),
+        "inputs": [(i.label, i.distribution.describe()) for i in bands.inputs],
+        "lines": lines,
+    }

@@ -115,6 +115,7 @@ from planner.outputs.workbook.summary import (
     plan_name,
     recommendation_groups,
 )
+from planner.outputs.workbook.uncertainty import write_uncertainty
 from planner.plan import recommend
 from planner.plan.schedule import WorkloadSchedule
 from planner.plan.sensitivity import SWING
@@ -200,12 +201,14 @@ def write_workbook(
     schedules: list[WorkloadSchedule] | None = None,
     sensitivity: tuple[float, float, list[Any]] | None = None,
     growth: list[list[Any]] | None = None,
+    uncertainty: Any = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
     ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
     ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet and
     ``sensitivity`` (:func:`planner.plan.sensitivity.tornado`) the Sensitivity sheet, with
-    ``growth`` (per schedule, :func:`planner.plan.schedule.growth_cases`) below it."""
+    ``growth`` (per schedule, :func:`planner.plan.schedule.growth_cases`) below it;
+    ``uncertainty`` (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -219,6 +222,7 @@ def write_workbook(
     caches["Schedule"] = write_schedule(wb, schedules or [], layout, positions)
     pairs = list(zip(schedules or [], growth or [], strict=True)) if growth else []
     write_sensitivity(wb, sensitivity, SWING, pairs)
+    write_uncertainty(wb, uncertainty)
     if measured is not None:
         write_measured(wb, measured)
     _write_notes(wb, results)

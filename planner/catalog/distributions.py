@@ -1,0 +1,147 @@
+"""Uncertain quantities: a catalog figure given as a distribution instead of one value.
+
+A planner's inputs are estimates (an efficiency not yet measured, a traffic forecast, a price
+not yet quoted). Where a catalog gives one as a distribution, the plan uses its central value,
+and ``planner run --draws N`` evaluates the plan over N draws of every uncertain input at once
+(:mod:`planner.plan.uncertainty`). Three forms, written in the field's own units:
+
+- triangular ``{low, mode, high}``: a range and its most likely value (the central value is the
+  mode, the value a planner would have written alone);
+- normal ``{mean, sd}``: drawn within mean ± 3 sd (so that a draw is always a valid value: an
+  efficiency above 1 or a negative price would be nonsense), central value the mean;
+- samples ``{samples: [...]}``: values observed or quoted, drawn with equal weight, central value
+  their median.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: How many standard deviations a normal draw may stray from its mean.
+NORMAL_TRUNCATION_SD = 3.0
+
+#: The keys of each form, as a catalog writes them.
+FORMS = {
+    frozenset({"low", "mode", "high"}): "triangular",
+    frozenset({"mean", "sd"}): "normal",
+    frozenset({"samples"}): "samples",
+}
+
+EXPECTED = "a value, or a distribution: {low, mode, high}, {mean, sd} or {samples: [...]}"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """An uncertain quantity in base units: its form and parameters."""
+
+    form: str
+    low: float
+    high: float
+    central: float
+    sd: float = 0.0
+    samples: tuple[float, ...] = ()
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` independent draws [the quantity's base unit]."""
+        if self.form == "triangular":
+            if self.high == self.low:
+                return np.full(n, self.central)
+            return rng.triangular(self.low, self.central, self.high, n)
+        if self.form == "normal":
+            return np.clip(rng.normal(self.central, self.sd, n), self.low, self.high)
+        return rng.choice(np.asarray(self.samples, dtype=float), n)
+
+    def quantile(self, p: float) -> float:
+        """The value below which a share ``p`` of draws falls (exact for triangular and
+        samples; for the truncated normal, the untruncated quantile clipped to its range)."""
+        if self.form == "triangular":
+            return triangular_quantile(self.low, self.central, self.high, p)
+        if self.form == "normal":
+            from statistics import NormalDist
+
+            value = NormalDist(self.central, self.sd).inv_cdf(p) if self.sd > 0 else self.central
+            return float(min(max(value, self.low), self.high))
+        return float(np.quantile(np.asarray(self.samples), p, method="inverted_cdf"))
+
+    def describe(self, unit: str = "") -> str:
+        """The distribution in words, e.g. ``triangular 0.6 / 0.8 / 0.9``."""
+        tail = f" {unit}" if unit else ""
+        if self.form == "triangular":
+            return f"triangular {self.low:g} / {self.central:g} / {self.high:g}{tail}"
+        if self.form == "normal":
+            return f"normal {self.central:g} ± {self.sd:g}{tail} (within 3 sd)"
+        return f"{len(self.samples)} samples, median {self.central:g}{tail}"
+
+
+def triangular_quantile(low: float, mode: float, high: float, p: float) -> float:
+    """Inverse of the triangular distribution's CDF at ``p`` [the quantity's unit]:
+    low + √(p (high − low)(mode − low)) below the mode's share (mode − low) ÷ (high − low),
+    high − √((1 − p)(high − low)(high − mode)) above it."""
+    if high == low:
+        return low
+    if p < (mode - low) / (high - low):
+        return low + float(np.sqrt(p * (high - low) * (mode - low)))
+    return high - float(np.sqrt((1 - p) * (high - low) * (high - mode)))
+
+
+def is_distribution(value: Any) -> bool:
+    """Whether a catalog value is written as a distribution (a mapping of one form's keys)."""
+    return isinstance(value, dict) and frozenset(value) in FORMS
+
+
+def parse(
+    value: dict[str, Any], read: Callable[[Any], float], upper: float = float("inf")
+) -> Distribution:
+    """A distribution from its catalog form, each value read by ``read`` (the field's own
+    parser: units, range). Every uncertain quantity is at least 0, and at most ``upper`` (1 for
+    a fraction): a normal distribution must lie inside that within 3 sd, so that every draw is a
+    value the field accepts."""
+    form = FORMS.get(frozenset(value))
+    if form is None:
+        raise ValueError(f"expected {EXPECTED}; got the keys {sorted(value)}")
+    if form == "triangular":
+        low, mode, high = (read(value[k]) for k in ("low", "mode", "high"))
+        if not low <= mode <= high:
+            raise ValueError(
+                f"a triangular distribution needs low ≤ mode ≤ high, got {low:g}, {mode:g}, "
+                f"{high:g}"
+            )
+        return Distribution("triangular", low, high, mode)
+    if form == "normal":
+        mean, sd = read(value["mean"]), _spread(read, value["sd"])
+        low = mean - NORMAL_TRUNCATION_SD * sd
+        high = mean + NORMAL_TRUNCATION_SD * sd
+        if low < 0 or high > upper:
+            limit = f"between 0 and {upper:g}" if upper < float("inf") else "at least 0"
+            raise ValueError(
+                f"a normal distribution is drawn within mean ± 3 sd = {low:g} … {high:g}, "
+                f"which must be {limit}: give a smaller sd or a triangular range"
+            )
+        return Distribution("normal", low, high, mean, sd=sd)
+    samples = value["samples"]
+    if not isinstance(samples, list) or not samples:
+        raise ValueError("samples must be a non-empty list of values")
+    if len(samples) > MAX_SAMPLES:
+        raise ValueError(f"at most {MAX_SAMPLES:,} samples inline, got {len(samples):,}")
+    values = tuple(read(s) for s in samples)
+    median = float(np.quantile(np.asarray(values), 0.5, method="inverted_cdf"))
+    return Distribution("samples", min(values), max(values), median, samples=values)
+
+
+#: Most values a catalog may list inline as samples of one quantity.
+MAX_SAMPLES = 100_000
+
+
+def _spread(read: Callable[[Any], float], sd: Any) -> float:
+    """A standard deviation in base units: written as the field is (``0.5 ms`` for a time, a
+    plain number for a fraction or a price); zero is allowed where the field refuses it."""
+    if sd == 0 or sd == "0":
+        return 0.0
+    try:
+        return read(sd)
+    except ValueError as error:
+        raise ValueError(f"sd: {error}") from None

@@ -1,0 +1,213 @@
+"""The plan over uncertain inputs: Monte Carlo draws of every quantity a catalog gives as a
+distribution, and the bands they leave on each option.
+
+Each draw sets every uncertain input (:mod:`planner.catalog.distributions`) to one value, all
+drawn together, and evaluates the whole plan in closed form (:func:`planner.plan.sweep.evaluate`)
+and ranks it (:func:`planner.plan.recommend.rank`), so a draw's winner is chosen by the same rule
+as the plan's. Over N draws each option gets the 10th, 50th and 90th percentiles of its latency,
+devices and cost, the share of draws in which it meets every target, and the share in which it
+is the cheapest option that does; each workload × model gets the bands of its winner's devices
+and cost: the P50 and the P90 purchase.
+
+Draw i is drawn from its own generator, seeded (seed, i), so the draws are the same whichever
+executor evaluates them and however they are split into units of work. Percentiles are
+empirical (the smallest drawn value with at least that share of draws at or below it), so a P90
+device count is a count some draw needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog import Catalog
+from planner.catalog.distributions import Distribution
+from planner.executor import Executor, InProcess
+from planner.plan.columns import ALL_KEYS
+from planner.plan.recommend import GROUP, rank
+from planner.plan.sweep import evaluate
+from planner.progress import Progress
+
+#: The percentiles reported, as shares.
+PERCENTILES = (0.10, 0.50, 0.90)
+
+#: The figures whose bands each option gets, with their units.
+FIGURES = {
+    "devices_needed": "devices",
+    "cost_usd": "USD",
+    "ttft_load_s": "s",
+    "itl_load_s": "s",
+    "e2e_load_s": "s",
+}
+
+#: What a draw keeps of each candidate: the ranking's inputs and the figures.
+COLUMNS = sorted({"eligible", "margin_shortfall", *FIGURES})
+
+#: Draws per unit of work sent to an executor.
+DRAWS_PER_UNIT = 20
+
+
+@dataclass(frozen=True)
+class Input:
+    """One uncertain quantity of a catalog: the entry that holds it and its distribution."""
+
+    section: str
+    entry: str | None
+    path: tuple[str, ...]
+    distribution: Distribution
+    whole: bool = False  # a count (users): each draw rounded to a whole number, at least 1
+
+    @property
+    def label(self) -> str:
+        """Where the quantity is, e.g. ``hardware h100-sxm-80gb: price.purchase_usd``."""
+        where = self.section if self.entry is None else f"{self.section} {self.entry}"
+        return f"{where}: {'.'.join(self.path)}"
+
+
+def uncertain_inputs(catalog: Catalog) -> list[Input]:
+    """Every quantity the catalog gives as a distribution, in catalog order."""
+    found = [
+        Input("assumptions", None, (name,), d) for name, d in catalog.assumptions.uncertain.items()
+    ]
+    for h in catalog.hardware:
+        found += [Input("hardware", h.id, ("price", n), d) for n, d in h.price.uncertain.items()]
+    for w in catalog.workloads:
+        found += [Input("workloads", w.id, (n,), d, whole=True) for n, d in w.uncertain.items()]
+        if w.arrival is not None:
+            found += [
+                Input("workloads", w.id, ("arrival", n), d) for n, d in w.arrival.uncertain.items()
+            ]
+    return found
+
+
+def draw_values(inputs: Sequence[Input], seed: int, draw: int) -> list[float]:
+    """Draw ``draw``'s value of every input, from the generator seeded (seed, draw)."""
+    rng = np.random.default_rng([seed, draw])
+    values = [float(i.distribution.draw(rng, 1)[0]) for i in inputs]
+    return [max(1, round(v)) if i.whole else v for i, v in zip(inputs, values, strict=True)]
+
+
+def _set(record: Any, path: tuple[str, ...], value: Any) -> Any:
+    """``record`` with the field at ``path`` set to ``value`` (records are immutable)."""
+    head, *rest = path
+    new = value if not rest else _set(getattr(record, head), tuple(rest), value)
+    return record.model_copy(update={head: new})
+
+
+def with_values(catalog: Catalog, inputs: Sequence[Input], values: Sequence[float]) -> Catalog:
+    """The catalog with each input set to its value."""
+    assumptions = catalog.assumptions
+    hardware = {h.id: h for h in catalog.hardware}
+    workloads = {w.id: w for w in catalog.workloads}
+    for i, value in zip(inputs, values, strict=True):
+        if i.section == "assumptions":
+            assumptions = _set(assumptions, i.path, value)
+        elif i.section == "hardware":
+            hardware[i.entry] = _set(hardware[i.entry], i.path, value)  # type: ignore[index]
+        else:
+            workloads[i.entry] = _set(workloads[i.entry], i.path, value)  # type: ignore[index]
+    return replace(
+        catalog,
+        assumptions=assumptions,
+        hardware=tuple(hardware.values()),
+        workloads=tuple(workloads.values()),
+    )
+
+
+def _evaluate_draws(
+    shared: tuple[Catalog, list[Input], int], item: tuple[int, int]
+) -> pd.DataFrame:
+    """A unit of work: draws ``start`` to ``stop`` − 1, each candidate's figures, whether it is
+    eligible and whether it is its group's winner."""
+    catalog, inputs, seed = shared
+    start, stop = item
+    frames = []
+    for draw in range(start, stop):
+        drawn = with_values(catalog, inputs, draw_values(inputs, seed, draw))
+        table = evaluate(drawn, columns=COLUMNS).table
+        frame = table[[*ALL_KEYS, *COLUMNS]].copy()
+        frame["eligible"] = frame["eligible"].astype(bool)
+        frame["cheapest"] = rank(table)["rank"].to_numpy() == 1
+        frame["draw"] = draw
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Bands:
+    """The plan's spread over the draws."""
+
+    draws: int
+    inputs: list[Input]
+    options: pd.DataFrame
+    """Per option (the five keys): ``<figure>_p10/_p50/_p90`` and ``meets_share`` (draws in
+    which it is eligible) and ``cheapest_share`` (draws in which it wins its group)."""
+    purchases: pd.DataFrame
+    """Per workload × model: ``served_share`` (draws with a winner) and the bands of the
+    winner's ``devices_needed`` and ``cost_usd``."""
+
+
+def _quantile(values: pd.Series, p: float) -> float:
+    finite = values.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(np.quantile(finite, p, method="inverted_cdf")) if len(finite) else float("nan")
+
+
+def _bands(frame: pd.DataFrame, keys: list[str], figures: Sequence[str]) -> pd.DataFrame:
+    grouped = frame.groupby(keys, sort=False)
+    out = {}
+    for name in figures:
+        for p in PERCENTILES:
+            out[f"{name}_p{round(p * 100)}"] = grouped[name].agg(partial(_quantile, p=p))
+    return pd.DataFrame(out)
+
+
+def summarise(frame: pd.DataFrame, draws: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The option and purchase tables of :class:`Bands` from every draw's rows."""
+    options = _bands(frame, ALL_KEYS, list(FIGURES))
+    grouped = frame.groupby(ALL_KEYS, sort=False)
+    options["meets_share"] = grouped["eligible"].sum() / draws
+    options["cheapest_share"] = grouped["cheapest"].sum() / draws
+    winners = frame[frame["cheapest"]]
+    purchases = _bands(winners, GROUP, ["devices_needed", "cost_usd"])
+    purchases["served_share"] = winners.groupby(GROUP, sort=False)["draw"].nunique() / draws
+    return options.reset_index(), purchases.reset_index()
+
+
+def monte_carlo(
+    catalog: Catalog,
+    draws: int,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> Bands:
+    """The plan evaluated over ``draws`` draws of its uncertain inputs, seeded by the
+    assumptions' ``seed``; ``progress`` is told of the draws done (stage ``"drawing"``)."""
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    inputs = uncertain_inputs(catalog)
+    units = [(s, min(s + DRAWS_PER_UNIT, draws)) for s in range(0, draws, DRAWS_PER_UNIT)]
+    shared = (catalog, inputs, catalog.assumptions.seed)
+    tell: Progress = progress or (lambda stage, done, total: None)
+    tell("drawing", 0, draws)
+    frames = []
+    for (_, stop), frame in zip(
+        units, (executor or InProcess()).map(_evaluate_draws, shared, units), strict=True
+    ):
+        frames.append(frame)
+        tell("drawing", stop, draws)
+    options, purchases = summarise(pd.concat(frames, ignore_index=True), draws)
+    return Bands(draws, inputs, options, purchases)
+
+
+def leading_options(bands: Bands, least_share: float = 0.0) -> pd.DataFrame:
+    """The options that were the cheapest in more than ``least_share`` of the draws, most
+    often first within each workload × model."""
+    options = bands.options[bands.options["cheapest_share"] > least_share]
+    return options.sort_values(
+        [*GROUP, "cheapest_share"], ascending=[True, True, False], kind="stable"
+    )
