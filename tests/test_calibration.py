@@ -276,3 +276,29 @@ def test_calibrating_on_the_sweep_brings_held_out_points_close() -> None:
     one, held_out = _calibrated(base, [(1024, 16)])
     errors = _errors(one, held_out)
     assert 0.10 < max(abs(e) for e in errors) < 0.12, errors
+
+
+def test_a_step_too_slow_for_bandwidth_is_fitted_as_overhead() -> None:
+    """One point, Llama 3.1 8B on an H100 at one user, 30 ms a token. Its step reads the
+    8,030,261,248 BF16 weights and 1,100 cached tokens × 128 KiB: 16,204,701,696 B, 4.837 ms at
+    the datasheet's 3.35 TB/s. With the assumed 2 ms overhead the efficiency would be
+    4.837 ÷ 28 = 0.17: no decode kernel reads that slowly, so the efficiency is held at 0.5 and
+    the overhead is what is left: 30 − 2 × 4.837 = 20.33 ms."""
+    (fit,) = calibrate(load_catalog(shipped_catalogs()), (_bench(1, {"itl_s.p50": 0.030}),))
+    memory_s = 16_204_701_696 / 3.35e12
+    assert fit.bandwidth_efficiency == 0.5
+    assert fit.step_overhead_s == pytest.approx(0.030 - 2 * memory_s, rel=1e-6)
+    (point,) = fit.points
+    assert point.fitted == pytest.approx(0.030, rel=1e-9)
+
+
+@pytest.mark.parametrize(("prompt", "fitted"), [(100, False), (2000, True)])
+def test_only_a_compute_bound_prompt_fits_the_compute_efficiency(prompt: int, fitted: bool) -> None:
+    """At one user, a 100-token prompt of Llama 3.1 8B is 2 × 8.03e9 × 100 = 1.6 TFLOP: 3.2 ms
+    at 989 TFLOP/s × 0.5, less than its weight read (16.06 GB at 3.35 TB/s × 0.8: 6.0 ms), so
+    its time says nothing of the compute efficiency, which stays unfitted; a 2,000-token
+    prompt's arithmetic (65 ms) outlasts the read and is fitted."""
+    entry = {"prompt_tokens": prompt, "id": f"prompt-{prompt}"}
+    point = _synthetic(None, 1, lambda _: {"ttft_s.p50": 0.2}, **entry)
+    (fit,) = calibrate(load_catalog(shipped_catalogs()), (point,))
+    assert (fit.compute_efficiency is not None) == fitted

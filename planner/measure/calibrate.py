@@ -6,11 +6,16 @@ Per hardware × engine release, by least squares on the measured points:
   all-reduce + step overhead``: with ``M`` the step's memory time at full efficiency, each
   measured inter-token latency ``y`` gives ``y − all-reduce = M ÷ efficiency + overhead``, a
   line in ``M``. Two or more batch sizes fit both; a single point fits the efficiency with the
-  catalog's overhead.
+  catalog's overhead, unless that makes the step read at less than
+  :data:`LEAST_BANDWIDTH_EFFICIENCY` of the datasheet: such a step is not bound by bandwidth
+  but by fixed costs (kernel launches, small kernels of a deep mixture of experts), so the
+  efficiency is held there and the overhead fitted.
 * **Prefill.** At one request in flight a compute-bound prompt takes ``FLOP ÷ (peak ×
   efficiency) + all-reduce + overhead`` after preprocessing: each median time to first token
   gives one estimate of the compute efficiency (the fitted decode overhead is used); their
-  least-squares value is the one that minimises the squared time errors.
+  least-squares value is the one that minimises the squared time errors. A prompt whose
+  arithmetic at the assumed efficiency is shorter than its weight read is bound by the read,
+  and says nothing of the compute efficiency: it is left out.
 * **Memory.** The engine's activation peak is its structural peak × a scale (a line through
   the origin); memory outside PyTorch is the mean measured, apart for tensor parallelism.
 
@@ -32,6 +37,12 @@ from planner.catalog.engines import series_of
 from planner.measure import Measurement
 from planner.measure.compare import _engine, estimate_row, measured_figures
 from planner.model.engine import activation_peak_bytes
+
+#: The least share of datasheet bandwidth a fitted decode step is said to sustain. Memory-bound
+#: decode kernels reach 60–90 % of HBM bandwidth; a single point that asks for less is a step
+#: dominated by fixed costs, which only the overhead can carry (fitting the efficiency instead
+#: would slow every weight read with it, prefill included).
+LEAST_BANDWIDTH_EFFICIENCY = 0.5
 
 #: The activation peak's inputs other than the release's two constants.
 ACTIVATION_INPUTS = (
@@ -108,11 +119,28 @@ def _decode(rows: list[Row], default_overhead: float, fit: Calibration) -> None:
     else:
         overhead = default_overhead
         slope = float(np.sum(memory * (y - overhead)) / np.sum(memory * memory))
+        if slope > 1 / LEAST_BANDWIDTH_EFFICIENCY:  # too slow for bandwidth: fixed costs
+            slope = 1 / LEAST_BANDWIDTH_EFFICIENCY
+            overhead = max(float(np.mean(y - memory * slope)), 0.0)
     fit.bandwidth_efficiency = 1 / slope
     fit.step_overhead_s = overhead
     for (measurement, _, measured), m, a in zip(rows, memory, allreduce, strict=True):
         fitted = float(m * slope + overhead + a)
         fit.points.append(Point(measurement.entry.id, "itl_s.p50", measured, fitted))
+
+
+def _compute_bound(
+    rows: list[Row], bandwidth_efficiency: float, compute_efficiency: float
+) -> list[Row]:
+    """The prefills whose arithmetic, at the assumed compute efficiency, outlasts their weight
+    read at the fitted bandwidth: only those say anything of the compute efficiency (a prompt
+    bound by reading the weights would put the read's excess into the arithmetic)."""
+    return [
+        row
+        for row in rows
+        if row[1]["prefill_flops"] / row[1]["achieved_compute_flops_per_s"] / compute_efficiency
+        >= row[1]["weight_read_s"] / bandwidth_efficiency
+    ]
 
 
 def _prefill(rows: list[Row], overhead: float, fit: Calibration) -> None:
@@ -189,6 +217,8 @@ def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[C
                 memory.append((measurement, estimate_row(catalog, measurement), figures))
         if decode:
             _decode(decode, catalog.assumptions.step_overhead, fit)
+        bandwidth = fit.bandwidth_efficiency or catalog.assumptions.bandwidth_efficiency
+        prefill = _compute_bound(prefill, bandwidth, catalog.assumptions.compute_efficiency)
         if prefill:
             overhead = fit.step_overhead_s
             _prefill(

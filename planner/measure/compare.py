@@ -32,12 +32,14 @@ COMPARED: dict[str, tuple[str, str, str]] = {
     "kv_pool_tokens": ("kv_pool_tokens", "tokens", "KV cache pool, tokens"),
     "max_concurrency": ("engine_max_concurrency", "requests", "requests of max_model_len"),
     "ttft_s.p50": ("ttft_load_s", "s", "median time to first token"),
+    "ttft_s.mean": ("ttft_load_s", "s", "mean time to first token"),
     # a median gap is one typical decode step; a mean gap or TPOT spreads others' prefills
     "itl_s.p50": ("itl_load_s", "s", "median inter-token latency (one typical step)"),
     "itl_s.mean": ("tpot_load_s", "s", "mean inter-token latency (stalls included)"),
     "tpot_s.mean": ("tpot_load_s", "s", "mean time per output token, first excluded"),
     "tpot_s.p50": ("tpot_load_s", "s", "median time per output token, first excluded"),
     "e2e_s.p50": ("e2e_load_s", "s", "median end-to-end latency"),
+    "e2e_s.mean": ("e2e_load_s", "s", "mean end-to-end latency"),
     "output_throughput": (
         "load_output_tokens_per_s_per_replica",
         "tokens/s",
