@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from pydantic import BaseModel
+
 from planner.catalog import Catalog
 from planner.diff.changes import Change
 from planner.diff.values import BLOCK_UNITS, FIELD_UNITS, SECTIONS, same
@@ -38,6 +40,24 @@ def field_changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, An
     return [] if same(old, new) else [(path, old, new)]
 
 
+def dump(record: BaseModel) -> dict[str, Any]:
+    """A record's fields as the catalog gives them, with each distribution described beside its
+    central value (``bandwidth_efficiency_distribution: triangular 0.6 / 0.8 / 0.9``), so that a
+    changed range shows even where its central value stays."""
+    out = record.model_dump()
+    _describe_distributions(record, out)
+    return out
+
+
+def _describe_distributions(record: BaseModel, out: dict[str, Any]) -> None:
+    for name, distribution in getattr(record, "uncertain", {}).items():
+        out[f"{name}_distribution"] = distribution.describe()
+    for name in type(record).model_fields:
+        value = getattr(record, name)
+        if isinstance(value, BaseModel) and isinstance(out.get(name), dict):
+            _describe_distributions(value, out[name])
+
+
 def _entries(catalog: Catalog, section: str) -> dict[str, Any]:
     return {entry.id: entry for entry in getattr(catalog, section)}
 
@@ -52,15 +72,14 @@ def catalog_changes(old: Catalog, new: Catalog) -> list[Change]:
             if entry_id not in before:
                 changes.append(Change("input_added", key, "", None, entry.label))
                 continue
-            old_dump = before[entry_id].model_dump()
-            for path, a, b in field_changes(old_dump, entry.model_dump()):
+            for path, a, b in field_changes(dump(before[entry_id]), dump(entry)):
                 changes.append(Change("input_changed", key, path, a, b, field_unit(path)))
         for entry_id, entry in before.items():
             if entry_id not in after:
                 changes.append(
                     Change("input_removed", f"{singular}/{entry_id}", "", entry.label, None)
                 )
-    dumps = old.assumptions.model_dump(), new.assumptions.model_dump()
+    dumps = dump(old.assumptions), dump(new.assumptions)
     for path, a, b in field_changes(*dumps):
         changes.append(Change("input_changed", "assumptions", path, a, b, field_unit(path)))
     return changes
