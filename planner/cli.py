@@ -111,6 +111,20 @@ def _exit_cleanly_on_signals() -> None:
     "distributions ({low, mode, high}, {mean, sd}, {samples}): P10/P50/P90 of devices, cost "
     "and latency per option, and how often each is the cheapest (default 0: none).",
 )
+@click.option(
+    "--stream-above",
+    type=click.IntRange(0, None),
+    default=None,
+    help="Stream the sweep when it has more candidates than this (default 200,000): every row "
+    "to results.parquet as it is computed, the workbook and report holding the leading options "
+    "of each group (needs the large extra: pip install 'planner[large]').",
+)
+@click.option(
+    "--full-csv",
+    is_flag=True,
+    help="With a streamed sweep, write every row to results.csv too (else it holds the "
+    "leading options; results.parquet holds every row).",
+)
 def run(
     catalogs: Path | None,
     out: Path | None,
@@ -120,6 +134,8 @@ def run(
     scheduler: str | None,
     baseline: Path | None,
     draws: int,
+    stream_above: int | None,
+    full_csv: bool,
 ) -> None:
     """Evaluate every candidate and write a run folder.
 
@@ -133,6 +149,7 @@ def run(
     from planner.outputs.terminal import print_ask, progress_display
     from planner.pipeline import NothingToPlan, NothingUncertain
     from planner.pipeline import run as run_pipeline
+    from planner.plan.stream import STREAM_ABOVE, ParquetUnavailable
 
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
@@ -148,6 +165,8 @@ def run(
                 processes=executor(workers, scheduler),
                 progress=progress,
                 draws=draws,
+                stream_above=STREAM_ABOVE if stream_above is None else stream_above,
+                full_csv=full_csv,
             )
     except (
         RunExists,
@@ -157,6 +176,7 @@ def run(
         NothingToPlan,
         NothingUncertain,
         ExecutorUnavailable,
+        ParquetUnavailable,
     ) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
@@ -164,6 +184,8 @@ def run(
     if comparison is not None:
         click.echo(comparison.summary())
     print_ask(catalog, results)
+    for note in results.notes:
+        click.echo(f"{note}.")
     click.echo(closing_line(results.table))
     if folder != destination:
         click.echo(f"{destination}/ was taken by another run meanwhile.")

@@ -10,7 +10,8 @@ can be called alone; this module only puts them in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -18,10 +19,21 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
 from planner.executor import Executor, executor
-from planner.outputs.runs import DIFF_CSV, check_destination, probe_destination, write_run
+from planner.outputs.runs import (
+    DIFF_CSV,
+    RESULTS_CSV,
+    Writer,
+    check_destination,
+    probe_destination,
+    remove_scratch,
+    scratch_folder,
+    write_run,
+)
 from planner.plan import recommend
+from planner.plan.deployment import ask
+from planner.plan.stream import PARQUET, STREAM_ABOVE, stream
 from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
-from planner.plan.uncertainty import Bands, monte_carlo, uncertain_inputs
+from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
 from planner.progress import Progress
 from planner.serving.sizing import (
     contenders,
@@ -42,6 +54,7 @@ def plan(
     per_group: int = PER_GROUP,
     max_rounds: int = MAX_ROUNDS,
     progress: Progress | None = None,
+    rows: pd.DataFrame | None = None,
 ) -> Results:
     """Every candidate evaluated, the leading ones sized by simulation.
 
@@ -51,25 +64,26 @@ def plan(
     unsimulated options ranked above a group's best simulated one and the :func:`contenders`
     (ruled out in closed form only, yet cheaper than the winner), up to ``max_rounds`` times.
     Without simulated requests (``simulated_requests: 0``) this is
-    :func:`planner.plan.sweep.evaluate`.
+    :func:`planner.plan.sweep.evaluate`. ``rows`` plans only those candidates (a streamed
+    sweep's leading options).
     """
     tell = progress or (lambda stage, done, total: None)
     tell("evaluating", 0, 1)
-    results = evaluate(catalog)  # candidates crossed; every metric over whole columns
+    results = evaluate(catalog, rows=rows)  # every metric over whole columns
     tell("evaluating", 1, 1)
     if catalog.assumptions.simulated_requests == 0 or results.table.empty:
         return results
     chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
     simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
     for _ in range(max_rounds):
-        results = evaluate(catalog, simulated=simulated)  # the simulated figures as data
+        results = evaluate(catalog, simulated=simulated, rows=rows)  # simulated figures as data
         ranks = recommend.ranked(results.table)
         wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
         if wanted.empty:
             return results
         more = simulate_rows(catalog, results.table.loc[wanted], processes, progress=progress)
         simulated = pd.concat([simulated, more], ignore_index=True)
-    return evaluate(catalog, simulated=simulated)
+    return evaluate(catalog, simulated=simulated, rows=rows)
 
 
 @dataclass(frozen=True)
@@ -102,9 +116,15 @@ def run(
     processes: int | Executor = 2,
     progress: Progress | None = None,
     draws: int = 0,
+    stream_above: int = STREAM_ABOVE,
+    full_csv: bool = False,
 ) -> RunOutcome:
     """Plan, compare with ``baseline`` (an earlier run folder), and write the run folder;
     with ``draws``, evaluate the plan over that many draws of its uncertain inputs too.
+
+    Above ``stream_above`` candidates the sweep is streamed (:mod:`planner.plan.stream`): every
+    row goes to ``results.parquet`` (and, with ``full_csv``, to ``results.csv``) as it is
+    computed, and the run plans, simulates and shows the leading options of each group.
 
     Raises :class:`NothingToPlan` when the catalogs select no candidate,
     :class:`planner.outputs.runs.RunExists` before any work when ``destination`` exists and
@@ -130,25 +150,47 @@ def run(
             "the catalogs select no candidate: "
             + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
         )
-    results = plan(catalog, processes=processes, progress=progress)
-    bands = uncertainty(catalog, draws, processes, progress) if draws else None
+    runner = executor(processes) if isinstance(processes, int) else processes
+    extra: dict[str, Writer] = {}
+    scratch = None
+    if len(candidates(catalog)) > stream_above:
+        scratch = scratch_folder(destination)
+        parquet, csv = scratch / PARQUET, scratch / RESULTS_CSV
+        streamed = stream(catalog, parquet, runner, csv=csv if full_csv else None,
+                          progress=progress)  # fmt: skip
+        results = plan(catalog, processes=runner, progress=progress, rows=streamed.leaders)
+        results.notes.append(streamed.note())
+        extra[PARQUET] = lambda path: os.replace(parquet, path)
+        if full_csv:
+            extra[RESULTS_CSV] = lambda path: os.replace(csv, path)
+    else:
+        results = plan(catalog, processes=runner, progress=progress)
+    bands = None
+    if draws:
+        bands = uncertainty(catalog, draws, runner, progress)
+        lines = ask(catalog, results.table).lines
+        groups = [(line.workload, line.model) for line in lines]
+        bands = replace(bands, simulated=simulate_p90(catalog, bands, groups, runner))
     comparison = None
-    extra = {}
     if earlier is not None:
         comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))
         extra[DIFF_CSV] = comparison.write_csv
-    folder = write_run(
-        catalog,
-        results,
-        destination,
-        name=name,
-        force=force,
-        number=number,
-        extra_writers=extra,
-        baseline=comparison,
-        progress=progress,
-        bands=bands,
-    )
+    try:
+        folder = write_run(
+            catalog,
+            results,
+            destination,
+            name=name,
+            force=force,
+            number=number,
+            extra_writers=extra,
+            baseline=comparison,
+            progress=progress,
+            bands=bands,
+        )
+    finally:
+        if scratch is not None:
+            remove_scratch(scratch)
     return RunOutcome(folder, results, comparison, bands)
 
 

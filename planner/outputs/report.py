@@ -183,6 +183,7 @@ def context(
         "not_modelled": NOT_MODELLED,
         "policies": policy_lines(catalog),
         "skipped": results.skipped,
+        "run_notes": results.notes,
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
         "references": cited(results.metrics),

@@ -170,11 +170,11 @@ def csv_table(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def csv_text(table: pd.DataFrame) -> str:
+def csv_text(table: pd.DataFrame, header: bool = True) -> str:
     """A table as every CSV planner writes it: :func:`csv_table`'s inert cells, and every text
     cell quoted, so a line break inside one (even a bare CR, which the minimal quoting leaves
-    bare) never splits a row."""
-    return csv_table(table).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    bare) never splits a row; without ``header``, the rows alone (a block appended to a file)."""
+    return csv_table(table).to_csv(index=False, header=header, quoting=csv.QUOTE_NONNUMERIC)
 
 
 def write_csv(table: pd.DataFrame, path: Path) -> Path:
@@ -310,6 +310,25 @@ def _alive(pid: int) -> bool:
 #: The suffix of the folder a forced run moves the run it replaces to, for the moment between
 #: its two renames.
 REPLACED = "old"
+
+
+def scratch_folder(destination: Path) -> Path:
+    """A hidden folder beside ``destination`` for files a run writes before its run folder (a
+    streamed sweep's results), removed if the run is stopped, or by the next run if killed."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{destination.name}{STAGING}{os.getpid()}-scratch-"
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
+    except OSError as exc:
+        raise RunNotWritten.from_os_error(exc) from None
+    cleanup.register(scratch)
+    return scratch
+
+
+def remove_scratch(scratch: Path) -> None:
+    """Remove a :func:`scratch_folder` and what is left in it."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    cleanup.release(scratch)
 
 
 def recover_stale(folder: Path) -> list[Path]:
@@ -448,9 +467,12 @@ def write_run(
                 progress(f"writing {file_name}", done, len(steps))
             writer(staging / file_name)
         extra = (*([UNCERTAINTY_CSV] if bands else []), *(extra_writers or {}))
+        extra = tuple(name for name in extra if name != RESULTS_CSV)  # listed already
         info = manifest(catalog, results, name, extra)
         if bands:
             info["draws"] = bands.draws
+        if results.notes:
+            info["notes"] = list(results.notes)
         info["output_files"] = output_hashes(staging)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
         os.chmod(staging, 0o755)

@@ -854,8 +854,28 @@ def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None
                 ],
             }
         )
+    for shown in lines:
+        shown["p90"] = _p90_words(bands, shown["workload"], shown["model"])
     return {
         "draws": count(bands.draws),
         "inputs": [(i.label, i.distribution.describe()) for i in bands.inputs],
         "lines": lines,
     }
+
+
+def _p90_words(bands: Bands, workload: str, model: str) -> str:
+    """The line's winner at the draw of its P90 cost, as the simulation sized it, in words."""
+    simulated = bands.simulated
+    if simulated is None or simulated.empty:
+        return ""
+    mine = simulated[(simulated["workload"] == workload) & (simulated["model"] == model)]
+    if mine.empty:
+        return ""
+    r = mine.iloc[0]
+    met = "meets every target" if bool(r["meets_targets_sim"]) else "misses a target"
+    return (
+        f"At the draw of its P90 cost (draw {int(r['draw'])}), {r['hardware']}, {r['precision']}, "
+        f"TP {int(r['tensor_parallel'])}: {count(r['devices_needed'])} devices in closed form; "
+        f"simulated under that draw's inputs, {count(r['sim_devices_needed'])} devices, p95 TTFT "
+        f"{duration(r['ttft_p95_s'])}, p95 ITL {duration(r['itl_p95_s'])}: {met}"
+    )

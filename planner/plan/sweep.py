@@ -8,7 +8,7 @@ This layer adds no arithmetic of its own. It looks inputs up from the input tabl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -40,6 +40,8 @@ class Results:
     metrics: list[Metric]
     lookups: list[Lookup]
     skipped: list[str]
+    #: what a reader should know of how the run was made (a streamed sweep's leading options)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def key_columns(self) -> list[str]:
@@ -236,6 +238,7 @@ def evaluate(
     metric_names: list[str] | None = None,
     simulated: pd.DataFrame | None = None,
     columns: list[str] | None = None,
+    rows: pd.DataFrame | None = None,
 ) -> Results:
     """Evaluate every metric for every candidate of ``catalog``.
 
@@ -243,11 +246,12 @@ def evaluate(
     five key columns); its figures reach the plan through the ``Simulated`` input sheet.
     Tensor-parallel sizes beyond the first that serves the workload are dropped (see
     :func:`useful_parallelism`). ``columns`` keeps only those columns (besides the keys) in
-    the table: every metric is still evaluated, a chunk at a time.
+    the table: every metric is still evaluated, a chunk at a time. ``rows`` evaluates only those
+    candidates (rows of :func:`candidates`, such as a streamed sweep's leading options).
     """
     return evaluate_plan(
         catalog,
-        candidates(catalog),
+        candidates(catalog) if rows is None else rows,
         metric_names,
         simulated,
         columns=columns,

@@ -17,6 +17,7 @@ device count is a count some draw needed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -150,6 +151,11 @@ class Bands:
     purchases: pd.DataFrame
     """Per workload × model: ``served_share`` (draws with a winner) and the bands of the
     winner's ``devices_needed`` and ``cost_usd``."""
+    winners: pd.DataFrame
+    """Each draw's winner of each workload × model: the keys, ``draw``, devices and cost."""
+    simulated: pd.DataFrame | None = None
+    """Per line of the ask, its model's winner at the draw of the P90 cost, simulated under
+    that draw's inputs (:func:`simulate_p90`); None until simulated."""
 
 
 def _quantile(values: pd.Series, p: float) -> float:
@@ -200,8 +206,48 @@ def monte_carlo(
     ):
         frames.append(frame)
         tell("drawing", stop, draws)
-    options, purchases = summarise(pd.concat(frames, ignore_index=True), draws)
-    return Bands(draws, inputs, options, purchases)
+    every = pd.concat(frames, ignore_index=True)
+    options, purchases = summarise(every, draws)
+    winners = every.loc[every["cheapest"], [*ALL_KEYS, "draw", "devices_needed", "cost_usd"]]
+    return Bands(draws, inputs, options, purchases, winners.reset_index(drop=True))
+
+
+def p90_draw(winners: pd.DataFrame) -> pd.Series:
+    """Of one group's winners, the one at the 90th percentile of cost (the empirical quantile's
+    draw: the ⌈0.9 × n⌉-th cheapest, ties by draw)."""
+    ordered = winners.sort_values(["cost_usd", "draw"], kind="stable")
+    return ordered.iloc[max(math.ceil(0.9 * len(ordered)) - 1, 0)]
+
+
+def simulate_p90(
+    catalog: Catalog,
+    bands: Bands,
+    groups: Sequence[tuple[str, str]],
+    executor: Executor | None = None,
+) -> pd.DataFrame:
+    """For each (workload, model) of ``groups``, its winner at the draw of the P90 cost,
+    evaluated and simulated under that draw's inputs: the key columns, ``draw``,
+    ``devices_needed`` (closed form) and the simulation's sizing columns. A purchase sized at
+    the P90 is then checked as the plan's options are: by simulation, not the closed form."""
+    from planner.serving.sizing import SIZING_COLUMNS, simulate_rows
+
+    found = []
+    for workload, model in groups:
+        mine = bands.winners[
+            (bands.winners["workload"] == workload) & (bands.winners["model"] == model)
+        ]
+        if mine.empty:
+            continue
+        pick = p90_draw(mine)
+        values = draw_values(bands.inputs, catalog.assumptions.seed, int(pick["draw"]))
+        drawn = with_values(catalog, bands.inputs, values)
+        keys = pd.DataFrame([pick[ALL_KEYS].to_dict()], columns=ALL_KEYS)
+        row = evaluate(drawn, rows=keys).table
+        sized = simulate_rows(drawn, row, executor or InProcess())
+        out = sized.iloc[0][[*ALL_KEYS, *SIZING_COLUMNS]].to_dict()
+        found.append({"draw": int(pick["draw"]), "cost_usd": float(pick["cost_usd"]),
+                      "devices_needed": float(row["devices_needed"].iloc[0]), **out})  # fmt: skip
+    return pd.DataFrame(found)
 
 
 def leading_options(bands: Bands, least_share: float = 0.0) -> pd.DataFrame:

@@ -166,6 +166,9 @@ def _write_notes(wb: Workbook, results: Results) -> None:
     ]
     rows.append(_header(ws, ["sheet", "", "what it holds"]))
     rows += [_notes_row(ws, [name, "", text]) for name, text in SHEETS_TEXT]
+    if results.notes:
+        rows += [[], [_text_cell(ws, "This run", font=SECTION_FONT)]]
+        rows += [_notes_row(ws, ["", "", line]) for line in results.notes]
     sections = (
         ("Editing and recalculation", EDITING_TEXT),
         ("How the Summary recommends", SUMMARY_TEXT),

@@ -56,6 +56,23 @@ OPTION_COLUMNS = [
 ]
 
 
+#: The P90 simulation's columns.
+SIMULATED_COLUMNS = [
+    ("workload", "workload", None),
+    ("model", "model", None),
+    ("hardware", "hardware", None),
+    ("precision", "precision", None),
+    ("TP", "tensor_parallel", "0"),
+    ("draw", "draw", "0"),
+    ("cost [USD]", "cost_usd", "#,##0"),
+    ("devices (closed form)", "devices_needed", "0"),
+    ("devices (simulated)", "sim_devices_needed", "0"),
+    ("TTFT p95 [ms]", "ttft_p95_s", "#,##0.0"),
+    ("ITL p95 [ms]", "itl_p95_s", "#,##0.0"),
+    ("meets targets", "meets_targets_sim", None),
+]
+
+
 def _row(ws: Any, row: pd.Series, columns: list[tuple[str, str, str | None]]) -> list[Any]:
     cells = []
     for _, name, shown in columns:
@@ -65,7 +82,7 @@ def _row(ws: Any, row: pd.Series, columns: list[tuple[str, str, str | None]]) ->
         elif pd.isna(value):
             cells.append(None)
         else:
-            scale = 1e3 if name.endswith(("_s_p10", "_s_p50", "_s_p90")) else 1.0
+            scale = 1e3 if name.endswith(("_s_p10", "_s_p50", "_s_p90", "_p95_s")) else 1.0
             cells.append(_cell(ws, float(value) * scale, shown))
     return cells
 
@@ -100,4 +117,13 @@ def write_uncertainty(wb: Workbook, bands: Bands | None) -> None:
     for _, row in options.iterrows():
         ws.append(_row(ws, row, OPTION_COLUMNS))
     written += 3 + len(options)
+    simulated = bands.simulated
+    if simulated is not None and not simulated.empty:
+        ws.append([])
+        title = "Each line's winner at the draw of its P90 cost, simulated under that draw's inputs"
+        ws.append([_text_cell(ws, title, font=TITLE_FONT)])
+        ws.append(_header(ws, [heading for heading, _, _ in SIMULATED_COLUMNS]))
+        for _, row in simulated.iterrows():
+            ws.append(_row(ws, row, SIMULATED_COLUMNS))
+        written += 3 + len(simulated)
     _print_setup(ws, f"A1:O{written}")
