@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from openpyxl import load_workbook
+from pypdf import PdfReader
 
 from planner.catalog import load_catalog
 from planner.catalog.distributions import triangular_quantile
@@ -179,6 +180,10 @@ def test_a_run_with_draws_writes_the_bands(stream: Path, tmp_path: Path) -> None
     cells = [c for row in sheet.iter_rows(values_only=True) for c in row if c is not None]
     assert "assumptions: bandwidth_efficiency" in cells
     assert "triangular 0.5 / 0.8 / 1" in cells
+    report = " ".join(page.extract_text() for page in PdfReader(out / "report.pdf").pages)
+    report = " ".join(report.split())
+    assert "Uncertainty of the ask" in report
+    assert "At the draw of its P90 cost" in report and "4 devices in closed form" in report
 
 
 def test_draws_without_a_distribution_is_a_clear_error(tmp_path: Path) -> None:

@@ -863,6 +863,11 @@ def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None
     }
 
 
+def _devices(value: Any) -> str:
+    """A device count in words: ``1 device``, ``4 devices``."""
+    return f"{count(value)} device{'' if count(value) == '1' else 's'}"
+
+
 def _p90_words(bands: Bands, workload: str, model: str) -> str:
     """The line's winner at the draw of its P90 cost, as the simulation sized it, in words."""
     simulated = bands.simulated
@@ -875,7 +880,7 @@ def _p90_words(bands: Bands, workload: str, model: str) -> str:
     met = "meets every target" if bool(r["meets_targets_sim"]) else "misses a target"
     return (
         f"At the draw of its P90 cost (draw {int(r['draw'])}), {r['hardware']}, {r['precision']}, "
-        f"TP {int(r['tensor_parallel'])}: {count(r['devices_needed'])} devices in closed form; "
-        f"simulated under that draw's inputs, {count(r['sim_devices_needed'])} devices, p95 TTFT "
+        f"TP {int(r['tensor_parallel'])}: {_devices(r['devices_needed'])} in closed form; "
+        f"simulated under that draw's inputs, {_devices(r['sim_devices_needed'])}, p95 TTFT "
         f"{duration(r['ttft_p95_s'])}, p95 ITL {duration(r['itl_p95_s'])}: {met}"
     )

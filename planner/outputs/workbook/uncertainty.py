@@ -92,7 +92,7 @@ def write_uncertainty(wb: Workbook, bands: Bands | None) -> None:
     if bands is None:
         return
     ws = _new_sheet(wb, "Uncertainty", "7030A0")
-    _widths(ws, [20, 18, 16, 12, 8, 12, 14, 12, 12, 14, 14, 13, 13, 12, 12])
+    _widths(ws, [34, 18, 16, 12, 8, 12, 14, 12, 12, 14, 14, 13, 13, 12, 12])
     title = (
         f"The plan over {bands.draws:,} draws of its uncertain inputs (constants: each draw is "
         "the whole plan evaluated again; the Plan sheet holds the central values as formulas)"
