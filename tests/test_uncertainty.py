@@ -245,3 +245,25 @@ def test_the_p90_purchase_is_simulated_under_its_draws_inputs(stream: Path) -> N
     (efficiency,) = draw_values(bands.inputs, 0, row.draw)
     assert 0.5 <= efficiency < 0.7145
     assert row.sim_devices_needed >= 1 and isinstance(row.meets_targets_sim, bool | np.bool_)
+
+
+def test_an_uncertain_prompt_length_moves_the_devices_as_worked_by_hand(tmp_path: Path) -> None:
+    """16 users of the seed's 4 GiB model on its 16 GiB device: 8 GiB of cache at 128 KiB a
+    token hold ⌊65,536 ÷ (prompt + 1,024)⌋ sequences, 16 while the prompt is at most 3,072
+    tokens (1 device), 8 to 15 up to 7,168 (2 devices). A prompt triangular(2,048, 3,072,
+    7,168) is at most 3,072 in (1,024)² ÷ (5,120 × 1,024) = 20 % of draws: P10 needs 1
+    device, P50 and P90 need 2. A length's samples keep their meaning: a spread of requests."""
+    shutil.copytree(SEED, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "workloads.yaml").write_text(
+        "workloads:\n  - id: users\n    prompt_tokens: {low: 2048, mode: 3072, high: 7168}\n"
+        "    max_output_tokens: 1024\n    concurrency: 16\n"
+    )
+    catalog = load_catalog(tmp_path)
+    (found,) = uncertain_inputs(catalog)
+    assert found.label == "workloads users: prompt_tokens" and found.whole
+    bands = monte_carlo(catalog, 300)
+    (option,) = bands.options[bands.options["model"] == "invented-4gib"].itertuples()
+    assert (option.devices_needed_p10, option.devices_needed_p50) == (1, 2)
+    assert option.devices_needed_p90 == 2
+    frame_share = _share_needing(tmp_path, 1, 300)
+    assert frame_share == pytest.approx(0.2, abs=0.08)

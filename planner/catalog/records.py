@@ -151,6 +151,10 @@ class Uncertain(Record):
     """
 
     UNCERTAIN: ClassVar[dict[str, float]] = {}
+    #: Fields whose mappings may mean something else (a length's samples or summary describe
+    #: the spread of requests, not doubt about the catalog): only ``{low, mode, high}`` is read
+    #: as a distribution there.
+    RANGES_ONLY: ClassVar[frozenset[str]] = frozenset()
 
     uncertain: dict[str, Distribution] = Field(default_factory=dict, exclude=True, repr=False)
 
@@ -166,6 +170,8 @@ class Uncertain(Record):
         for name, upper in cls.UNCERTAIN.items():
             value = data.get(name)
             if not isinstance(value, dict):
+                continue
+            if name in cls.RANGES_ONLY and frozenset(value) != frozenset({"low", "mode", "high"}):
                 continue
             field = cls.model_fields[name]
             kind: Any = field.annotation
@@ -571,7 +577,12 @@ class Forecast(Record):
 class Workload(Entry, Uncertain):
     """A workload's shape: lengths, arrival pattern, agent loops, latency targets."""
 
-    UNCERTAIN: ClassVar[dict[str, float]] = {"concurrency": float("inf")}
+    UNCERTAIN: ClassVar[dict[str, float]] = {
+        "concurrency": float("inf"),
+        "prompt_tokens": float("inf"),
+        "output_tokens": float("inf"),
+    }
+    RANGES_ONLY: ClassVar[frozenset[str]] = frozenset({"prompt_tokens", "output_tokens"})
 
     description: Text | None = None
     prompt_tokens: Lengths
@@ -592,6 +603,12 @@ class Workload(Entry, Uncertain):
         if (self.concurrency is None) == (self.arrival is None):
             raise ValueError(
                 "give exactly one of concurrency (closed loop) and arrival (open loop)"
+            )
+        output = self.uncertain.get("output_tokens")
+        if output is not None and output.high > self.max_output_tokens:
+            raise ValueError(
+                f"output_tokens: the range reaches {output.high:g} tokens, past "
+                f"max_output_tokens ({self.max_output_tokens})"
             )
         return self
 
