@@ -154,7 +154,8 @@ def run(
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
     try:
-        with progress_display() as progress:
+        runner = executor(workers, scheduler)
+        with progress_display(workers=getattr(runner, "workers", 1)) as progress:
             outcome = run_pipeline(
                 catalog,
                 destination,
@@ -162,7 +163,7 @@ def run(
                 force=force,
                 number=out is None,
                 baseline=baseline,
-                processes=executor(workers, scheduler),
+                processes=runner,
                 progress=progress,
                 draws=draws,
                 stream_above=STREAM_ABOVE if stream_above is None else stream_above,

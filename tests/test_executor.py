@@ -74,3 +74,20 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_the_error_type_names_what_is_missing() -> None:
     assert issubclass(ExecutorUnavailable, RuntimeError)
+
+
+def test_the_progress_says_how_many_workers_share_a_stage() -> None:
+    import io
+
+    from rich.console import Console
+
+    from planner.outputs.terminal import progress_display
+
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=100)
+    with progress_display(console, workers=2) as progress:
+        progress("simulating", 3, 10)
+        progress("writing results.csv", 1, 5)
+    text = shown.getvalue()
+    assert "simulating on 2 workers" in text
+    assert "writing the run folder" in text and "writing the run folder on" not in text

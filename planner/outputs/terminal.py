@@ -25,14 +25,20 @@ from planner.plan.deployment import ask
 from planner.plan.sweep import Results
 from planner.progress import Progress as ProgressCallback
 
+#: The stages whose units of work run on the executor's workers.
+SPREAD_STAGES = frozenset({"evaluating", "simulating", "drawing"})
+
 
 @contextmanager
-def progress_display(console: Console | None = None) -> Iterator[ProgressCallback]:
-    """A :data:`planner.progress.Progress` that draws one bar per stage while the run lasts;
-    nothing is drawn when stderr is not a terminal (logs and pipes stay clean)."""
+def progress_display(
+    console: Console | None = None, workers: int | None = None
+) -> Iterator[ProgressCallback]:
+    """A :data:`planner.progress.Progress` that draws one bar per stage while the run lasts,
+    saying how many workers share the stages that spread over them; nothing is drawn when
+    stderr is not a terminal (logs and pipes stay clean)."""
     console = console or Console(stderr=True)
     bars = Progress(
-        TextColumn("{task.description:<28}"),
+        TextColumn("{task.description:<30}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -44,9 +50,12 @@ def progress_display(console: Console | None = None) -> Iterator[ProgressCallbac
 
     def report(stage: str, done: int, total: int) -> None:
         name = "writing the run folder" if stage.startswith("writing") else stage
+        shown = name
+        if workers is not None and workers > 1 and name in SPREAD_STAGES:
+            shown = f"{name} on {workers} workers"
         if name not in tasks:
-            tasks[name] = bars.add_task(name, total=total)
-        bars.update(tasks[name], completed=done, total=total, description=name)
+            tasks[name] = bars.add_task(shown, total=total)
+        bars.update(tasks[name], completed=done, total=total, description=shown)
 
     with bars:
         yield report
