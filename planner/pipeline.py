@@ -32,7 +32,7 @@ from planner.outputs.runs import (
 from planner.plan import recommend
 from planner.plan.deployment import ask
 from planner.plan.stream import PARQUET, STREAM_ABOVE, stream
-from planner.plan.sweep import Results, candidates, evaluate, skipped_pairs
+from planner.plan.sweep import Results, candidate_codes, evaluate, skipped_pairs
 from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
 from planner.progress import Progress
 from planner.serving.sizing import (
@@ -145,7 +145,7 @@ def run(
             "--draws needs an uncertain input, and the catalogs give none: write a quantity as "
             "a distribution, e.g. bandwidth_efficiency: {low: 0.6, mode: 0.8, high: 0.9}"
         )
-    if candidates(catalog).empty:
+    if not len(candidate_codes(catalog)):
         raise NothingToPlan(
             "the catalogs select no candidate: "
             + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
@@ -153,7 +153,7 @@ def run(
     runner = executor(processes) if isinstance(processes, int) else processes
     extra: dict[str, Writer] = {}
     scratch = None
-    if len(candidates(catalog)) > stream_above:
+    if len(candidate_codes(catalog)) > stream_above:
         scratch = scratch_folder(destination)
         parquet, csv = scratch / PARQUET, scratch / RESULTS_CSV
         streamed = stream(catalog, parquet, runner, csv=csv if full_csv else None,

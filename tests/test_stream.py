@@ -17,7 +17,7 @@ from planner.executor import InProcess, ProcessPool
 from planner.plan import recommend
 from planner.plan.columns import ALL_KEYS
 from planner.plan.stream import blocks, stream
-from planner.plan.sweep import candidates, evaluate
+from planner.plan.sweep import candidate_codes, candidates, evaluate
 from planner.resources import shipped_catalogs
 
 pytest.importorskip("pyarrow")
@@ -35,7 +35,7 @@ def _plain(table: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("executor", [InProcess(), ProcessPool(2)], ids=["in-process", "pool"])
 def test_the_stream_writes_the_rows_of_a_whole_evaluation(whole, executor, tmp_path) -> None:
     catalog = load_catalog(shipped_catalogs())
-    units = blocks(candidates(catalog), 400)
+    units = blocks(candidate_codes(catalog), 400)
     assert len(units) > 5  # many blocks, some combinations' sizes at their edges
     found = stream(catalog, tmp_path / "r.parquet", executor, keep=3, block_rows=400)
     written = pd.read_parquet(tmp_path / "r.parquet")

@@ -25,7 +25,7 @@ from planner.executor import Executor, InProcess
 from planner.outputs.runs import csv_text
 from planner.plan.columns import ALL_KEYS, TP_KEY
 from planner.plan.recommend import GROUP, ORDER, rank
-from planner.plan.sweep import CHUNK_ROWS, candidates, chunk_bounds, evaluate_plan
+from planner.plan.sweep import CHUNK_ROWS, Candidates, candidate_codes, evaluate_plan
 from planner.progress import Progress
 
 #: Candidates a unit of work evaluates (a multiple of the sweep's chunk).
@@ -63,15 +63,16 @@ class Streamed:
         )
 
 
-_PLAN: tuple[int, pd.DataFrame] | None = None
+_CODES: tuple[int, Candidates] | None = None
 
 
-def _plan_of(catalog: Catalog) -> pd.DataFrame:
-    """The catalog's candidates, computed once per process (each unit reads its slice)."""
-    global _PLAN
-    if _PLAN is None or _PLAN[0] != id(catalog):
-        _PLAN = (id(catalog), candidates(catalog))
-    return _PLAN[1]
+def _codes_of(catalog: Catalog) -> Candidates:
+    """The catalog's candidates as codes, computed once per process (each unit reads its
+    slice and turns only that into ids)."""
+    global _CODES
+    if _CODES is None or _CODES[0] != id(catalog):
+        _CODES = (id(catalog), candidate_codes(catalog))
+    return _CODES[1]
 
 
 def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple[int, pd.DataFrame]:
@@ -83,7 +84,7 @@ def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple
 
     catalog, folder, with_csv = shared
     start, stop = bounds
-    rows = _plan_of(catalog).iloc[start:stop].reset_index(drop=True)
+    rows = _codes_of(catalog).table(start, stop)
     table = evaluate_plan(catalog, rows, prune_parallelism=True).table
     part = folder / f"part-{start:012d}"
     arrow = pa.Table.from_pandas(_arrow_frame(table), preserve_index=False)
@@ -93,10 +94,19 @@ def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple
     return len(table), table[table["eligible"].astype(bool)][RANKED]
 
 
-def blocks(plan: pd.DataFrame, rows: int = BLOCK_ROWS) -> list[tuple[int, int]]:
+def blocks(codes: Candidates, rows: int = BLOCK_ROWS) -> list[tuple[int, int]]:
     """The plan's units of work: row ranges of about ``rows`` that never split one
-    combination's tensor-parallel sizes."""
-    return chunk_bounds(plan, rows)
+    combination's tensor-parallel sizes (rows of one combination are consecutive)."""
+    combination = codes.codes[:, :4]
+    cuts = [0]
+    while cuts[-1] + rows < len(codes):
+        at = cuts[-1] + rows
+        while at < len(codes) and (combination[at] == combination[at - 1]).all():
+            at += 1
+        if at >= len(codes):
+            break
+        cuts.append(at)
+    return list(zip(cuts, [*cuts[1:], len(codes)], strict=True))
 
 
 def _arrow_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -149,7 +159,7 @@ def stream(
             "a sweep this large writes results.parquet, which needs pyarrow: "
             "pip install 'planner[large]'"
         ) from None
-    plan = _plan_of(catalog)
+    plan = _codes_of(catalog)
     units = blocks(plan, block_rows)
     parquet.mkdir()
     tell = progress or (lambda stage, done, total: None)
@@ -181,17 +191,19 @@ def _join_csv(folder: Path, csv: Path) -> None:
             part.unlink()
 
 
-def _in_plan_order(plan: pd.DataFrame, leaders: pd.DataFrame) -> pd.DataFrame:
-    """The leaders' keys as rows of the plan, in its order: matched on one integer per row (each
-    key's position among its distinct values), not on text, so a plan of millions of rows is
-    not copied."""
+def _in_plan_order(plan: Candidates, leaders: pd.DataFrame) -> pd.DataFrame:
+    """The leaders' keys as rows of the plan, in its order: matched on the candidates' codes
+    (one integer a row), so a plan of millions of rows is never turned into text."""
     if leaders.empty:
-        return plan.iloc[:0].reset_index(drop=True)
-    wanted = np.zeros(len(leaders), dtype=np.int64)
+        return plan.table(0, 0)
     every = np.zeros(len(plan), dtype=np.int64)
-    for key in ALL_KEYS:
-        codes, values = pd.factorize(plan[key], sort=True)
-        every = every * len(values) + codes
-        found = pd.Index(values).get_indexer(pd.Index(leaders[key]))
-        wanted = wanted * len(values) + found.astype(np.int64)
-    return plan[np.isin(every, wanted)].reset_index(drop=True)
+    wanted = np.zeros(len(leaders), dtype=np.int64)
+    for column, key in enumerate(("workload", "model", "precision", "hardware")):
+        values = pd.Index(plan.ids[key])
+        every = every * len(values) + plan.codes[:, column]
+        wanted = wanted * len(values) + values.get_indexer(pd.Index(leaders[key].astype(str)))
+    sizes = pd.Index(plan.sizes)
+    every = every * len(sizes) + plan.codes[:, 4]
+    wanted = wanted * len(sizes) + sizes.get_indexer(pd.Index(leaders[TP_KEY].astype(np.int64)))
+    chosen = np.flatnonzero(np.isin(every, wanted))
+    return Candidates(plan.codes[chosen], plan.ids, plan.sizes).table()

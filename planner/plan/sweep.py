@@ -82,15 +82,39 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
     return notes
 
 
-def candidates(catalog: Catalog) -> pd.DataFrame:
-    """Every combination to evaluate, as a table of ids.
+@dataclass(frozen=True)
+class Candidates:
+    """Every combination to evaluate as codes: one row per candidate of (workload, model,
+    precision, hardware, tensor-parallel size) positions into ``ids`` and ``sizes``, in plan
+    order. Five small integers a candidate, so that millions of them fit where their ids as text
+    would not; :meth:`table` gives a slice as the table of ids."""
 
-    With ``scenarios.yaml``, the union of each scenario's cross product (a list left out means
-    every entry); without it, every hardware × model × precision × workload. Rows are ordered by
-    workload, model, precision, then hardware, so that a workload's options sit together.
-    A device without the precision's compute format (or its fallback) is left out; so are
-    tensor-parallel sizes above 1 on a device without an interconnect figure, and precisions
-    that quantise experts for models without them.
+    codes: np.ndarray
+    ids: dict[str, np.ndarray]
+    sizes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def table(self, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+        """Rows ``start`` to ``stop`` − 1 as the table of ids (:func:`candidates`)."""
+        rows = self.codes[start:stop]
+        return pd.DataFrame(
+            {
+                "hardware": self.ids["hardware"][rows[:, 3]],
+                "model": self.ids["model"][rows[:, 1]],
+                "precision": self.ids["precision"][rows[:, 2]],
+                "workload": self.ids["workload"][rows[:, 0]],
+                TP_KEY: self.sizes[rows[:, 4]],
+            },
+            columns=ALL_KEYS,
+        )
+
+
+def candidate_codes(catalog: Catalog) -> Candidates:
+    """Every combination to evaluate, as :class:`Candidates` codes (see :func:`candidates`).
+
+    Built a workload at a time, so the cross product is never held wider than one workload's.
     """
     all_ids = {
         "hardware": [h.id for h in catalog.hardware],
@@ -123,31 +147,36 @@ def candidates(catalog: Catalog) -> pd.DataFrame:
     ] or [all_ids]
     codes = []
     for lists in chosen:
-        w, m, p, h, t = np.meshgrid(
-            *(
-                np.array([position[k][v] for v in lists[k]], dtype=np.int64)
-                for k in ("workload", "model", "precision", "hardware")
-            ),
-            np.arange(len(sizes)),
-            indexing="ij",
+        m_, p_, h_ = (
+            np.array([position[k][v] for v in lists[k]], dtype=np.int32)
+            for k in ("model", "precision", "hardware")
         )
-        w, m, p, h, t = (a.ravel() for a in (w, m, p, h, t))
-        keep = runs[h, p] & stores[m, p] & ((sizes[t] <= 1) | linked[h])
-        codes.append(np.stack([w[keep], m[keep], p[keep], h[keep], t[keep]], axis=1))
-    rows = np.concatenate(codes)
+        for workload in lists["workload"]:
+            m, p, h, t = np.meshgrid(
+                m_, p_, h_, np.arange(len(sizes), dtype=np.int32), indexing="ij"
+            )
+            m, p, h, t = (a.ravel() for a in (m, p, h, t))
+            keep = runs[h, p] & stores[m, p] & ((sizes[t] <= 1) | linked[h])
+            w = np.full(int(keep.sum()), position["workload"][workload], dtype=np.int32)
+            codes.append(np.stack([w, m[keep], p[keep], h[keep], t[keep]], axis=1))
+    rows = np.concatenate(codes) if codes else np.zeros((0, 5), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
     ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
-    return pd.DataFrame(
-        {
-            "hardware": ids["hardware"][rows[:, 3]],
-            "model": ids["model"][rows[:, 1]],
-            "precision": ids["precision"][rows[:, 2]],
-            "workload": ids["workload"][rows[:, 0]],
-            TP_KEY: sizes[rows[:, 4]],
-        },
-        columns=ALL_KEYS,
-    )
+    return Candidates(rows, ids, sizes)
+
+
+def candidates(catalog: Catalog) -> pd.DataFrame:
+    """Every combination to evaluate, as a table of ids.
+
+    With ``scenarios.yaml``, the union of each scenario's cross product (a list left out means
+    every entry); without it, every hardware × model × precision × workload. Rows are ordered by
+    workload, model, precision, then hardware, so that a workload's options sit together.
+    A device without the precision's compute format (or its fallback) is left out; so are
+    tensor-parallel sizes above 1 on a device without an interconnect figure, and precisions
+    that quantise experts for models without them.
+    """
+    return candidate_codes(catalog).table()
 
 
 def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(KEYS)) -> pd.Series:
