@@ -187,7 +187,8 @@ def run(
     print_ask(catalog, results)
     for note in results.notes:
         click.echo(f"{note}.")
-    click.echo(closing_line(results.table))
+    prefix = "Of the leading options: " if results.notes else ""
+    click.echo(prefix + closing_line(results.table))
     if folder != destination:
         click.echo(f"{destination}/ was taken by another run meanwhile.")
     click.echo(f"Run written to {folder}/")

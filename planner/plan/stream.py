@@ -58,7 +58,7 @@ class Streamed:
         return (
             f"{self.candidates:,} candidates were evaluated ({self.rows:,} after tensor-parallel "
             f"sizes past the first that serves were dropped; {self.eligible:,} eligible); the "
-            f"workbook and this report hold the leading {keep} options of each workload × model "
+            f"workbook and the report hold the leading {keep} options of each workload × model "
             f"({len(self.leaders):,} rows); every row is in {PARQUET}"
         )
 
