@@ -444,13 +444,18 @@ def _survivors(marker: str) -> list[str]:
 
 
 def _stop_when(
-    reports: Path, ready: Callable[[], bool], catalog: Path = SEED, limit_s: float = 60
+    reports: Path,
+    ready: Callable[[], bool],
+    catalog: Path = SEED,
+    limit_s: float = 60,
+    extra: tuple[str, ...] = (),
 ) -> int:
-    """Start a run of ``catalog`` into ``reports/r``, SIGTERM it once ``ready()``, and return its
-    exit status; no process of the run (its simulation's workers included) may outlive it."""
+    """Start a run of ``catalog`` into ``reports/r`` (with ``extra`` arguments), SIGTERM it once
+    ``ready()``, and return its exit status; no process of the run (its simulation's workers
+    included) may outlive it."""
     out = reports / "r"
     run = subprocess.Popen(
-        [PLANNER, "run", "--catalogs", str(catalog), "--out", str(out)],
+        [PLANNER, "run", "--catalogs", str(catalog), "--out", str(out), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -490,6 +495,16 @@ def test_sigterm_at_any_stage_leaves_no_staging_folder(reports: Path, when: str)
         assert _untouched(reports)
     else:
         assert (reports / "r" / "manifest.json").is_file()
+
+
+def test_sigterm_while_a_sweep_streams_leaves_no_scratch_folder(reports: Path) -> None:
+    """Stopped once a streamed sweep has its scratch folder (where its Parquet parts go before
+    the run folder exists): the run exits 143 (or had finished), its workers end with it, and
+    no scratch or staging folder is left."""
+    ready = lambda: any("scratch" in p.name for p in reports.iterdir())  # noqa: E731
+    status = _stop_when(reports, ready, SHIPPED, extra=("--stream-above", "0", "--workers", "2"))
+    assert status in (143, -signal.SIGTERM, 0), status
+    assert not _staging(reports)
 
 
 def test_a_killed_runs_staging_folder_is_removed_by_the_next_run(tmp_path: Path) -> None:
