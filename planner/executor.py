@@ -134,3 +134,8 @@ def executor(workers: int | None = None, scheduler: str | None = None) -> Execut
     if scheduler is not None:
         return Dask(None if scheduler == "local" else scheduler, workers)
     return ProcessPool(workers) if workers > 1 else InProcess()
+
+
+def as_executor(processes: int | Executor) -> Executor:
+    """An executor as given, or :func:`executor` of that many workers."""
+    return executor(processes) if isinstance(processes, int) else processes

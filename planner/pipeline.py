@@ -18,7 +18,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.diff import RunDiff, compare, load_run, snapshot
-from planner.executor import Executor, executor
+from planner.executor import Executor, as_executor
 from planner.outputs.runs import (
     DIFF_CSV,
     RESULTS_CSV,
@@ -31,8 +31,8 @@ from planner.outputs.runs import (
 )
 from planner.plan import recommend
 from planner.plan.deployment import ask
-from planner.plan.stream import PARQUET, STREAM_ABOVE, stream
-from planner.plan.sweep import Results, candidate_codes, evaluate, skipped_pairs
+from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, stream
+from planner.plan.sweep import Results, evaluate, skipped_pairs
 from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
 from planner.progress import Progress
 from planner.serving.sizing import (
@@ -145,15 +145,16 @@ def run(
             "--draws needs an uncertain input, and the catalogs give none: write a quantity as "
             "a distribution, e.g. bandwidth_efficiency: {low: 0.6, mode: 0.8, high: 0.9}"
         )
-    if not len(candidate_codes(catalog)):
+    count = len(codes_of(catalog))  # kept for the streamed sweep: listed once
+    if not count:
         raise NothingToPlan(
             "the catalogs select no candidate: "
             + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
         )
-    runner = executor(processes) if isinstance(processes, int) else processes
+    runner = as_executor(processes)
     extra: dict[str, Writer] = {}
     scratch = None
-    if len(candidate_codes(catalog)) > stream_above:
+    if count > stream_above:
         scratch = scratch_folder(destination)
         parquet, csv = scratch / PARQUET, scratch / RESULTS_CSV
         streamed = stream(catalog, parquet, runner, csv=csv if full_csv else None,
@@ -167,7 +168,7 @@ def run(
         results = plan(catalog, processes=runner, progress=progress)
     bands = None
     if draws:
-        bands = uncertainty(catalog, draws, runner, progress)
+        bands = monte_carlo(catalog, draws, runner, progress)
         lines = ask(catalog, results.table).lines
         groups = [(line.workload, line.model) for line in lines]
         bands = replace(bands, simulated=simulate_p90(catalog, bands, groups, runner))
@@ -192,14 +193,3 @@ def run(
         if scratch is not None:
             remove_scratch(scratch)
     return RunOutcome(folder, results, comparison, bands)
-
-
-def uncertainty(
-    catalog: Catalog,
-    draws: int,
-    processes: int | Executor = 2,
-    progress: Progress | None = None,
-) -> Bands:
-    """The plan over ``draws`` draws of its uncertain inputs, on the run's executor."""
-    runner = executor(processes) if isinstance(processes, int) else processes
-    return monte_carlo(catalog, draws, runner, progress)

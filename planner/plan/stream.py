@@ -4,9 +4,10 @@ the leading options of each workload × model kept.
 
 Blocks are units of work for an executor (:mod:`planner.executor`): each evaluates its rows of
 the plan in closed form (:func:`planner.plan.sweep.evaluate_plan`, tensor-parallel sizes pruned
-as in a whole run) and returns them; this process writes them in plan order and ranks the
-eligible ones with the leaders kept so far (:func:`planner.plan.recommend.rank`, the plan's own
-rule), keeping the first ``keep`` of each group. Memory is bounded by a few blocks in flight,
+as in a whole run), writes them as one part of the Parquet dataset (and of the CSV), and returns
+its eligible rows' ranking figures; this process ranks them with the leaders kept so far
+(:func:`planner.plan.recommend.rank`, the plan's own rule), keeping the first ``keep`` of each
+group. Memory is bounded by a few blocks in flight,
 whatever the number of candidates. The leaders are then planned as a small run is
 (:func:`planner.pipeline.plan` over their rows: simulation, workbook, report).
 """
@@ -25,7 +26,7 @@ from planner.executor import Executor, InProcess
 from planner.outputs.runs import csv_text
 from planner.plan.columns import ALL_KEYS, TP_KEY
 from planner.plan.recommend import GROUP, ORDER, rank
-from planner.plan.sweep import CHUNK_ROWS, Candidates, candidate_codes, evaluate_plan
+from planner.plan.sweep import CHUNK_ROWS, Candidates, candidate_codes, evaluate_plan, row_bounds
 from planner.progress import Progress
 
 #: Candidates a unit of work evaluates (a multiple of the sweep's chunk).
@@ -66,9 +67,9 @@ class Streamed:
 _CODES: tuple[int, Candidates] | None = None
 
 
-def _codes_of(catalog: Catalog) -> Candidates:
-    """The catalog's candidates as codes, computed once per process (each unit reads its
-    slice and turns only that into ids)."""
+def codes_of(catalog: Catalog) -> Candidates:
+    """The catalog's candidates as codes, computed once per process for the catalog last asked
+    about (the run counts them, each unit reads its slice and turns only that into ids)."""
     global _CODES
     if _CODES is None or _CODES[0] != id(catalog):
         _CODES = (id(catalog), candidate_codes(catalog))
@@ -84,7 +85,7 @@ def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple
 
     catalog, folder, with_csv = shared
     start, stop = bounds
-    rows = _codes_of(catalog).table(start, stop)
+    rows = codes_of(catalog).table(start, stop)
     table = evaluate_plan(catalog, rows, prune_parallelism=True).table
     part = folder / f"part-{start:012d}"
     arrow = pa.Table.from_pandas(_arrow_frame(table), preserve_index=False)
@@ -96,17 +97,8 @@ def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple
 
 def blocks(codes: Candidates, rows: int = BLOCK_ROWS) -> list[tuple[int, int]]:
     """The plan's units of work: row ranges of about ``rows`` that never split one
-    combination's tensor-parallel sizes (rows of one combination are consecutive)."""
-    combination = codes.codes[:, :4]
-    cuts = [0]
-    while cuts[-1] + rows < len(codes):
-        at = cuts[-1] + rows
-        while at < len(codes) and (combination[at] == combination[at - 1]).all():
-            at += 1
-        if at >= len(codes):
-            break
-        cuts.append(at)
-    return list(zip(cuts, [*cuts[1:], len(codes)], strict=True))
+    combination's tensor-parallel sizes (:func:`planner.plan.sweep.row_bounds` on the codes)."""
+    return row_bounds(list(codes.codes[:, :4].T), len(codes), rows)
 
 
 def _arrow_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +151,7 @@ def stream(
             "a sweep this large writes results.parquet, which needs pyarrow: "
             "pip install 'planner[large]'"
         ) from None
-    plan = _codes_of(catalog)
+    plan = codes_of(catalog)
     units = blocks(plan, block_rows)
     parquet.mkdir()
     tell = progress or (lambda stage, done, total: None)

@@ -362,16 +362,21 @@ a chunk's columns stay in the processor's cache and a million candidates fit in 
 def chunk_bounds(plan: pd.DataFrame, rows: int = CHUNK_ROWS) -> list[tuple[int, int]]:
     """Consecutive row ranges of about ``rows`` rows that never split the tensor-parallel sizes
     of one hardware × model × precision × workload (they sit together in :func:`candidates`)."""
-    keys = [plan[k].to_numpy() for k in KEYS]
+    return row_bounds([plan[k].to_numpy() for k in KEYS], len(plan), rows)
+
+
+def row_bounds(keys: Sequence[np.ndarray], n: int, rows: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of about ``rows`` of ``n`` rows, each cut moved on past the rows whose
+    ``keys`` all equal the row before (a combination's tensor-parallel sizes stay together)."""
     cuts = [0]
     while True:
         at = cuts[-1] + rows
-        while at < len(plan) and all(k[at] == k[at - 1] for k in keys):
+        while at < n and all(k[at] == k[at - 1] for k in keys):
             at += 1
-        if at >= len(plan):
+        if at >= n:
             break
         cuts.append(at)
-    return list(zip(cuts, [*cuts[1:], len(plan)], strict=True))
+    return list(zip(cuts, [*cuts[1:], n], strict=True))
 
 
 class _Column:

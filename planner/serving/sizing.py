@@ -96,7 +96,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog.workloads import length_summary
-from planner.executor import Executor, executor
+from planner.executor import Executor, as_executor
 from planner.model.units import GB, GIB
 from planner.plan import recommend
 from planner.plan.tables import ALL_KEYS
@@ -495,7 +495,7 @@ def simulate_rows(
             progress("simulating", len(sized), len(jobs))
 
     tell()
-    runner = executor(processes) if isinstance(processes, int) else processes
+    runner = as_executor(processes)
     for result in runner.map(_sized, catalog, jobs):
         sized.append(result)
         tell()
