@@ -22,11 +22,13 @@ from planner.executor import Executor, as_executor
 from planner.outputs.runs import (
     DIFF_CSV,
     RESULTS_CSV,
+    UNCERTAINTY_CSV,
     Writer,
     check_destination,
     probe_destination,
     remove_scratch,
     scratch_folder,
+    write_csv,
     write_run,
 )
 from planner.plan import recommend
@@ -172,6 +174,8 @@ def run(
         lines = ask(catalog, results.table).lines
         groups = [(line.workload, line.model) for line in lines]
         bands = replace(bands, simulated=simulate_p90(catalog, bands, groups, runner))
+        options = bands.options
+        extra[UNCERTAINTY_CSV] = lambda path: write_csv(options, path)
     comparison = None
     if earlier is not None:
         comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))

@@ -41,7 +41,7 @@ REPORT = "report.pdf"
 MANIFEST = "manifest.json"
 CATALOG_COPY = "catalogs"
 DIFF_CSV = "diff.csv"
-UNCERTAINTY_CSV = "uncertainty.csv"
+UNCERTAINTY_CSV = "uncertainty.csv"  # a run with draws: the bands per option
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -416,8 +416,8 @@ def write_run(
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
     :class:`planner.diff.RunDiff`) adds a comparison section to the report; ``bands``
-    (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section and
-    ``uncertainty.csv``. ``progress`` is told
+    (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section. ``progress``
+    is told
     of each file as it is written (stage ``"writing"``).
     """
     from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
@@ -458,7 +458,6 @@ def write_run(
             REPORT,
             lambda path: write_report(catalog, results, path, baseline=baseline, derived=derived),
         ),
-        *([(UNCERTAINTY_CSV, lambda path: write_csv(bands.options, path))] if bands else []),
         *(extra_writers or {}).items(),
     ]
     try:
@@ -466,8 +465,7 @@ def write_run(
             if progress is not None:
                 progress(f"writing {file_name}", done, len(steps))
             writer(staging / file_name)
-        extra = (*([UNCERTAINTY_CSV] if bands else []), *(extra_writers or {}))
-        extra = tuple(name for name in extra if name != RESULTS_CSV)  # listed already
+        extra = tuple(name for name in extra_writers or {} if name != RESULTS_CSV)  # listed
         info = manifest(catalog, results, name, extra)
         if bands:
             info["draws"] = bands.draws
