@@ -55,26 +55,13 @@ class Distribution:
             return np.clip(rng.normal(self.central, self.sd, n), self.low, self.high)
         return rng.choice(np.asarray(self.samples, dtype=float), n)
 
-    def quantile(self, p: float) -> float:
-        """The value below which a share ``p`` of draws falls (exact for triangular and
-        samples; for the truncated normal, the untruncated quantile clipped to its range)."""
+    def describe(self) -> str:
+        """The distribution in words and base units, e.g. ``triangular 0.6 / 0.8 / 0.9``."""
         if self.form == "triangular":
-            return triangular_quantile(self.low, self.central, self.high, p)
+            return f"triangular {self.low:g} / {self.central:g} / {self.high:g}"
         if self.form == "normal":
-            from statistics import NormalDist
-
-            value = NormalDist(self.central, self.sd).inv_cdf(p) if self.sd > 0 else self.central
-            return float(min(max(value, self.low), self.high))
-        return float(np.quantile(np.asarray(self.samples), p, method="inverted_cdf"))
-
-    def describe(self, unit: str = "") -> str:
-        """The distribution in words, e.g. ``triangular 0.6 / 0.8 / 0.9``."""
-        tail = f" {unit}" if unit else ""
-        if self.form == "triangular":
-            return f"triangular {self.low:g} / {self.central:g} / {self.high:g}{tail}"
-        if self.form == "normal":
-            return f"normal {self.central:g} ± {self.sd:g}{tail} (within 3 sd)"
-        return f"{len(self.samples)} samples, median {self.central:g}{tail}"
+            return f"normal {self.central:g} ± {self.sd:g} (within 3 sd)"
+        return f"{len(self.samples)} samples, median {self.central:g}"
 
 
 def triangular_quantile(low: float, mode: float, high: float, p: float) -> float:
@@ -86,11 +73,6 @@ def triangular_quantile(low: float, mode: float, high: float, p: float) -> float
     if p < (mode - low) / (high - low):
         return low + float(np.sqrt(p * (high - low) * (mode - low)))
     return high - float(np.sqrt((1 - p) * (high - low) * (high - mode)))
-
-
-def is_distribution(value: Any) -> bool:
-    """Whether a catalog value is written as a distribution (a mapping of one form's keys)."""
-    return isinstance(value, dict) and frozenset(value) in FORMS
 
 
 def parse(

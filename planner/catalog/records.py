@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from planner.catalog.distributions import Distribution
+from planner.catalog.distributions import FORMS, Distribution
 from planner.catalog.distributions import parse as parse_distribution
 from planner.catalog.interconnects import Kind
 from planner.model import units
@@ -171,7 +171,7 @@ class Uncertain(Record):
             value = data.get(name)
             if not isinstance(value, dict):
                 continue
-            if name in cls.RANGES_ONLY and frozenset(value) != frozenset({"low", "mode", "high"}):
+            if name in cls.RANGES_ONLY and FORMS.get(frozenset(value)) != "triangular":
                 continue
             field = cls.model_fields[name]
             kind: Any = field.annotation

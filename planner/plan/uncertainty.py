@@ -158,10 +158,16 @@ class Bands:
     that draw's inputs (:func:`simulate_p90`); None until simulated."""
 
 
+def percentile_position(n: int, p: float) -> int:
+    """Where the empirical ``p`` quantile of ``n`` sorted values sits: the ⌈p × n⌉-th smallest
+    (the smallest value with at least that share of the values at or below it), 0-based."""
+    return max(math.ceil(p * n) - 1, 0)
+
+
 def _quantile(values: pd.Series, p: float) -> float:
     finite = values.to_numpy(dtype=float)
-    finite = finite[np.isfinite(finite)]
-    return float(np.quantile(finite, p, method="inverted_cdf")) if len(finite) else float("nan")
+    finite = np.sort(finite[np.isfinite(finite)])
+    return float(finite[percentile_position(len(finite), p)]) if len(finite) else float("nan")
 
 
 def _bands(frame: pd.DataFrame, keys: list[str], figures: Sequence[str]) -> pd.DataFrame:
@@ -173,16 +179,16 @@ def _bands(frame: pd.DataFrame, keys: list[str], figures: Sequence[str]) -> pd.D
     return pd.DataFrame(out)
 
 
-def summarise(frame: pd.DataFrame, draws: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The option and purchase tables of :class:`Bands` from every draw's rows."""
+def summarise(frame: pd.DataFrame, draws: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The option, purchase and winner tables of :class:`Bands` from every draw's rows."""
     options = _bands(frame, ALL_KEYS, list(FIGURES))
     grouped = frame.groupby(ALL_KEYS, sort=False)
     options["meets_share"] = grouped["eligible"].sum() / draws
     options["cheapest_share"] = grouped["cheapest"].sum() / draws
-    winners = frame[frame["cheapest"]]
+    winners = frame.loc[frame["cheapest"], [*ALL_KEYS, "draw", "devices_needed", "cost_usd"]]
     purchases = _bands(winners, GROUP, ["devices_needed", "cost_usd"])
     purchases["served_share"] = winners.groupby(GROUP, sort=False)["draw"].nunique() / draws
-    return options.reset_index(), purchases.reset_index()
+    return options.reset_index(), purchases.reset_index(), winners.reset_index(drop=True)
 
 
 def monte_carlo(
@@ -206,17 +212,14 @@ def monte_carlo(
     ):
         frames.append(frame)
         tell("drawing", stop, draws)
-    every = pd.concat(frames, ignore_index=True)
-    options, purchases = summarise(every, draws)
-    winners = every.loc[every["cheapest"], [*ALL_KEYS, "draw", "devices_needed", "cost_usd"]]
-    return Bands(draws, inputs, options, purchases, winners.reset_index(drop=True))
+    return Bands(draws, inputs, *summarise(pd.concat(frames, ignore_index=True), draws))
 
 
 def p90_draw(winners: pd.DataFrame) -> pd.Series:
-    """Of one group's winners, the one at the 90th percentile of cost (the empirical quantile's
-    draw: the ⌈0.9 × n⌉-th cheapest, ties by draw)."""
+    """Of one group's winners, the one at the 90th percentile of cost, as the bands take it
+    (:func:`percentile_position`: the ⌈0.9 × n⌉-th cheapest), ties by draw."""
     ordered = winners.sort_values(["cost_usd", "draw"], kind="stable")
-    return ordered.iloc[max(math.ceil(0.9 * len(ordered)) - 1, 0)]
+    return ordered.iloc[percentile_position(len(ordered), 0.9)]
 
 
 def simulate_p90(
