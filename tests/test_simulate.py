@@ -25,6 +25,7 @@ from planner.serving.simulate import (
     _Replica,
     simulate,
 )
+from planner.serving.traffic import request_delays
 
 W = 14e9  # weight bytes
 KV = 131_072  # KV bytes per token
@@ -754,3 +755,54 @@ def test_under_chunked_prefill_the_time_per_token_rises_with_the_arrival_rate():
 
     low, high = tpot(0.5), tpot(4.0)
     assert high[0] > low[0] * 1.2
+
+
+def _returning_users(spread: float) -> SimConfig:
+    """Eight closed-loop users of one-token prompts and 50-token outputs on 20 ms steps, whose
+    next request reaches the replica 3 ms (preprocessing) + 4 ms (network) after a completion,
+    which is at a step boundary."""
+    return cfg(
+        prompt=Lengths.fixed(1),
+        output=Lengths.fixed(50),
+        max_output_tokens=50,
+        arrivals=Arrivals.closed(8),
+        n_requests=4000,
+        preprocess_s=0.003,
+        network_s=0.004,
+        chunk_tokens=2048,
+        delay_spread=spread,
+    )
+
+
+def test_fixed_delays_keep_closed_loop_users_in_lockstep():
+    """With fixed delays, eight users who start together finish together and come back
+    together 7 ms later to an idle replica: none ever waits for a step (TTFT 3 + 20 ms, end to
+    end 3 + 1,000 + 4 ms) and the replica idles 7 ms in every 1,007: a lockstep no engine
+    shows, which spreading the delays breaks."""
+    r = simulate(_returning_users(0.0))
+    assert r.wait_mean_s == 0.0 and r.wait_p95_s == 0.0
+    assert r.ttft_p95_s == pytest.approx(0.023) and r.e2e_mean_s == pytest.approx(1.007)
+    assert r.utilisation == pytest.approx(1.0 / 1.007, rel=1e-3)
+
+
+def test_spread_delays_by_hand():
+    """Preprocessing uniform on [1.5, 4.5] ms and network on [2, 6] ms (± 50 %): a request
+    arrives D = its preprocessing + the previous one's network after a step boundary, 3.5 to
+    10.5 ms, and waits 20 − D: 13 ms on average as before, but spread. D's lowest 5 % lie
+    where x²/(2 × 3 × 4) = 0.05 above 3.5 ms (the corner of the sum of two uniforms):
+    x = 1.0954 ms, so the 95th-percentile wait is 20 − 4.5954 = 15.405 ms. End to end is
+    preprocessing + wait + 1 s + own network = 1.02 s + own network − the previous one's:
+    1.02 s on average. Each delay stays within its bounds and has its mean."""
+    config = _returning_users(0.5)
+    r = simulate(config)
+    assert r.wait_mean_s == pytest.approx(0.013, abs=0.0002)
+    assert r.wait_p95_s == pytest.approx(0.015405, abs=0.0002)
+    assert r.e2e_mean_s == pytest.approx(1.020, abs=0.0002)
+    pre, net = (np.asarray(d) for d in request_delays(config, 20_000))
+    assert pre.min() >= 0.0015 and pre.max() <= 0.0045 and net.min() >= 0.002
+    assert net.max() <= 0.006
+    assert pre.mean() == pytest.approx(0.003, rel=0.01)
+    assert net.mean() == pytest.approx(0.004, rel=0.01)
+    # the seed decides the delays, and a spread of 0 is the means exactly
+    assert request_delays(config, 5) == request_delays(config, 5)
+    assert request_delays(_returning_users(0.0), 2) == ([0.003] * 2, [0.004] * 2)

@@ -29,6 +29,14 @@ DEFAULT_QUEUE_TIMEOUT_S = 60.0
 """Queue timeout of a workload with no TTFT, end-to-end or task target [s]."""
 
 
+DELAY_SPREAD = 0.5
+"""Each request's preprocessing and network delays vary by up to this share of the workload's
+figures, uniformly [-]. A client's delays vary (tokenisation with the prompt, the network, the
+HTTP server); with fixed delays every closed-loop user would come back at the same point of the
+replica's step grid and each first token would wait the same part of a step, which is an
+artefact of the simulation, not a property of engines."""
+
+
 def _finite(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
@@ -169,6 +177,7 @@ def _assemble(
         tool_time_s=workload.tool_time,
         preprocess_s=workload.preprocess_time,
         network_s=workload.network_time,
+        delay_spread=DELAY_SPREAD,
         n_requests=max(1, a.simulated_requests if n_requests is None else n_requests),
         seed=a.seed if seed is None else seed,
         chunk_tokens=chunk_tokens(a),

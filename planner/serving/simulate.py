@@ -138,7 +138,13 @@ from planner.serving.statistics import (
     summarise,
 )
 from planner.serving.steps import StepModel, _DecodeRun
-from planner.serving.traffic import Arrivals, Lengths, SimConfig, request_lengths
+from planner.serving.traffic import (
+    Arrivals,
+    Lengths,
+    SimConfig,
+    request_delays,
+    request_lengths,
+)
 
 __all__ = [
     "Arrivals",
@@ -178,9 +184,8 @@ class _Replica:
         self.max_jump = max_jump  # tests only: cap on decode steps per iteration
         prompt, output, n_tasks = request_lengths(cfg)
         rpt = cfg.requests_per_task
-        self.rec = Records(
-            prompt, output, n_tasks, rpt, int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
-        )
+        warm = int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
+        self.rec = Records(prompt, output, n_tasks, rpt, warm, *request_delays(cfg, len(prompt)))
         self.task_times: list[float] = []
         if cfg.arrivals.kind != "closed":
             self.task_times = cfg.arrivals.start_times_s(_rngs(cfg.seed)[0], n_tasks).tolist()
@@ -220,7 +225,7 @@ class _Replica:
         self.rec.send_t[rid] = t_send
         self.rec.issued += 1
         self.seq += 1
-        heapq.heappush(self.heap, (t_send + self.cfg.preprocess_s, self.seq, rid))
+        heapq.heappush(self.heap, (t_send + self.rec.preprocess[rid], self.seq, rid))
 
     def _start_task(self, t: float) -> None:
         """Start the next task (if any remain) at time t [s]."""
@@ -247,7 +252,7 @@ class _Replica:
             rec.completions_in_window += 1
         if self.cfg.admission == "reserve-max":
             self.reserved -= rec.prompt[rid] + self.cfg.max_output_tokens
-        t_recv = t + self.cfg.network_s
+        t_recv = t + rec.network[rid]
         if (rid + 1) % rec.rpt:
             self._issue(rid + 1, t_recv + self.cfg.tool_time_s)
         else:
@@ -400,7 +405,7 @@ class _Replica:
                 new_meas -= sum(r >= self.rec.warm_rid for r in admitted.swapped_in)
             if running:
                 now = self._decode(now, admitted, t_prefill, old_meas, new_meas, in_window)
-        return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens, self.cfg.network_s)
+        return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens)
 
     def _admit(self, now: float) -> _Admission:
         """Admit waiting requests FIFO with head-of-line blocking, preempted ones first."""

@@ -150,8 +150,9 @@ def _segment_mean(
 
 
 def _rngs(seed: int) -> list[np.random.Generator]:
-    """Independent PCG64 generators for arrivals, prompt and output lengths."""
-    return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(3)]
+    """Independent PCG64 generators for arrivals, prompt lengths, output lengths and the
+    requests' delays (a child of a seed sequence does not change as more are spawned)."""
+    return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(4)]
 
 
 WAITING, RUNNING, DONE, REJECTED, PREEMPTED = 1, 2, 3, 4, 5
@@ -177,8 +178,10 @@ class Records:
         "last_completion",
         "last_t",
         "n_tasks",
+        "network",
         "output",
         "preempted",
+        "preprocess",
         "prompt",
         "queued",
         "rpt",
@@ -191,10 +194,20 @@ class Records:
         "window_open",
     )
 
-    def __init__(self, prompt: list[int], output: list[int], n_tasks: int, rpt: int, warm: int):
+    def __init__(
+        self,
+        prompt: list[int],
+        output: list[int],
+        n_tasks: int,
+        rpt: int,
+        warm: int,
+        preprocess: list[float],
+        network: list[float],
+    ):
         n = len(prompt)
         nan = math.nan
         self.prompt, self.output = prompt, output
+        self.preprocess, self.network = preprocess, network  # each request's delays [s]
         self.n_tasks, self.rpt, self.warm_rid = n_tasks, rpt, warm
         self.send_t = [nan] * n
         self.enq_t = [nan] * n
@@ -238,7 +251,7 @@ class Totals:
     """Inter-token gaps as segments: first gap [s], slope [s/step], gaps, requests each counts."""
 
 
-def summarise(r: Records, t: Totals, kv_budget_tokens: int, network_s: float) -> SimResult:
+def summarise(r: Records, t: Totals, kv_budget_tokens: int) -> SimResult:
     """The :class:`SimResult` of a finished run."""
     w = r.warm_rid
     status = np.asarray(r.status[w:])
@@ -253,7 +266,7 @@ def summarise(r: Records, t: Totals, kv_budget_tokens: int, network_s: float) ->
     enq = np.asarray(r.enq_t[w:])
     admitted = ~np.isnan(admit)
     ttft = first - send
-    e2e = fin + network_s - send
+    e2e = fin + np.asarray(r.network[w:])[done] - send
     multi = out > 1
     tpot = (fin[multi] - first[multi]) / (out[multi] - 1)
     wait = (admit - enq)[admitted]

@@ -217,6 +217,9 @@ class SimConfig:
     """Host<->device copy bandwidth for swap preemption [B/s] (~PCIe 4.0 x16)."""
     reject_backoff_s: float = 1.0
     """Closed loop: pause of a user after a rejection before its next task [s]."""
+    delay_spread: float = 0.0
+    """How much each request's preprocessing and network delays vary: each is drawn uniformly
+    within ± this share of its mean [-] (0: every request's are the means)."""
     chunk_tokens: int | None = None
     """Chunked prefill: the tokens one step may carry (the engine's max_num_batched_tokens),
     decodes first, prompts in chunks with the rest; None: each admission's prompts are
@@ -245,13 +248,25 @@ class SimConfig:
             raise ValueError("swap bandwidth must be positive")
         if self.chunk_tokens is not None and self.chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
+        if not 0.0 <= self.delay_spread <= 1.0:
+            raise ValueError("delay_spread must be in [0, 1]")
+
+
+def request_delays(cfg: SimConfig, n: int) -> tuple[list[float], list[float]]:
+    """Each of ``n`` requests' preprocessing and network delays [s]: the means, each times a
+    uniform draw in [1 − spread, 1 + spread] (the means exactly when the spread is 0)."""
+    spread = cfg.delay_spread
+    if spread == 0.0:
+        return [cfg.preprocess_s] * n, [cfg.network_s] * n
+    draws = _rngs(cfg.seed)[3].uniform(1 - spread, 1 + spread, size=(2, n))
+    return (draws[0] * cfg.preprocess_s).tolist(), (draws[1] * cfg.network_s).tolist()
 
 
 def request_lengths(cfg: SimConfig) -> tuple[list[int], list[int], int]:
     """Prompt and output lengths of every request of a run [tokens] (prompts at least 1, outputs
     clipped to ``[1, max_output_tokens]``; a trace's own lengths where it gives them), and the
     number of tasks."""
-    rng_prompt, rng_output = _rngs(cfg.seed)[1:]
+    rng_prompt, rng_output = _rngs(cfg.seed)[1:3]
     arr, rpt = cfg.arrivals, cfg.requests_per_task
     n_tasks = len(arr.times_s) if arr.kind == "trace" else -(-cfg.n_requests // rpt)
     n = n_tasks * rpt
