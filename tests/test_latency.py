@@ -23,6 +23,8 @@ from planner.model.latency import (
     itl_s,
     prefill_flops,
     prefill_s,
+    prefill_stall_s,
+    prompt_chunks,
     task_s,
     weight_read_s,
 )
@@ -77,6 +79,26 @@ def test_prefill_compute_bound_for_long_prompts_memory_bound_for_tiny_ones():
     tiny = prefill_flops(7e9, 4, 32, 32, 128)
     assert tiny / 100e12 < 0.020
     assert prefill_s(tiny, 100e12, 0.020, 4, 0.0, 0.0) == pytest.approx(0.020, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("chunked", "flops", "stall"),
+    [
+        # whole prompts: the prefill step, 0.4 s, whatever its arithmetic
+        (0, 1e14, 0.4),
+        # 1e14 FLOP at 1e15/s = 100 ms in 3 chunks (6,000 ÷ 2,048) whose steps read 20 ms of
+        # weights each anyway: 100 − 60 = 40 ms, + 6,000 × 1 µs of all-reduce = 46 ms
+        (1, 1e14, 0.046),
+        # 1e13 FLOP: 10 ms of arithmetic hides under the 60 ms of reads; the all-reduce stays
+        (1, 1e13, 0.006),
+    ],
+)
+def test_prefill_stall_by_hand(chunked: int, flops: float, stall: float) -> None:
+    """What another request's 6,000-token prompt adds to a running request's life."""
+    chunks = prompt_chunks(6000, 2048)
+    assert chunks == 3 and prompt_chunks(100, 2048) == 1
+    got = prefill_stall_s(chunked, 0.4, flops, 1e15, chunks, 0.020, 6000, 1e-6)
+    assert got == pytest.approx(stall, rel=1e-12)
 
 
 def test_request_and_task_latency_by_hand():

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from planner.model.load import (
+    chunked_prefill_s,
     decode_busy_fraction,
+    first_token_chunks,
     load_batch,
     open_loop_batch_bound,
     open_loop_batch_refined,
     prefill_busy_fraction,
+    step_wait_s,
     ttft_load_s,
 )
 from planner.model.metric import metrics
@@ -55,7 +58,7 @@ def test_open_loop_batch_is_the_fixed_point_by_hand():
         replicas_planned=np.array([1.0]),
         ttft_s=np.array([0.1]),
         output_tokens_mean=np.array([257.0]),
-        prefill_s=np.array([0.1]),
+        prefill_stall_s=np.array([0.1]),
         network_s=np.array([0.0]),
         decode_weight_bytes_per_step=np.array([14e9]),
         kv_read_bytes_per_sequence_step=np.array([float(cache)]),
@@ -90,7 +93,7 @@ def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
         replicas_planned=np.array([1.0]),
         ttft_s=np.array([0.1]),
         output_tokens_mean=np.array([101.0]),
-        prefill_s=np.array([0.1]),
+        prefill_stall_s=np.array([0.1]),
         network_s=np.array([0.0]),
         kv_read_bytes_per_sequence_step=np.array([1e8]),
         memory_bandwidth_bytes_per_s=np.array([1e12]),
@@ -173,16 +176,62 @@ def test_time_to_first_token_at_load_by_hand():
     assert busy[0] == pytest.approx(0.8646647168, rel=1e-9)
     prefilling = prefill_busy_fraction(np.array([2.0, nan]), np.array([0.05, 0.05]))
     assert prefilling[0] == pytest.approx(0.1, rel=1e-12) and np.isnan(prefilling[1])
-    ttft = ttft_load_s(
-        preprocess_s=np.array([0.005, 0.005]),
-        median_prefill_s=np.array([0.02, 0.02]),
+    wait = step_wait_s(
         decode_busy_fraction=np.array([busy[0], busy[0]]),
         itl_load_s=np.array([0.02, 0.02]),
         prefill_busy_fraction=prefilling,
         prefill_s=np.array([0.05, 0.05]),
     )
+    assert wait == pytest.approx([0.01114664717, 0.0], rel=1e-9)
+    ttft = ttft_load_s(
+        preprocess_s=0.005,
+        median_prefill_s=0.02,
+        chunked_prefill=0,
+        chunked_prefill_s=0.5,  # not read: whole prompts
+        step_wait_s=wait,
+    )
     assert ttft == pytest.approx([0.0361466472, 0.025], rel=1e-9)
     assert decode_busy_fraction(np.array([1.0]))[0] == 0.0  # alone: nothing to wait for
+
+
+@pytest.mark.parametrize(
+    ("prompt", "budget", "batch", "chunks"),
+    [
+        (5000, 2048, 9, 3),  # 2,040 tokens a step after 8 decodes: 5,000 ÷ 2,040 = 2.45
+        (2040, 2048, 9, 1),  # exactly one step's room
+        (2041, 2048, 9, 2),
+        (5000, 8192, 1, 1),  # alone, one step
+        (100, 64, 200, 100),  # decodes fill the budget: a token a step, never none
+    ],
+)
+def test_first_token_chunks_by_hand(prompt: int, budget: int, batch: int, chunks: int) -> None:
+    """⌈prompt ÷ (budget − the others' decodes)⌉ steps, the room never below one token."""
+    assert first_token_chunks(prompt, budget, batch) == chunks
+
+
+def test_chunked_prefill_by_hand() -> None:
+    """A 5,000-token median prompt in 3 steps (budget 2,048, 8 others decoding), each step
+    reading 20 ms of weights and caches (the weights alone: 18 ms): memory 3 × 20 = 60 ms. The
+    arithmetic: 3 steps × 8 others × 1.4e10 FLOP + the prompt's 1e14 FLOP = 1.00336e14 FLOP at
+    1e15 FLOP/s = 100.336 ms, more than the memory time. Plus (3 × 8 + 5,000) tokens × 1 µs of
+    all-reduce = 5.024 ms and 3 × 2 ms of overhead: 111.36 ms. A short prompt's arithmetic
+    (1e13 FLOP, 10.336 ms) hides under the 60 ms the steps read: 60 + 5.024 + 6 = 71.024 ms."""
+    args = dict(
+        first_token_chunks=3,
+        load_decode_memory_s=0.020,
+        weight_read_s=0.018,
+        load_batch=9,
+        decode_flops_per_token=1.4e10,
+        achieved_compute_flops_per_s=1e15,
+        prompt_tokens_median=5000,
+        allreduce_s_per_token=1e-6,
+        step_overhead_s=0.002,
+    )
+    assert chunked_prefill_s(median_prefill_flops=1e14, **args) == pytest.approx(0.11136)
+    assert chunked_prefill_s(median_prefill_flops=1e13, **args) == pytest.approx(0.071024)
+    # a mixture's load batch may read fewer weights than a prompt, which reads them all
+    args["load_decode_memory_s"] = 0.010
+    assert chunked_prefill_s(median_prefill_flops=1e13, **args) == pytest.approx(0.054 + 0.011024)
 
 
 def test_time_per_output_token_at_load_by_hand() -> None:

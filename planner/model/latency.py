@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import maximum, minimum, power, where
+from planner.model.expr import ceil, maximum, minimum, power, where
 from planner.model.metric import derived, metric
-from planner.model.sources import KAPLAN, POPE, ROOFLINE, VLLM_METRICS
+from planner.model.sources import KAPLAN, POPE, ROOFLINE, SARATHI, VLLM_METRICS
 
 
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
@@ -259,21 +259,52 @@ def ttft_s(preprocess_s: Any, prefill_s: Any) -> Any:
     return preprocess_s + prefill_s
 
 
+@metric("steps", source=SARATHI, group="latency")
+def prompt_chunks(prompt_tokens_mean: Any, max_num_batched_tokens: Any) -> Any:
+    """Steps the mean prompt's chunks take at most ``max_num_batched_tokens`` tokens a step:
+    ⌈prompt ÷ budget⌉, at least 1 [steps] (the decodes that share the steps are not counted)."""
+    return maximum(ceil(prompt_tokens_mean / max_num_batched_tokens), 1)
+
+
+@metric("s", source=f"{SARATHI}; {ROOFLINE}", group="latency")
+def prefill_stall_s(
+    chunked_prefill: Any,
+    prefill_s: Any,
+    prefill_flops: Any,
+    achieved_compute_flops_per_s: Any,
+    prompt_chunks: Any,
+    weight_read_s: Any,
+    prompt_tokens_mean: Any,
+    allreduce_s_per_token: Any,
+) -> Any:
+    """Time another request's prompt adds to a running request's life [s].
+
+    Whole prompts stop the decodes for a prefill step of their own (``prefill_s``). In chunks,
+    the prompt's arithmetic shares steps that decode anyway and read the weights anyway, so
+    only what outlasts those reads is added, and the all-reduce of its tokens:
+    max(0, prompt FLOP ÷ compute − chunks × weight read) + prompt × all-reduce.
+    """
+    compute = prefill_flops / achieved_compute_flops_per_s
+    shared = maximum(compute - prompt_chunks * weight_read_s, 0)
+    chunked = shared + prompt_tokens_mean * allreduce_s_per_token
+    return where(chunked_prefill > 0, chunked, prefill_s)
+
+
 @metric("s", source=f"{VLLM_METRICS}: output length, network delivery", group="latency")
 def e2e_s(
     ttft_s: Any,
     output_tokens_mean: Any,
     itl_s: Any,
     decode_batch: Any,
-    prefill_s: Any,
+    prefill_stall_s: Any,
     network_s: Any,
 ) -> Any:
     """End-to-end request latency: TTFT + (mean output − 1) × ITL + stalls + network [s].
 
     In a full batch each of the other B − 1 sequences is replaced, and so prefilled, once during
-    a request's life; each prefill stalls decoding (no chunked prefill is assumed).
+    a request's life; each prefill stalls the request's decoding by ``prefill_stall_s``.
     """
-    stalls = maximum(decode_batch - 1, 0) * prefill_s
+    stalls = maximum(decode_batch - 1, 0) * prefill_stall_s
     return ttft_s + (output_tokens_mean - 1) * itl_s + stalls + network_s
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model import capacity, latency
-from planner.model.expr import exp, is_number, maximum, minimum, where
+from planner.model.expr import ceil, exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
-from planner.model.sources import LITTLE, PASTA, RESIDUAL, VLLM_METRICS
+from planner.model.sources import LITTLE, PASTA, RESIDUAL, ROOFLINE, SARATHI, VLLM_METRICS
 
 NAN = float("nan")
 
@@ -41,7 +41,7 @@ def open_loop_batch_bound(
     replicas_planned: Any,
     ttft_s: Any,
     output_tokens_mean: Any,
-    prefill_s: Any,
+    prefill_stall_s: Any,
     network_s: Any,
     decode_weight_bytes_per_step: Any,
     kv_read_bytes_per_sequence_step: Any,
@@ -55,7 +55,7 @@ def open_loop_batch_bound(
     """The batch an open-loop request's tokens share at the forecast load: itself and the
     others in flight, B = 1 + per-replica rate × e2e(B) by Little's law [sequences].
 
-    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × prefill + network, and
+    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × stall + network, and
     ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
     B × FLOP ÷ compute, plus B × all-reduce + overhead: so e2e is the larger of two lines in B,
     and the fixed point the larger of each line's (``_fixed_point``). The weights are those of
@@ -66,8 +66,8 @@ def open_loop_batch_bound(
     rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
     steps = output_tokens_mean - 1
     bandwidth = memory_bandwidth_bytes_per_s * bandwidth_efficiency
-    base = ttft_s - prefill_s + network_s + steps * step_overhead_s
-    per_batch = prefill_s + steps * allreduce_s_per_token
+    base = ttft_s - prefill_stall_s + network_s + steps * step_overhead_s
+    per_batch = prefill_stall_s + steps * allreduce_s_per_token
     memory = _fixed_point(
         rate,
         base + steps * decode_weight_bytes_per_step / bandwidth,
@@ -100,7 +100,7 @@ def open_loop_batch_refined(
     replicas_planned: Any,
     ttft_s: Any,
     output_tokens_mean: Any,
-    prefill_s: Any,
+    prefill_stall_s: Any,
     network_s: Any,
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
@@ -132,7 +132,7 @@ def open_loop_batch_refined(
         replicas_planned,
         ttft_s,
         output_tokens_mean,
-        prefill_s,
+        prefill_stall_s,
         network_s,
         weights,
         kv_read_bytes_per_sequence_step,
@@ -297,20 +297,72 @@ rebound(
 )
 
 
+@metric("steps", source=SARATHI, group="latency")
+def first_token_chunks(
+    prompt_tokens_median: Any, max_num_batched_tokens: Any, load_batch: Any
+) -> Any:
+    """Steps the median prompt takes under chunked prefill: each step carries the others'
+    decodes first (load batch − 1 tokens) and a chunk of the prompt with the rest of the
+    ``max_num_batched_tokens`` budget: ⌈prompt ÷ (budget − others)⌉, at least 1 [steps]."""
+    room = maximum(max_num_batched_tokens - (load_batch - 1), 1)
+    return maximum(ceil(prompt_tokens_median / room), 1)
+
+
+@metric("s", source=f"{SARATHI}; {ROOFLINE}", group="latency")
+def chunked_prefill_s(
+    first_token_chunks: Any,
+    load_decode_memory_s: Any,
+    weight_read_s: Any,
+    load_batch: Any,
+    decode_flops_per_token: Any,
+    median_prefill_flops: Any,
+    achieved_compute_flops_per_s: Any,
+    prompt_tokens_median: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+) -> Any:
+    """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
+
+    Every step reads the weights (all of them: a prompt's tokens touch every expert) and the
+    caches of the load batch; the arithmetic is the others' decodes in each step plus the
+    prompt's; so max(steps × memory, (steps × others × decode FLOP + prompt FLOP) ÷ compute) +
+    every token's all-reduce + an overhead a step. The prompt's arithmetic hides under the
+    decodes' memory time, which a prompt's step of its own cannot do.
+    """
+    steps = first_token_chunks
+    others = maximum(load_batch - 1, 0)
+    memory = steps * maximum(load_decode_memory_s, weight_read_s)
+    flops = steps * others * decode_flops_per_token + median_prefill_flops
+    compute = flops / achieved_compute_flops_per_s
+    tokens = steps * others + prompt_tokens_median
+    return maximum(memory, compute) + tokens * allreduce_s_per_token + steps * step_overhead_s
+
+
 @metric("s", source=f"{RESIDUAL}; {PASTA}", group="latency")
+def step_wait_s(
+    decode_busy_fraction: Any, itl_load_s: Any, prefill_busy_fraction: Any, prefill_s: Any
+) -> Any:
+    """Expected wait of an arriving prompt for the step in progress at the forecast load [s]:
+    the mean residual of a step of fixed length, half of it: half a decode step at the load
+    batch when one runs, half a mean prefill when one runs. Zero where no replica is planned:
+    no load, no wait."""
+    wait = decode_busy_fraction * itl_load_s / 2 + prefill_busy_fraction * prefill_s / 2
+    return where(is_number(wait), wait, 0)
+
+
+@metric("s", source=f"{RESIDUAL}; {PASTA}; {SARATHI}", group="latency")
 def ttft_load_s(
     preprocess_s: Any,
     median_prefill_s: Any,
-    decode_busy_fraction: Any,
-    itl_load_s: Any,
-    prefill_busy_fraction: Any,
-    prefill_s: Any,
+    chunked_prefill: Any,
+    chunked_prefill_s: Any,
+    step_wait_s: Any,
 ) -> Any:
-    """Typical time to first token at the forecast load [s]: preprocessing + the median prompt's
-    prefill + the expected wait for the step in progress, half a decode step at the load batch
-    when one runs and half a mean prefill when one runs (the mean residual of a step of fixed
-    length). No queue for memory or for other prefills: the simulation's p50 is the check.
-    Where no replica is planned there is no load, and no wait.
+    """Typical time to first token at the forecast load [s]: preprocessing + the wait for the
+    step in progress + the median prompt's prefill: a step of its own with whole-prompt steps,
+    its chunks in steps shared with the others' decodes with chunked prefill
+    (``chunked_prefill_s``). No queue for memory or for other prefills: the simulation's p50 is
+    the check.
     """
-    wait = decode_busy_fraction * itl_load_s / 2 + prefill_busy_fraction * prefill_s / 2
-    return preprocess_s + median_prefill_s + where(is_number(wait), wait, 0)
+    prefill = where(chunked_prefill > 0, chunked_prefill_s, median_prefill_s)
+    return preprocess_s + step_wait_s + prefill

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.catalog.engines import DEFAULT_ENGINE, EngineSeries, constants_for
+from planner.catalog.engines import DEFAULT_ENGINE, EngineSeries, constants_for, prefills_in_chunks
 from planner.catalog.records import Engine
 from planner.model.units import GIB
 from planner.plan.columns import _nan, _optional
@@ -131,6 +131,15 @@ GLOBALS = [
         "tokens",
         "engine: tokens in one scheduled batch (its profiling pass)",
         lambda a: _engine(a).max_num_batched_tokens,
+    ),
+    _g(
+        "chunked_prefill",
+        "chunked_prefill",
+        1,
+        "1 = yes",
+        "engine: 1 when prompts are prefilled in chunks that share steps with the decodes (vLLM "
+        "V1), 0 when each prompt takes steps of its own",
+        lambda a: 1.0 if prefills_in_chunks(a.engine) else 0.0,
     ),
     _g(
         "max_model_len_setting",
