@@ -142,6 +142,16 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ["interconnect", "nvlink", "pcie"],
     ),
     (
+        "family unknown",
+        append("hardware.yaml", "    family: volta\n"),
+        ["family", "hopper", "blackwell"],
+    ),
+    (
+        "matmul half tokens negative",
+        append("hardware.yaml", "    matmul_half_tokens: -5\n"),
+        ["matmul_half_tokens"],
+    ),
+    (
         "price huge integer",
         append("hardware.yaml", "    price: {purchase_usd: " + "9" * 400 + "}\n"),
         ["purchase_usd", "…"],

@@ -21,6 +21,7 @@ from planner.model.latency import (
     e2e_s,
     experts_touched_fraction,
     itl_s,
+    matmul_padding_s,
     prefill_flops,
     prefill_s,
     prefill_stall_s,
@@ -61,7 +62,50 @@ def test_compute_bound():
     assert flops == 14e9
     assert compute_bound_s(flops, 100e12 * 0.5) == pytest.approx(0.28e-3, rel=1e-12)
     # a batch of 256 multiplies the arithmetic: 256 × 14e9 / 50e12 = 71.68 ms
-    assert decode_compute_s(flops, 256, 50e12) == pytest.approx(0.07168, rel=1e-12)
+    assert decode_compute_s(flops, 256, 50e12, 0.0) == pytest.approx(0.07168, rel=1e-12)
+    # and the multiplications' padding adds its own time: 71.68 + 3.4 ms
+    assert decode_compute_s(flops, 256, 50e12, 0.0034) == pytest.approx(0.07508, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("half", "plateau", "parameters", "embeddings", "routed", "rate", "tp", "padding_s"),
+    [
+        # Hopper: 120 tokens through 7e9 layer parameters (8e9 less 1e9 of embeddings) at
+        # 989 TFLOPS × 0.8: 2 × 120 × 7e9 ÷ 791.2e12 = 2.1233 ms
+        (120, 0.8, 8e9, 1e9, 0.0, 989e12, 1, 2 * 120 * 7e9 / 791.2e12),
+        # the same at TP 4: a quarter on each device, all four at once
+        (120, 0.8, 8e9, 1e9, 0.0, 989e12, 4, 2 * 120 * 7e9 / 791.2e12 / 4),
+        # a mixture: 46.7e9 with 0.26e9 embeddings and 45.1e9 in routed experts, whose grouped
+        # kernels are not padded: 2 × 120 × 1.34e9 ÷ 791.2e12 = 0.40647 ms
+        (120, 0.8, 46.7e9, 0.26e9, 45.1e9, 989e12, 1, 2 * 120 * 1.34e9 / 791.2e12),
+        # Blackwell: 55 tokens at 2,250 TFLOPS × 0.62: 2 × 55 × 7e9 ÷ 1,395e12 = 0.55197 ms
+        (55, 0.62, 8e9, 1e9, 0.0, 2250e12, 1, 2 * 55 * 7e9 / 1395e12),
+        # a curve of no half-rate tokens: the pure roofline
+        (0, 0.8, 8e9, 1e9, 0.0, 989e12, 1, 0.0),
+    ],
+)
+def test_matmul_padding_by_hand(
+    half: float,
+    plateau: float,
+    parameters: float,
+    embeddings: float,
+    routed: float,
+    rate: float,
+    tp: int,
+    padding_s: float,
+) -> None:
+    got = matmul_padding_s(half, plateau, parameters, embeddings, routed, rate, tp)
+    assert got == pytest.approx(padding_s, rel=1e-12)
+
+
+def test_a_step_of_half_rate_tokens_runs_its_multiplications_at_half_the_plateau():
+    """The curve: M tokens through the weights achieve the plateau × M ÷ (M + M½). For a dense
+    model of 7e9 layer parameters (no embeddings) at the plateau rate, M = M½ = 120 tokens take
+    twice the time their arithmetic would, M = 1,080 (9 × M½) 10 / 9 of it."""
+    padding = matmul_padding_s(120, 0.8, 7e9, 0.0, 0.0, 989e12, 1)
+    for tokens, stretch in ((120, 2.0), (1080, 10 / 9)):
+        padded = decode_compute_s(14e9, tokens, 791.2e12, padding)
+        assert padded == pytest.approx(stretch * decode_compute_s(14e9, tokens, 791.2e12, 0.0))
 
 
 def test_itl_takes_the_slower_of_memory_and_compute_plus_overheads():
@@ -75,10 +119,13 @@ def test_prefill_compute_bound_for_long_prompts_memory_bound_for_tiny_ones():
     long = prefill_flops(7e9, 8192, 32, 32, 128)
     # 2 × 7e9 × 8192 + 2 × 32 × 8192² × 32 × 128 = 1.14688e14 + 1.7592186044416e13
     assert long == pytest.approx(1.14688e14 + 17_592_186_044_416, rel=1e-12)
-    assert prefill_s(long, 100e12, 0.020, 8192, 0.0, 0.0) == pytest.approx(long / 100e12)
+    assert prefill_s(long, 100e12, 0.0, 0.020, 8192, 0.0, 0.0) == pytest.approx(long / 100e12)
+    # the multiplications' padding adds its time to the arithmetic's
+    padded = prefill_s(long, 100e12, 0.0168, 0.020, 8192, 0.0, 0.0)
+    assert padded == pytest.approx(long / 100e12 + 0.0168, rel=1e-12)
     tiny = prefill_flops(7e9, 4, 32, 32, 128)
     assert tiny / 100e12 < 0.020
-    assert prefill_s(tiny, 100e12, 0.020, 4, 0.0, 0.0) == pytest.approx(0.020, rel=1e-12)
+    assert prefill_s(tiny, 100e12, 0.0, 0.020, 4, 0.0, 0.0) == pytest.approx(0.020, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -211,3 +258,46 @@ def test_a_device_without_a_named_link_takes_the_fastest() -> None:
     from planner.catalog.interconnects import NVLINK, collective_latency
 
     assert collective_latency(None) is NVLINK
+
+
+@pytest.mark.parametrize(
+    ("family", "half", "plateau"),
+    [
+        ("hopper", 120, 0.80),  # H100 sweeps: 87–145 tokens; MAMF 794.5 of 989 TFLOPS
+        ("blackwell", 55, 0.62),  # B200 sweeps: 43–58 tokens at 1,389–1,398 of 2,250 TFLOPS
+        ("ampere", 120, 0.87),  # MAMF 271.2 of 312; M½ assumed Hopper's
+        ("cdna3", 120, 0.51),  # MAMF 668.4 of 1,307; M½ assumed Hopper's
+        (None, 0, 1.0),  # no family named: the roofline's bound
+    ],
+)
+def test_matmul_curves_by_family(family: str | None, half: float, plateau: float) -> None:
+    from planner.catalog.matmul import matmul_curve
+
+    curve = matmul_curve(family)
+    assert (curve.half_tokens, curve.plateau_fraction) == (half, plateau)
+    assert curve.source
+
+
+def test_the_hardware_sheet_takes_an_entry_s_half_tokens_over_its_family_s() -> None:
+    """The shipped H100 takes Hopper's 120 tokens and 0.80, the B200 Blackwell's 55 and 0.62,
+    the seed's device, of no family, none (the pure roofline), and an entry's own figure wins."""
+    from dataclasses import replace
+
+    from planner.catalog import load_catalog
+    from planner.plan.tables import input_tables
+    from planner.resources import shipped_catalogs
+
+    def sheet(folder) -> dict[str, tuple[float, float]]:
+        frame = input_tables(load_catalog(folder)).sheets["Hardware"].set_index("id")
+        columns = ["matmul_half_tokens", "matmul_plateau_fraction"]
+        return {key: tuple(values) for key, values in frame[columns].iterrows()}
+
+    shipped = sheet(shipped_catalogs())
+    assert shipped["h100-sxm-80gb"] == (120.0, 0.80)
+    assert shipped["b200-180gb"] == (55.0, 0.62)
+    assert sheet(shipped_catalogs() / "examples" / "seed")["seed-16gib"][0] == 0.0
+    seed = load_catalog(shipped_catalogs() / "examples" / "seed")
+    device = seed.hardware[0].model_copy(update={"family": "hopper", "matmul_half_tokens": 64})
+    frame = input_tables(replace(seed, hardware=(device,))).sheets["Hardware"]
+    assert frame["matmul_half_tokens"].tolist() == [64.0]
+    assert frame["matmul_plateau_fraction"].tolist() == [0.80]

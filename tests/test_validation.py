@@ -61,25 +61,70 @@ DEEPSEEK_SET = "DeepSeek-R1 AWQ, 8 × H100 TP 8, vLLM (V1)"  # the name RECORDED
 #: The point one calibration is fitted on (its TTFT and TPOT), the others held out.
 DEEPSEEK_CALIBRATION_POINT = (1024, 128)
 
+#: Qwen2-7B-Instruct (BF16; the architecture of the catalog's Qwen2.5 7B) on one A100 80GB,
+#: vLLM 0.10.1.1 (V1: chunked prefill and prefix caching on, the rest default but
+#: gpu-memory-utilization 0.5, 24.83 GiB of cache), random 1,024-token prompts and 1,024-token
+#: outputs, all N prompts sent at once: dennislee22/vLLM-benchmarking, README.md, "Test 5"
+#: (commit b474d1e). N → (TPOT mean, ITL median) [ms]. Its TTFTs are not used: the
+#: benchmark's warm-up request caches the first prompt (36 ms for 1,024 tokens at one user is
+#: faster than the A100's arithmetic allows), and N prompts at once queue for their prefills,
+#: which a steady load does not.
+QWEN_A100: dict[int, tuple[float, float]] = {
+    1: (11.75, 11.64), 10: (13.47, 13.09), 20: (14.12, 13.97), 30: (14.93, 14.80),
+    50: (18.47, 17.04), 75: (22.21, 19.98), 100: (25.26, 21.76), 200: (40.34, 34.84),
+}  # fmt: skip
+QWEN_SET = "Qwen2-7B, 1 × A100 80GB, vLLM 0.10.1"
+QWEN_SOURCE = (
+    "dennislee22/vLLM-benchmarking (README, Test 5): 1k prompts and outputs, 1–200 sent at once"
+)
+
+
+def _point(name: str, figures: dict[str, float], **entry: object) -> Measurement:
+    """A public point as a measurement entry (its file is never read)."""
+    fields = {"id": name, "file": "unused.json", "format": "vllm-bench", **entry}
+    return Measurement(MeasurementEntry.model_validate(fields), figures, {})
+
 
 def _deepseek(key: tuple[int, int], figures: dict[str, float]) -> Measurement:
     prompt, output = key
-    entry = MeasurementEntry.model_validate(
-        {
-            "id": f"tt-356-{prompt}-{output}",
-            "file": "unused.json",
-            "format": "vllm-bench",
-            "hardware": "h100-sxm-80gb",
-            "model": "deepseek-v3",  # R1-0528 is the V3 architecture
-            "precision": "int4-g128",
-            "tensor_parallel": 8,
-            "engine": {"name": "vllm", "version": "0.9"},
-            "concurrency": 1,
-            "prompt_tokens": prompt,
-            "output_tokens": output,
-        }
+    return _point(
+        f"tt-356-{prompt}-{output}",
+        figures,
+        hardware="h100-sxm-80gb",
+        model="deepseek-v3",  # R1-0528 is the V3 architecture
+        precision="int4-g128",
+        tensor_parallel=8,
+        engine={"name": "vllm", "version": "0.9"},
+        concurrency=1,
+        prompt_tokens=prompt,
+        output_tokens=output,
     )
-    return Measurement(entry, figures, {})
+
+
+def _qwen(concurrency: int) -> Measurement:
+    return _point(
+        f"dennislee22-test5-{concurrency}",
+        {},
+        hardware="a100-sxm-80gb",
+        model="qwen2.5-7b",
+        precision="bf16",
+        tensor_parallel=1,
+        engine={"name": "vllm", "version": "0.10"},
+        concurrency=concurrency,
+        prompt_tokens=1024,
+        output_tokens=1024,
+    )
+
+
+def _qwen_errors(catalog: Catalog) -> dict[str, list[float]]:
+    """Planner's error on the Qwen set's TPOT (mean) and ITL (median), point by point."""
+    errors: dict[str, list[float]] = {"tpot_s.mean": [], "itl_s.p50": []}
+    for concurrency, measured in QWEN_A100.items():
+        estimates = estimate_row(catalog, _qwen(concurrency))
+        for figure, value in zip(errors, measured, strict=True):
+            estimated = float(estimates[COMPARED[figure][0]])
+            errors[figure].append(estimated / (value / 1e3) - 1)
+    return errors
 
 
 def _deepseek_figures(key: tuple[int, int]) -> dict[str, float]:
@@ -120,6 +165,7 @@ FIGURE_WORDS = {
     "ttft_s.mean": "TTFT (mean)",
     "tpot_s.mean": "TPOT (mean)",
     "e2e_s.mean": "end to end (mean)",
+    "itl_s.p50": "ITL (median)",
 }
 
 #: Each set's figure and the mean absolute error it must not exceed (as reached, rounded up).
@@ -131,6 +177,8 @@ RECORDED = {
         "gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11, calibrated on 1 point",
         "ITL (mean TPOT)",
     ): 0.048,
+    (QWEN_SET, "TPOT (mean)"): 0.039,
+    (QWEN_SET, "ITL (median)"): 0.147,
     (_DS, "TTFT (mean)"): 0.384,
     (_DS, "TPOT (mean)"): 0.740,
     (_DS, "end to end (mean)"): 0.726,
@@ -183,9 +231,14 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         )
         for figure, errors in _deepseek_errors(_deepseek_calibrated(shipped), held).items()
     ]
+    qwen = [
+        SetError(QWEN_SET, QWEN_SOURCE, FIGURE_WORDS[figure], tuple(errors))
+        for figure, errors in _qwen_errors(shipped).items()
+    ]
     return [
         serving,
         serving_calibrated,
+        *qwen,
         *deepseek,
         *deepseek_calibrated,
         SetError(logs, sources, "KV-cache pool tokens", errors(dense, "kv_pool_tokens")),

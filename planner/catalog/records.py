@@ -23,6 +23,7 @@ from pydantic import (
 from planner.catalog.distributions import FORMS, Distribution
 from planner.catalog.distributions import parse as parse_distribution
 from planner.catalog.interconnects import Kind
+from planner.catalog.matmul import Family
 from planner.model import units
 from planner.model.architecture import (
     MLA,
@@ -236,6 +237,8 @@ class Hardware(Entry):
     compute: dict[Annotated[str, Field(pattern=r"^[a-z0-9]+$")], Compute] = Field(min_length=1)
     interconnect_bandwidth: OptionalBandwidth = None
     interconnect: Kind | None = None
+    family: Family | None = None
+    matmul_half_tokens: CountOrZero | None = None
     power: OptionalPower = None
     price: Price = Price()
     devices_per_node: Count | None = None

@@ -132,13 +132,15 @@ def _decode(rows: list[Row], default_overhead: float, fit: Calibration) -> None:
 def _compute_bound(
     rows: list[Row], bandwidth_efficiency: float, compute_efficiency: float
 ) -> list[Row]:
-    """The prefills whose arithmetic, at the assumed compute efficiency, outlasts their weight
-    read at the fitted bandwidth: only those say anything of the compute efficiency (a prompt
-    bound by reading the weights would put the read's excess into the arithmetic)."""
+    """The prefills whose arithmetic, at the assumed compute efficiency and with the weight
+    multiplications' padding, outlasts their weight read at the fitted bandwidth: only those
+    say anything of the compute efficiency (a prompt bound by reading the weights would put the
+    read's excess into the arithmetic)."""
     return [
         row
         for row in rows
         if row[1]["prefill_flops"] / row[1]["achieved_compute_flops_per_s"] / compute_efficiency
+        + row[1]["matmul_padding_s"]
         >= row[1]["weight_read_s"] / bandwidth_efficiency
     ]
 

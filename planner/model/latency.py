@@ -46,6 +46,29 @@ def decode_flops_per_token(active_parameters: Any) -> Any:
     return 2 * active_parameters
 
 
+@metric("s", source="GEMM sweeps by accelerator family (planner.catalog.matmul)", group="latency")
+def matmul_padding_s(
+    matmul_half_tokens: Any,
+    matmul_plateau_fraction: Any,
+    parameters: Any,
+    embedding_parameters: Any,
+    routed_expert_parameters: Any,
+    compute_flops_per_s: Any,
+    tensor_parallel: Any,
+) -> Any:
+    """Time a step's weight multiplications take beyond their tokens' arithmetic [s]: M½ more
+    tokens through the layers' parameters every token uses (embeddings and routed experts left
+    out) at the family's plateau rate, 2 × M½ × parameters ÷ (dense rate × plateau × devices).
+
+    A multiplication of M tokens achieves the plateau × M ÷ (M + M½): a step of few tokens
+    under-uses the arithmetic, a step of many saturates it. A mixture's experts run in grouped
+    kernels tiled for the few tokens each receives, and are not counted.
+    """
+    layers_parameters = parameters - embedding_parameters - routed_expert_parameters
+    plateau = compute_flops_per_s * matmul_plateau_fraction * tensor_parallel
+    return 2 * matmul_half_tokens * layers_parameters / plateau
+
+
 @metric("s", source=ROOFLINE, group="latency")
 def compute_bound_s(decode_flops_per_token: Any, achieved_compute_flops_per_s: Any) -> Any:
     """Compute lower bound for one token of one sequence: FLOP ÷ achieved compute [s].
@@ -179,10 +202,14 @@ def decode_memory_s(
 
 @metric("s", source=f"{ROOFLINE}; {KAPLAN}", group="latency")
 def decode_compute_s(
-    decode_flops_per_token: Any, decode_batch: Any, achieved_compute_flops_per_s: Any
+    decode_flops_per_token: Any,
+    decode_batch: Any,
+    achieved_compute_flops_per_s: Any,
+    matmul_padding_s: Any,
 ) -> Any:
-    """Compute time of a decode step: 2 × active parameters × batch ÷ achieved compute [s]."""
-    return decode_flops_per_token * decode_batch / achieved_compute_flops_per_s
+    """Compute time of a decode step: 2 × active parameters × batch ÷ achieved compute + the
+    multiplications' padding [s]."""
+    return decode_flops_per_token * decode_batch / achieved_compute_flops_per_s + matmul_padding_s
 
 
 @metric("s", source=f"{ROOFLINE}: the slower of moving and multiplying values", group="latency")
@@ -237,6 +264,7 @@ def prefill_flops(
 def prefill_s(
     prefill_flops: Any,
     achieved_compute_flops_per_s: Any,
+    matmul_padding_s: Any,
     weight_read_s: Any,
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
@@ -244,10 +272,12 @@ def prefill_s(
 ) -> Any:
     """Time to process the mean prompt: max(compute, one weight read) + all-reduce + overhead [s].
 
-    Long prompts are compute-bound; tiny ones are bound by reading the weights once.
+    The compute is the prompt's arithmetic and the multiplications' padding at the achieved
+    rate. Long prompts are compute-bound; tiny ones are bound by reading the weights once.
     """
+    compute = prefill_flops / achieved_compute_flops_per_s + matmul_padding_s
     return (
-        maximum(prefill_flops / achieved_compute_flops_per_s, weight_read_s)
+        maximum(compute, weight_read_s)
         + prompt_tokens_mean * allreduce_s_per_token
         + step_overhead_s
     )

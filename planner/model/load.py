@@ -48,6 +48,7 @@ def open_loop_batch_bound(
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
     decode_flops_per_token: Any,
+    matmul_padding_s: Any,
     achieved_compute_flops_per_s: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
@@ -57,9 +58,9 @@ def open_loop_batch_bound(
 
     ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × stall + network, and
     ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
-    B × FLOP ÷ compute, plus B × all-reduce + overhead: so e2e is the larger of two lines in B,
-    and the fixed point the larger of each line's (``_fixed_point``). The weights are those of
-    the full batch: for a mixture of experts an upper bound, which
+    B × FLOP ÷ compute + padding, plus B × all-reduce + overhead: so e2e is the larger of two
+    lines in B, and the fixed point the larger of each line's (``_fixed_point``). The weights
+    are those of the full batch: for a mixture of experts an upper bound, which
     :func:`open_loop_batch_refined` brings down. The cap is the full batch.
     """
     planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
@@ -76,7 +77,7 @@ def open_loop_batch_bound(
     )
     compute = _fixed_point(
         rate,
-        base,
+        base + steps * matmul_padding_s,
         per_batch + steps * decode_flops_per_token / achieved_compute_flops_per_s,
         decode_batch,
     )
@@ -106,6 +107,7 @@ def open_loop_batch_refined(
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
     decode_flops_per_token: Any,
+    matmul_padding_s: Any,
     achieved_compute_flops_per_s: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
@@ -139,6 +141,7 @@ def open_loop_batch_refined(
         memory_bandwidth_bytes_per_s,
         bandwidth_efficiency,
         decode_flops_per_token,
+        matmul_padding_s,
         achieved_compute_flops_per_s,
         allreduce_s_per_token,
         step_overhead_s,
@@ -315,6 +318,7 @@ def chunked_prefill_s(
     weight_read_s: Any,
     load_batch: Any,
     decode_flops_per_token: Any,
+    matmul_padding_s: Any,
     median_prefill_flops: Any,
     achieved_compute_flops_per_s: Any,
     prompt_tokens_median: Any,
@@ -324,16 +328,17 @@ def chunked_prefill_s(
     """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
 
     Every step reads the weights (all of them: a prompt's tokens touch every expert) and the
-    caches of the load batch; the arithmetic is the others' decodes in each step plus the
-    prompt's; so max(steps × memory, (steps × others × decode FLOP + prompt FLOP) ÷ compute) +
-    every token's all-reduce + an overhead a step. The prompt's arithmetic hides under the
+    caches of the load batch; the arithmetic is the others' decodes and the multiplications'
+    padding in each step, and the prompt's; so max(steps × memory, (steps × others × decode
+    FLOP + prompt FLOP) ÷ compute + steps × padding) + every token's all-reduce + an overhead a
+    step. The prompt's arithmetic hides under the
     decodes' memory time, which a prompt's step of its own cannot do.
     """
     steps = first_token_chunks
     others = maximum(load_batch - 1, 0)
     memory = steps * maximum(load_decode_memory_s, weight_read_s)
     flops = steps * others * decode_flops_per_token + median_prefill_flops
-    compute = flops / achieved_compute_flops_per_s
+    compute = flops / achieved_compute_flops_per_s + steps * matmul_padding_s
     tokens = steps * others + prompt_tokens_median
     return maximum(memory, compute) + tokens * allreduce_s_per_token + steps * step_overhead_s
 

@@ -75,6 +75,22 @@ LOOKUPS = [
         "s",
         "part of one small tensor-parallel all-reduce per ring hop",
     ),
+    _lk(
+        "matmul_half_tokens",
+        "hardware",
+        "matmul_half_tokens",
+        1,
+        "tokens",
+        "tokens at which a weight matrix multiplication reaches half its plateau rate",
+    ),
+    _lk(
+        "matmul_plateau_fraction",
+        "hardware",
+        "matmul_plateau_fraction",
+        1,
+        "fraction",
+        "share of the dense datasheet rate weight multiplications reach at many tokens",
+    ),
     *(
         _lk(name, "hardware", column, scale, unit, f"{description} (blank: not calibrated)")
         for name, column, scale, unit, description in (

@@ -17,6 +17,7 @@ import pandas as pd
 
 from planner.catalog import ApiOffer, Catalog, Hardware, Model, Precision, Workload
 from planner.catalog.interconnects import collective_latency
+from planner.catalog.matmul import matmul_curve
 from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.units import GB, GIB, MIB
@@ -122,6 +123,24 @@ def _hardware_columns(
             "µs",
             "part of one tensor-parallel all-reduce per ring hop, by interconnect",
             lambda h: collective_latency(h.interconnect).per_hop_s * 1e6,
+        ),
+        Column(
+            "matmul_half_tokens",
+            "tokens",
+            "tokens at which a weight matrix multiplication reaches half its plateau rate "
+            "(the entry's, else its family's)",
+            lambda h: float(
+                matmul_curve(h.family).half_tokens
+                if h.matmul_half_tokens is None
+                else h.matmul_half_tokens
+            ),
+        ),
+        Column(
+            "matmul_plateau_fraction",
+            "fraction",
+            "share of the dense datasheet rate weight multiplications reach at many tokens, by "
+            "family",
+            lambda h: matmul_curve(h.family).plateau_fraction,
         ),
         *_calibration_columns(calibrated),
         Column("source", "", "where the numbers come from", lambda h: h.source or "", "text"),

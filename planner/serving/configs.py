@@ -77,6 +77,7 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         routed_expert_bytes=routed,
         experts=float(row["experts"]),
         experts_per_token=float(row["experts_per_token"]),
+        padding_s=float(row["matmul_padding_s"]),
     )
 
 

@@ -44,6 +44,9 @@ class StepModel:
     """Routed experts of a mixture (0: dense) [-]."""
     experts_per_token: float = 0.0
     """Experts each token is routed to [-]."""
+    padding_s: float = 0.0
+    """Time every step's weight multiplications take beyond their tokens' arithmetic [s]
+    (:func:`latency.matmul_padding_s`)."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
@@ -56,6 +59,7 @@ class StepModel:
             "step_overhead_s",
             "allreduce_s_per_token",
             "routed_expert_bytes",
+            "padding_s",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
@@ -76,8 +80,9 @@ class StepModel:
         )
 
     def prefill_compute_s(self, prompt_tokens: float) -> float:
-        """Arithmetic time of prefilling P tokens [s]: FLOP ÷ achieved compute."""
-        return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s
+        """Arithmetic time of prefilling P tokens in one step [s]: FLOP ÷ achieved compute + the
+        multiplications' padding."""
+        return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s + self.padding_s
 
     def prefill_memory_s(self) -> float:
         """Memory time of a prefill launch: every weight is read once, a prompt's many tokens
@@ -99,6 +104,7 @@ class StepModel:
             latency.prefill_s(
                 flops,
                 self.compute_flops_per_s,
+                self.padding_s,
                 self.prefill_memory_s(),
                 float(sum(prompt_tokens)),
                 self.allreduce_s_per_token,
@@ -133,7 +139,9 @@ class StepModel:
         """Arithmetic time of one decode step, one token per sequence [s]
         (:func:`latency.decode_compute_s`)."""
         return float(
-            latency.decode_compute_s(self.flops_per_token, batch, self.compute_flops_per_s)
+            latency.decode_compute_s(
+                self.flops_per_token, batch, self.compute_flops_per_s, self.padding_s
+            )
         )
 
     def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
@@ -158,7 +166,8 @@ class StepModel:
         cached tokens, while each chunk ``(done, tokens)`` prefills ``tokens`` more of a prompt
         of which ``done`` are cached. The weights are read once (all of them: a prompt's many
         tokens touch every expert), each chunk reads its prompt's cache, the arithmetic adds
-        up, and every token of the step is all-reduced. With no chunk it is
+        up (the multiplications' padding once a step), and every token of the step is
+        all-reduced. With no chunk it is
         :meth:`decode_step_s`; with no batch and one whole prompt, :meth:`prefill_s`."""
         if not chunks:
             return self.decode_step_s(batch, context_tokens_total)
