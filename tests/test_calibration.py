@@ -253,29 +253,30 @@ def _calibrated(base, trained: list[tuple[int, int]]):
 
 
 def test_uncalibrated_estimates_of_a_public_sweep_are_within_the_assumed_band() -> None:
-    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step, NVLink's all-reduce latency: 2 × 36
-    layers × 9.4 µs = 0.68 ms a step at TP 8), planner is optimistic on every point of the
-    sweep, by 8 % to 24 %, all within the assumed 30 % band: a mean absolute error of 13.5 %.
-    Without the all-reduce latency it was 23 % to 33 % (two points past the band)."""
+    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step and 30 µs a sequence, NVLink's
+    all-reduce latency: 2 × 36 layers × 9.4 µs = 0.68 ms a step at TP 8), planner is within
+    −10 % and +6 % of every point of the sweep, well within the assumed 30 % band: a mean
+    absolute error of 5.1 %. Without the time per sequence it was optimistic on every point, by
+    8 % to 24 % (13.5 %); without the all-reduce latency too, by 23 % to 33 %."""
     errors = _errors(load_catalog(shipped_catalogs()), GPT_OSS_H100_TP8)
-    assert all(-0.24 < e < -0.07 for e in errors), errors
-    assert sum(abs(e) for e in errors) / len(errors) < 0.136, errors
+    assert all(-0.11 < e < 0.07 for e in errors), errors
+    assert sum(abs(e) for e in errors) / len(errors) < 0.052, errors
 
 
 def test_calibrating_on_the_sweep_brings_held_out_points_close() -> None:
     """Held-out error after ``planner calibrate`` on the same hardware, model and engine: on
     two points (8 and 32 users, 1k/1k: efficiency and step overhead both fitted) every other
-    point is within 10 % (worst 8.6 %, a 1k/8k point); on one point (16 users: the efficiency
-    alone, the overhead assumed) within 12 % (worst 11.2 %; 19.2 % before the all-reduce
-    latency was modelled), since one point cannot separate the step's fixed part from its
-    bandwidth-bound part."""
+    point is within 7 % (worst 6.0 %, a 1k/8k point); on one point (16 users: the efficiency
+    alone, the overhead assumed) within 15 % (worst 14.0 %), since one point cannot separate
+    the step's fixed part from its bandwidth-bound part: uncalibrated, the sweep is closer
+    (within 10 %)."""
     base = load_catalog(shipped_catalogs())
     two, held_out = _calibrated(base, [(1024, 8), (1024, 32)])
     errors = _errors(two, held_out)
-    assert max(abs(e) for e in errors) < 0.10, errors
+    assert max(abs(e) for e in errors) < 0.07, errors
     one, held_out = _calibrated(base, [(1024, 16)])
     errors = _errors(one, held_out)
-    assert 0.10 < max(abs(e) for e in errors) < 0.12, errors
+    assert 0.10 < max(abs(e) for e in errors) < 0.15, errors
 
 
 def test_a_step_too_slow_for_bandwidth_is_fitted_as_overhead() -> None:
@@ -283,11 +284,12 @@ def test_a_step_too_slow_for_bandwidth_is_fitted_as_overhead() -> None:
     8,030,261,248 BF16 weights and 1,100 cached tokens × 128 KiB: 16,204,701,696 B, 4.837 ms at
     the datasheet's 3.35 TB/s. With the assumed 2 ms overhead the efficiency would be
     4.837 ÷ 28 = 0.17: no decode kernel reads that slowly, so the efficiency is held at 0.5 and
-    the overhead is what is left: 30 − 2 × 4.837 = 20.33 ms."""
+    the overhead is what is left after the one sequence's assumed 30 µs:
+    30 − 2 × 4.837 − 0.03 = 20.30 ms."""
     (fit,) = calibrate(load_catalog(shipped_catalogs()), (_bench(1, {"itl_s.p50": 0.030}),))
     memory_s = 16_204_701_696 / 3.35e12
     assert fit.bandwidth_efficiency == 0.5
-    assert fit.step_overhead_s == pytest.approx(0.030 - 2 * memory_s, rel=1e-6)
+    assert fit.step_overhead_s == pytest.approx(0.030 - 2 * memory_s - 30e-6, rel=1e-6)
     (point,) = fit.points
     assert point.fitted == pytest.approx(0.030, rel=1e-9)
 

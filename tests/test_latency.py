@@ -110,8 +110,10 @@ def test_a_step_of_half_rate_tokens_runs_its_multiplications_at_half_the_plateau
 
 def test_itl_takes_the_slower_of_memory_and_compute_plus_overheads():
     # memory 20 ms, compute 5 ms, all-reduce 0.1 ms per token × 8, overhead 2 ms → 22.8 ms
-    assert itl_s(0.020, 0.005, 1e-4, 8, 0.002) == pytest.approx(0.0228, rel=1e-12)
-    assert itl_s(0.004, 0.030, 0.0, 8, 0.0) == pytest.approx(0.030, rel=1e-12)
+    assert itl_s(0.020, 0.005, 1e-4, 8, 0.002, 0.0) == pytest.approx(0.0228, rel=1e-12)
+    # and 30 µs for each of the 8 sequences: + 0.24 ms
+    assert itl_s(0.020, 0.005, 1e-4, 8, 0.002, 30e-6) == pytest.approx(0.02304, rel=1e-12)
+    assert itl_s(0.004, 0.030, 0.0, 8, 0.0, 0.0) == pytest.approx(0.030, rel=1e-12)
 
 
 def test_prefill_compute_bound_for_long_prompts_memory_bound_for_tiny_ones():

@@ -69,6 +69,7 @@ def test_open_loop_batch_is_the_fixed_point_by_hand():
         achieved_compute_flops_per_s=np.array([400e12]),
         allreduce_s_per_token=np.array([0.0]),
         step_overhead_s=0.0,
+        step_overhead_per_sequence_s=0.0,
     )
     slope = 0.1 + 256 * cache / 700e9
     expected = (1 + 2 * 5.12) / (1 - 2 * slope)
@@ -104,6 +105,7 @@ def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
         achieved_compute_flops_per_s=np.array([1e18]),
         allreduce_s_per_token=np.array([0.0]),
         step_overhead_s=0.0,
+        step_overhead_per_sequence_s=0.0,
     )
     bound = open_loop_batch_bound(decode_weight_bytes_per_step=np.array([10e9]), **line)[0]
     assert bound == pytest.approx(2 / 0.89, rel=1e-12) and bound == pytest.approx(2.247191, 1e-6)
@@ -158,6 +160,7 @@ def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():
         "allreduce_s_per_token",
         "load_batch",
         "step_overhead_s",
+        "step_overhead_per_sequence_s",
     )
     assert registry["e2e_load_s"].func is registry["e2e_s"].func
     assert "itl_load_s" in registry["e2e_load_s"].inputs
@@ -229,12 +232,17 @@ def test_chunked_prefill_by_hand() -> None:
         prompt_tokens_median=5000,
         allreduce_s_per_token=1e-6,
         step_overhead_s=0.002,
+        step_overhead_per_sequence_s=0.0,
     )
     assert chunked_prefill_s(median_prefill_flops=1e14, **args) == pytest.approx(0.11136)
     assert chunked_prefill_s(median_prefill_flops=1e13, **args) == pytest.approx(0.071024)
     # a mixture's load batch may read fewer weights than a prompt, which reads them all
     args["load_decode_memory_s"] = 0.010
     assert chunked_prefill_s(median_prefill_flops=1e13, **args) == pytest.approx(0.054 + 0.011024)
+    # and the 8 others' 30 µs a sequence in each of the 3 steps: + 0.72 ms
+    args["step_overhead_per_sequence_s"] = 30e-6
+    got = chunked_prefill_s(median_prefill_flops=1e13, **args)
+    assert got == pytest.approx(0.054 + 0.011024 + 0.00072)
 
 
 def test_time_per_output_token_at_load_by_hand() -> None:

@@ -219,16 +219,17 @@ def itl_s(
     allreduce_s_per_token: Any,
     decode_batch: Any,
     step_overhead_s: Any,
+    step_overhead_per_sequence_s: Any,
 ) -> Any:
     """Inter-token latency at the replica's batch: one decode step [s].
 
-    max(memory time, compute time) + all-reduce for the batch + fixed step overhead. Queueing and
-    prefill stalls are not in it (see the simulated percentiles).
+    max(memory time, compute time) + all-reduce for the batch + fixed step overhead + the
+    engine's time per sequence decoding (sampling, input preparation). Queueing and prefill
+    stalls are not in it (see the simulated percentiles).
     """
+    per_sequence = allreduce_s_per_token + step_overhead_per_sequence_s
     return (
-        maximum(decode_memory_s, decode_compute_s)
-        + decode_batch * allreduce_s_per_token
-        + step_overhead_s
+        maximum(decode_memory_s, decode_compute_s) + decode_batch * per_sequence + step_overhead_s
     )
 
 

@@ -52,15 +52,17 @@ def open_loop_batch_bound(
     achieved_compute_flops_per_s: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
+    step_overhead_per_sequence_s: Any,
 ) -> Any:
     """The batch an open-loop request's tokens share at the forecast load: itself and the
     others in flight, B = 1 + per-replica rate × e2e(B) by Little's law [sequences].
 
     ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × stall + network, and
     ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
-    B × FLOP ÷ compute + padding, plus B × all-reduce + overhead: so e2e is the larger of two
-    lines in B, and the fixed point the larger of each line's (``_fixed_point``). The weights
-    are those of the full batch: for a mixture of experts an upper bound, which
+    B × FLOP ÷ compute + padding, plus B × (all-reduce + time per sequence) + overhead: so e2e
+    is the larger of two lines in B, and the fixed point the larger of each line's
+    (``_fixed_point``). The weights are those of the full batch: for a mixture of experts an
+    upper bound, which
     :func:`open_loop_batch_refined` brings down. The cap is the full batch.
     """
     planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
@@ -68,7 +70,7 @@ def open_loop_batch_bound(
     steps = output_tokens_mean - 1
     bandwidth = memory_bandwidth_bytes_per_s * bandwidth_efficiency
     base = ttft_s - prefill_stall_s + network_s + steps * step_overhead_s
-    per_batch = prefill_stall_s + steps * allreduce_s_per_token
+    per_batch = prefill_stall_s + steps * (allreduce_s_per_token + step_overhead_per_sequence_s)
     memory = _fixed_point(
         rate,
         base + steps * decode_weight_bytes_per_step / bandwidth,
@@ -111,6 +113,7 @@ def open_loop_batch_refined(
     achieved_compute_flops_per_s: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
+    step_overhead_per_sequence_s: Any,
 ) -> Any:
     """The open-loop batch solved again with the weights a step reads at the previous pass's
     batch [sequences] (one pass of the fixed-point iteration; a dense model's batch is unchanged).
@@ -145,6 +148,7 @@ def open_loop_batch_refined(
         achieved_compute_flops_per_s,
         allreduce_s_per_token,
         step_overhead_s,
+        step_overhead_per_sequence_s,
     )
 
 
@@ -324,14 +328,15 @@ def chunked_prefill_s(
     prompt_tokens_median: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
+    step_overhead_per_sequence_s: Any,
 ) -> Any:
     """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
 
     Every step reads the weights (all of them: a prompt's tokens touch every expert) and the
     caches of the load batch; the arithmetic is the others' decodes and the multiplications'
     padding in each step, and the prompt's; so max(steps × memory, (steps × others × decode
-    FLOP + prompt FLOP) ÷ compute + steps × padding) + every token's all-reduce + an overhead a
-    step. The prompt's arithmetic hides under the
+    FLOP + prompt FLOP) ÷ compute + steps × padding) + every token's all-reduce + each step's
+    overhead and the others' time per sequence. The prompt's arithmetic hides under the
     decodes' memory time, which a prompt's step of its own cannot do.
     """
     steps = first_token_chunks
@@ -340,7 +345,8 @@ def chunked_prefill_s(
     flops = steps * others * decode_flops_per_token + median_prefill_flops
     compute = flops / achieved_compute_flops_per_s + steps * matmul_padding_s
     tokens = steps * others + prompt_tokens_median
-    return maximum(memory, compute) + tokens * allreduce_s_per_token + steps * step_overhead_s
+    per_step = step_overhead_s + others * step_overhead_per_sequence_s
+    return maximum(memory, compute) + tokens * allreduce_s_per_token + steps * per_step
 
 
 @metric("s", source=f"{RESIDUAL}; {PASTA}", group="latency")

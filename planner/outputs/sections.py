@@ -482,6 +482,7 @@ def assumption_rows(catalog: Catalog) -> list[tuple[str, str]]:
         ("Achieved share of dense datasheet compute", f"{a.compute_efficiency:.0%}"),
         ("KV-cache block (paged allocation)", f"{a.kv_block_tokens} tokens"),
         ("Fixed overhead per step", duration(a.step_overhead)),
+        ("Time per decoding sequence per step", duration(a.step_overhead_per_sequence)),
         ("Tensor-parallel sizes tried", ", ".join(str(t) for t in a.tensor_parallel_sizes)),
         ("Engine batch limit", f"{a.max_batch_sequences} sequences"),
         (

@@ -92,6 +92,14 @@ GLOBALS = [
         lambda a: a.step_overhead * 1e3,
     ),
     _g(
+        "step_overhead_per_sequence_s",
+        "step_overhead_per_sequence_us",
+        1e-6,
+        "µs",
+        "time per sequence decoding in a step (sampling, input preparation, scheduling)",
+        lambda a: a.step_overhead_per_sequence * 1e6,
+    ),
+    _g(
         "max_batch_sequences",
         "max_batch_sequences",
         1,

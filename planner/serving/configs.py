@@ -73,6 +73,7 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         * float(row["attention_heads"])
         * float(row["head_dim"]),
         step_overhead_s=float(row["step_overhead_s"]),
+        step_overhead_per_sequence_s=assumptions.step_overhead_per_sequence,
         allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
         routed_expert_bytes=routed,
         experts=float(row["experts"]),

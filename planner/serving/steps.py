@@ -36,6 +36,8 @@ class StepModel:
     """Prefill attention coefficient: attention FLOPs = coeff x P^2 [FLOP]."""
     step_overhead_s: float = 0.0
     """Fixed overhead per decode step and per prefill launch [s]."""
+    step_overhead_per_sequence_s: float = 0.0
+    """The engine's time per sequence decoding in a step [s]."""
     allreduce_s_per_token: float = 0.0
     """Tensor-parallel communication per processed token [s] (0 without tensor parallelism)."""
     routed_expert_bytes: float = 0.0
@@ -57,6 +59,7 @@ class StepModel:
             "flops_per_token",
             "attention_flops_per_token_sq",
             "step_overhead_s",
+            "step_overhead_per_sequence_s",
             "allreduce_s_per_token",
             "routed_expert_bytes",
             "padding_s",
@@ -146,8 +149,9 @@ class StepModel:
 
     def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
-        ``max(memory, compute) + batch × all-reduce + step_overhead_s``, with
-        ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so far)."""
+        ``max(memory, compute) + batch × (all-reduce + time per sequence) + step_overhead_s``,
+        with ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so
+        far)."""
         return float(
             latency.itl_s(
                 self.decode_memory_s(batch, context_tokens_total),
@@ -155,6 +159,7 @@ class StepModel:
                 self.allreduce_s_per_token,
                 batch,
                 self.step_overhead_s,
+                self.step_overhead_per_sequence_s,
             )
         )
 
@@ -166,8 +171,8 @@ class StepModel:
         cached tokens, while each chunk ``(done, tokens)`` prefills ``tokens`` more of a prompt
         of which ``done`` are cached. The weights are read once (all of them: a prompt's many
         tokens touch every expert), each chunk reads its prompt's cache, the arithmetic adds
-        up (the multiplications' padding once a step), and every token of the step is
-        all-reduced. With no chunk it is
+        up (the multiplications' padding once a step), every token of the step is all-reduced
+        and every decoding sequence costs its time per sequence. With no chunk it is
         :meth:`decode_step_s`; with no batch and one whole prompt, :meth:`prefill_s`."""
         if not chunks:
             return self.decode_step_s(batch, context_tokens_total)
@@ -185,16 +190,29 @@ class StepModel:
             self.prefill_flops(done + tokens) - self.prefill_flops(done) for done, tokens in chunks
         )
         compute = self.decode_compute_s(batch) + flops / self.compute_flops_per_s
-        tokens = float(batch) + sum(tokens for _, tokens in chunks)
-        return float(
-            latency.itl_s(memory, compute, self.allreduce_s_per_token, tokens, self.step_overhead_s)
+        step = latency.itl_s(
+            memory,
+            compute,
+            self.allreduce_s_per_token,
+            batch,
+            self.step_overhead_s,
+            self.step_overhead_per_sequence_s,
         )
+        chunked = sum(tokens for _, tokens in chunks)
+        return float(step + chunked * self.allreduce_s_per_token)
 
     def decode_overhead_s(self, batch: float) -> float:
         """The part of a decode step that neither reads nor computes: ``itl_s`` with no memory
-        or compute time, i.e. batch × all-reduce + step overhead [s]."""
+        or compute time, i.e. batch × (all-reduce + time per sequence) + step overhead [s]."""
         return float(
-            latency.itl_s(0.0, 0.0, self.allreduce_s_per_token, batch, self.step_overhead_s)
+            latency.itl_s(
+                0.0,
+                0.0,
+                self.allreduce_s_per_token,
+                batch,
+                self.step_overhead_s,
+                self.step_overhead_per_sequence_s,
+            )
         )
 
 
