@@ -510,6 +510,11 @@ def test_format_value(value, unit, text):
         ("electricity_usd_per_kwh", "USD/kWh"),
         ("layers", ""),
         ("compute", ""),  # a precision's compute format is a name, not a rate
+        # every quantity of the records, read off their field types
+        ("step_overhead_per_sequence", "s"),
+        ("rack_power", "W"),
+        ("non_torch", "B"),
+        ("targets.ttft_p95", "s"),
     ],
 )
 def test_field_unit(path, unit):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -44,6 +45,24 @@ OPTIONAL_FILES = ("scenarios", "api_offers", "deployment", "calibration")
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 
+@dataclass(frozen=True)
+class _Quantity:
+    """Reads ``"80 GiB"``-style text of a ``kind`` of quantity into a float in base units."""
+
+    kind: str
+    allow_zero: bool
+    optional: bool
+
+    def __call__(self, value: Any) -> float | None:
+        if value is None and self.optional:
+            return None
+        number = units.parse(value, self.kind)
+        if number < 0 or (number == 0 and not self.allow_zero):
+            limit = "zero or more" if self.allow_zero else "greater than zero"
+            raise ValueError(f"must be {limit}, got {value!r}")
+        return number
+
+
 def _quantity(kind: str, *, allow_zero: bool = False, optional: bool = False) -> BeforeValidator:
     """The validator of a field type that reads ``"80 GiB"``-style text into a float in base units.
 
@@ -51,17 +70,7 @@ def _quantity(kind: str, *, allow_zero: bool = False, optional: bool = False) ->
     separate type, ``Annotated[float | None, ...]``, so that a required quantity (``Annotated[float,
     ...]``) never accepts null.
     """
-
-    def parse(value: Any) -> float | None:
-        if value is None and optional:
-            return None
-        number = units.parse(value, kind)
-        if number < 0 or (number == 0 and not allow_zero):
-            limit = "zero or more" if allow_zero else "greater than zero"
-            raise ValueError(f"must be {limit}, got {value!r}")
-        return number
-
-    return BeforeValidator(parse)
+    return BeforeValidator(_Quantity(kind, allow_zero, optional))
 
 
 Bytes = Annotated[float, _quantity("bytes")]
@@ -824,3 +833,17 @@ SCHEMAS: dict[str, type[Record]] = {
     "deployment": DeploymentFile,
     "calibration": CalibrationFile,
 }
+
+
+def quantity_fields() -> dict[str, str]:
+    """Every field of the catalogs' records that holds a quantity with a unit: its name → its
+    kind (``time``, ``bytes``...), read off the field types themselves."""
+    found: dict[str, str] = {}
+    records = [v for v in globals().values() if isinstance(v, type) and issubclass(v, BaseModel)]
+    for record in records:
+        for name, info in record.model_fields.items():
+            for meta in info.metadata:
+                parser = getattr(meta, "func", None)
+                if isinstance(parser, _Quantity):
+                    found[name] = parser.kind
+    return found

@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from planner.model.units import GB, TB
+from planner.catalog.records import quantity_fields
+from planner.model.units import BASE_UNIT, GB, TB
 from planner.outputs.formatting import duration, memory
 
 #: Every ``kind`` of change, in the order the text and the CSV list them.
@@ -40,21 +41,10 @@ SECTIONS: dict[str, str] = {
     "scenarios": "scenario",
 }
 
-#: Base unit of catalog fields, by the last part of the field path (values are in base units).
+#: Base unit of catalog fields, by the last part of the field path (values are in base units):
+#: every quantity the records parse with its unit, and the money fields.
 FIELD_UNITS: dict[str, str] = {
-    "memory": "B",
-    "usable_memory": "B",
-    "runtime_overhead": "B",
-    "reserve": "B",
-    "state_per_sequence": "B",
-    "memory_bandwidth": "B/s",
-    "interconnect_bandwidth": "B/s",
-    "power": "W",
-    "step_overhead": "s",
-    "tool_time": "s",
-    "preprocess_time": "s",
-    "network_time": "s",
-    "rate": "1/s",
+    **{name: BASE_UNIT[kind] for name, kind in quantity_fields().items()},
     "purchase_usd": "USD",
     "node_overhead_usd": "USD",
     "cloud_usd_per_hour": "USD/h",
