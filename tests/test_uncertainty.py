@@ -78,6 +78,7 @@ BASE = {"runtime_overhead": "3 GiB", "reserve": "4 GiB"}
         ("bandwidth_efficiency", {"low": 0.6, "mode": 0.8, "high": 0.9}, 0.8),
         ("step_overhead", {"mean": "2 ms", "sd": "0.5 ms"}, 0.002),
         ("step_overhead", {"low": "1 ms", "mode": "2 ms", "high": "5 ms"}, 0.002),
+        ("step_overhead_per_sequence", {"low": "10 us", "mode": "30 us", "high": "60 us"}, 3e-5),
         ("compute_efficiency", {"samples": [0.4, 0.55, 0.5, 0.45, 0.6]}, 0.5),
     ],
 )

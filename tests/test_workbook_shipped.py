@@ -112,14 +112,14 @@ def test_the_load_time_to_first_token_agrees_with_the_simulated_median(
 ) -> None:
     """Where the prefill queue is under half loaded, the typical time to first token at load
     (the median prompt's chunks in steps shared with the others' decodes, the mean wait for the
-    step in progress) is the simulated median within 10 % for 85 % of candidates, and every
+    step in progress) is the simulated median within 10 % for nine in ten candidates, and every
     workload's median ratio is within 10 %. The rest are mostly chat rows near half load, where
     the median of a sum (a wait that is often none, a skewed prompt) is not the sum of typical
     terms the closed form adds."""
     light = _lightly_loaded(shipped[0].table)
     ratio = light["ttft_load_s"] / light["ttft_p50_s"]
     assert len(light) >= 50
-    assert ((ratio - 1).abs() <= 0.10).mean() >= 0.85
+    assert ((ratio - 1).abs() <= 0.10).mean() >= 0.9
     by_workload = ratio.groupby(light["workload"]).median()
     assert len(by_workload) == 3 and ((by_workload - 1).abs() <= 0.10).all()
     # the floor it replaced, at the mean prompt with no wait, agrees far less often

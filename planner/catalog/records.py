@@ -650,6 +650,7 @@ class Assumptions(Uncertain):
         "bandwidth_efficiency": 1.0,
         "compute_efficiency": 1.0,
         "step_overhead": float("inf"),
+        "step_overhead_per_sequence": float("inf"),
         "utilisation": 1.0,
         "electricity_usd_per_kwh": float("inf"),
     }
