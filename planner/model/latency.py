@@ -290,11 +290,17 @@ def ttft_s(preprocess_s: Any, prefill_s: Any) -> Any:
     return preprocess_s + prefill_s
 
 
+def chunks(prompt_tokens: Any, room_tokens: Any) -> Any:
+    """Steps a prompt takes in chunks of at most ``room_tokens`` each: ⌈prompt ÷ room⌉, at
+    least 1 [steps]."""
+    return maximum(ceil(prompt_tokens / room_tokens), 1)
+
+
 @metric("steps", source=SARATHI, group="latency")
 def prompt_chunks(prompt_tokens_mean: Any, max_num_batched_tokens: Any) -> Any:
     """Steps the mean prompt's chunks take at most ``max_num_batched_tokens`` tokens a step:
     ⌈prompt ÷ budget⌉, at least 1 [steps] (the decodes that share the steps are not counted)."""
-    return maximum(ceil(prompt_tokens_mean / max_num_batched_tokens), 1)
+    return chunks(prompt_tokens_mean, max_num_batched_tokens)
 
 
 @metric("s", source=f"{SARATHI}; {ROOFLINE}", group="latency")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model import capacity, latency
-from planner.model.expr import ceil, exp, is_number, maximum, minimum, where
+from planner.model.expr import exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
 from planner.model.sources import LITTLE, PASTA, RESIDUAL, ROOFLINE, SARATHI, VLLM_METRICS
 
@@ -62,8 +62,7 @@ def open_loop_batch_bound(
     B × FLOP ÷ compute + padding, plus B × (all-reduce + time per sequence) + overhead: so e2e
     is the larger of two lines in B, and the fixed point the larger of each line's
     (``_fixed_point``). The weights are those of the full batch: for a mixture of experts an
-    upper bound, which
-    :func:`open_loop_batch_refined` brings down. The cap is the full batch.
+    upper bound, which :func:`open_loop_batch_refined` brings down. The cap is the full batch.
     """
     planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
     rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
@@ -311,8 +310,9 @@ def first_token_chunks(
     """Steps the median prompt takes under chunked prefill: each step carries the others'
     decodes first (load batch − 1 tokens) and a chunk of the prompt with the rest of the
     ``max_num_batched_tokens`` budget: ⌈prompt ÷ (budget − others)⌉, at least 1 [steps]."""
-    room = maximum(max_num_batched_tokens - (load_batch - 1), 1)
-    return maximum(ceil(prompt_tokens_median / room), 1)
+    return latency.chunks(
+        prompt_tokens_median, maximum(max_num_batched_tokens - (load_batch - 1), 1)
+    )
 
 
 @metric("s", source=f"{SARATHI}; {ROOFLINE}", group="latency")
