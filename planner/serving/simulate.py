@@ -62,8 +62,11 @@ sequentially; request ``j + 1`` is sent ``tool_time_s`` after the client
 received request ``j``.  ``preprocess_s`` delays the request's entry into
 the scheduler queue (it does not occupy the accelerator) and is part of
 TTFT and end-to-end latency.  ``network_s`` is charged once per request
-to the end-to-end latency only (response delivery), not to TTFT.  So
-``e2e = server completion + network_s - send time`` and task latency =
+to the end-to-end latency only (response delivery), not to TTFT.  Each
+request draws its own two delays uniformly within ± ``delay_spread`` of
+those means (the means exactly at 0), so closed-loop users do not come
+back in lockstep.  So ``e2e = server completion + the request's network
+time - send time`` and task latency =
 last response received - first request sent.  Open-loop arrivals
 (``poisson``/``bursty``/``trace``) give task start times.  ``closed``:
 each of ``concurrency`` users starts its first task at t = 0 and the next
