@@ -332,21 +332,22 @@ def chunked_prefill_s(
 ) -> Any:
     """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
 
-    Every step reads the weights (all of them: a prompt's tokens touch every expert) and the
-    caches of the load batch; the arithmetic is the others' decodes and the multiplications'
-    padding in each step, and the prompt's; so max(steps × memory, (steps × others × decode
-    FLOP + prompt FLOP) ÷ compute + steps × padding) + every token's all-reduce + each step's
-    overhead and the others' time per sequence. The prompt's arithmetic hides under the
-    decodes' memory time, which a prompt's step of its own cannot do.
+    Each of the steps is a decode step of the others (:func:`planner.model.latency.itl_s`)
+    that reads the weights (all of them: a prompt's tokens touch every expert) and the caches
+    of the load batch, and carries an equal share of the prompt's arithmetic; the prompt's
+    tokens are all-reduced besides. The prompt's arithmetic hides under the decodes' memory
+    time, which a prompt's step of its own cannot do.
     """
     steps = first_token_chunks
     others = maximum(load_batch - 1, 0)
-    memory = steps * maximum(load_decode_memory_s, weight_read_s)
-    flops = steps * others * decode_flops_per_token + median_prefill_flops
-    compute = flops / achieved_compute_flops_per_s + steps * matmul_padding_s
-    tokens = steps * others + prompt_tokens_median
-    per_step = step_overhead_s + others * step_overhead_per_sequence_s
-    return maximum(memory, compute) + tokens * allreduce_s_per_token + steps * per_step
+    memory = maximum(load_decode_memory_s, weight_read_s)
+    flops = others * decode_flops_per_token + median_prefill_flops / steps
+    compute = flops / achieved_compute_flops_per_s + matmul_padding_s
+    step = latency.itl_s(
+        memory, compute, allreduce_s_per_token, others, step_overhead_s,
+        step_overhead_per_sequence_s,
+    )  # fmt: skip
+    return steps * step + prompt_tokens_median * allreduce_s_per_token
 
 
 @metric("s", source=f"{RESIDUAL}; {PASTA}", group="latency")
