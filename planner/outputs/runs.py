@@ -417,8 +417,7 @@ def write_run(
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
     :class:`planner.diff.RunDiff`) adds a comparison section to the report; ``bands``
     (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section. ``progress``
-    is told
-    of each file as it is written (stage ``"writing"``).
+    is told of each file as it is written (stage ``"writing"``).
     """
     from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
     from planner.outputs.workbook import write_workbook
