@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,11 +15,14 @@ from planner.model.load import (
     load_batch,
     open_loop_batch_bound,
     open_loop_batch_refined,
+    others_load_fraction,
     prefill_busy_fraction,
     step_wait_s,
     ttft_load_s,
 )
 from planner.model.metric import metrics
+
+SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 
 nan = math.nan
 
@@ -179,7 +183,8 @@ def test_time_to_first_token_at_load_by_hand():
     its own 20 ms median prefill: 36.1467 ms. With no replica planned there is no load."""
     busy = decode_busy_fraction(np.array([3.0]))
     assert busy[0] == pytest.approx(0.8646647168, rel=1e-9)
-    prefilling = prefill_busy_fraction(np.array([2.0, nan]), np.array([0.05, 0.05]))
+    open_loop = others_load_fraction(np.array([3.0, 3.0]), np.array([2.0, 2.0]))
+    prefilling = prefill_busy_fraction(np.array([2.0, nan]), np.array([0.05, 0.05]), open_loop)
     assert prefilling[0] == pytest.approx(0.1, rel=1e-12) and np.isnan(prefilling[1])
     wait = step_wait_s(
         decode_busy_fraction=np.array([busy[0], busy[0]]),
@@ -197,6 +202,73 @@ def test_time_to_first_token_at_load_by_hand():
     )
     assert ttft == pytest.approx([0.0361466472, 0.025], rel=1e-9)
     assert decode_busy_fraction(np.array([1.0]))[0] == 0.0  # alone: nothing to wait for
+
+
+@pytest.mark.parametrize(
+    ("batch", "rate", "others"),
+    [
+        (1.0, 0.0, 0.0),  # a lone closed-loop user never meets its own previous request
+        (4.0, 0.0, 0.75),  # 4 in flight: an arrival sees the other 3
+        (1.0, 2.0, 1.0),  # open loop: a Poisson arrival sees the time average
+        (10.0, 0.5, 1.0),
+    ],
+)
+def test_an_arrival_sees_the_others_load(batch: float, rate: float, others: float) -> None:
+    assert others_load_fraction(np.array([batch]), np.array([rate]))[0] == pytest.approx(others)
+
+
+def test_a_closed_loop_arrival_waits_for_the_others_prefills_only() -> None:
+    """4 users a replica at 2 requests/s and a 50 ms prefill: the replica prefills 10 % of the
+    time, 7.5 % of it for the other 3 users, which is what an arrival can meet."""
+    got = prefill_busy_fraction(np.array([2.0]), np.array([0.05]), np.array([0.75]))
+    assert got[0] == pytest.approx(0.075, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def lone_user(tmp_path_factory: pytest.TempPathFactory):
+    """The seed's 4 GiB model alone: one closed-loop user, a 1,000-token prompt, one output
+    token, on the seed's invented device (whole-prompt steps and chunked ones both planned)."""
+    import shutil
+
+    import yaml
+
+    from planner.catalog import load_catalog
+    from planner.plan.sweep import evaluate
+
+    rows = {}
+    for chunked in (False, True):
+        folder = tmp_path_factory.mktemp(f"lone-{chunked}") / "seed"
+        shutil.copytree(SEED, folder)
+        path = folder / "workloads.yaml"
+        doc = yaml.safe_load(path.read_text())
+        workload = doc["workloads"][0]
+        for key in ("arrival", "agent", "forecast", "targets"):
+            workload.pop(key, None)
+        workload.update(prompt_tokens=1000, max_output_tokens=1, concurrency=1)
+        workload["output_tokens"] = 1
+        doc["workloads"] = [workload]
+        path.write_text(yaml.safe_dump(doc))
+        assumptions = folder / "assumptions.yaml"
+        adoc = yaml.safe_load(assumptions.read_text())
+        adoc["assumptions"]["engine"] = {
+            "name": "vllm", "version": "0.11", "chunked_prefill": chunked,
+        }  # fmt: skip
+        assumptions.write_text(yaml.safe_dump(adoc))
+        table = evaluate(load_catalog(folder)).table
+        rows[chunked] = table[table["model"] == "invented-4gib"].iloc[0]
+    return rows
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_lone_user_meets_no_wait(lone_user, chunked: bool) -> None:
+    """One user with a one-token output: no other request is ever in flight, so the time to
+    first token at load is the no-load one (preprocessing + the prompt's prefill), whether the
+    prompt is prefilled whole or in one chunk of the 8,192-token budget."""
+    row = lone_user[chunked]
+    assert row["load_batch"] == 1.0
+    assert row["step_wait_s"] == 0.0
+    assert row["ttft_load_s"] == pytest.approx(row["preprocess_s"] + row["prefill_s"], rel=1e-12)
+    assert row["ttft_load_s"] == pytest.approx(row["ttft_s"], rel=1e-12)
 
 
 @pytest.mark.parametrize(

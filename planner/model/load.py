@@ -19,7 +19,15 @@ from typing import Any
 from planner.model import capacity, latency
 from planner.model.expr import exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
-from planner.model.sources import LITTLE, PASTA, RESIDUAL, ROOFLINE, SARATHI, VLLM_METRICS
+from planner.model.sources import (
+    ARRIVAL,
+    LITTLE,
+    PASTA,
+    RESIDUAL,
+    ROOFLINE,
+    SARATHI,
+    VLLM_METRICS,
+)
 
 NAN = float("nan")
 
@@ -282,11 +290,25 @@ def decode_busy_fraction(load_batch: Any) -> Any:
     return 1 - exp(-(load_batch - 1))
 
 
-@metric("", source=f"{LITTLE}: busy fraction = rate × service time", group="latency")
-def prefill_busy_fraction(load_requests_per_s_per_replica: Any, prefill_s: Any) -> Any:
-    """Share of time a replica spends prefilling: per-replica rate × mean prefill, at most 1
-    [-]."""
-    return minimum(load_requests_per_s_per_replica * prefill_s, 1)
+@metric("", source=f"{PASTA}; {ARRIVAL}", group="latency")
+def others_load_fraction(load_batch: Any, arrival_rate_per_s: Any) -> Any:
+    """Share of a replica's load that an arriving request finds made by the others [-].
+
+    Open loop, the arrival is not yet in the system and sees the time average (1). Closed
+    loop, a user's next request cannot meet its own previous one: with B requests in flight
+    per replica an arrival sees the load of the other B − 1, (B − 1) ÷ B of it (the arrival
+    theorem); a lone user meets none.
+    """
+    return where(arrival_rate_per_s > 0, 1, (load_batch - 1) / maximum(load_batch, 1))
+
+
+@metric("", source=f"{LITTLE}: busy fraction = rate × service time; {ARRIVAL}", group="latency")
+def prefill_busy_fraction(
+    load_requests_per_s_per_replica: Any, prefill_s: Any, others_load_fraction: Any
+) -> Any:
+    """Share of time a replica spends prefilling the others' prompts, as an arrival finds it:
+    per-replica rate × mean prefill × the others' share of the load, at most 1 [-]."""
+    return minimum(load_requests_per_s_per_replica * prefill_s * others_load_fraction, 1)
 
 
 rebound(
@@ -336,11 +358,12 @@ def chunked_prefill_s(
     that reads the weights (all of them: a prompt's tokens touch every expert) and the caches
     of the load batch, and carries an equal share of the prompt's arithmetic; the prompt's
     tokens are all-reduced besides. The prompt's arithmetic hides under the decodes' memory
-    time, which a prompt's step of its own cannot do.
+    time, which a prompt's step of its own cannot do. With no others in flight each step reads
+    the weights alone: a lone prompt in one chunk takes its no-load prefill.
     """
     steps = first_token_chunks
     others = maximum(load_batch - 1, 0)
-    memory = maximum(load_decode_memory_s, weight_read_s)
+    memory = where(others > 0, maximum(load_decode_memory_s, weight_read_s), weight_read_s)
     flops = others * decode_flops_per_token + median_prefill_flops / steps
     compute = flops / achieved_compute_flops_per_s + matmul_padding_s
     step = latency.itl_s(

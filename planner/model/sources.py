@@ -16,6 +16,7 @@ KAPLAN = "Kaplan et al. 2020"
 LITTLE = "Little 1961"
 PASTA = "Wolff 1982 (Poisson arrivals see time averages)"
 RESIDUAL = "Kleinrock 1975 (mean residual life of a service in progress)"
+ARRIVAL = "Lavenberg and Reiser 1980 (arrival theorem: an arrival sees the others' load)"
 VLLM_METRICS = "vLLM serving benchmark metrics"
 SARATHI = "Agrawal et al. 2024 (Sarathi-Serve: chunked prefill, decodes first in each step)"
 SRE = "Beyer et al. 2016 (SRE), ch. 4"
@@ -43,6 +44,10 @@ REFERENCES: dict[str, str] = {
     LITTLE: "J. D. C. Little, A Proof for the Queuing Formula L = λW, Operations Research 9(3), "
     "1961.",
     PASTA: "R. W. Wolff, Poisson Arrivals See Time Averages, Operations Research 30(2), 1982.",
+    ARRIVAL: "S. S. Lavenberg, M. Reiser, Stationary State Probabilities at Arrival Instants "
+    "for Closed Queueing Networks with Multiple Types of Customers, Journal of Applied "
+    "Probability 17(4), 1980 (a customer of a closed network arriving at a queue sees it as in "
+    "the steady state of the network without itself).",
     RESIDUAL: "L. Kleinrock, Queueing Systems, Volume 1: Theory, Wiley, 1975, section 5.2.",
     VLLM_METRICS: "vLLM documentation, benchmarking the online serving throughput: time to "
     "first token (TTFT), time per output token, inter-token latency (ITL), end-to-end latency.",
