@@ -243,3 +243,70 @@ def test_model_without_parameters_or_architecture(seed_copy: Path):
     )
     with pytest.raises(CatalogError, match="give `parameters`, or the architecture"):
         load_catalog(seed_copy)
+
+
+# Compute fallbacks ---------------------------------------------------------------------------
+
+
+def _shipped_precisions(*ids: str) -> str:
+    """The shipped precisions.yaml entries ``ids``, as YAML text of a precisions file."""
+    import yaml
+    from conftest import SHIPPED
+
+    shipped = yaml.safe_load((SHIPPED / "precisions.yaml").read_text())["precisions"]
+    return yaml.safe_dump({"precisions": [p for p in shipped if p["id"] in ids]}, sort_keys=False)
+
+
+def test_fp4_precisions_fall_back_to_bf16_on_hardware_without_fp4(seed_copy: Path):
+    from planner.plan.sweep import evaluate
+
+    # The seed's one device gives bf16 only; the shipped mxfp4 and nvfp4 compute in fp4 and
+    # fall back to bf16.
+    (seed_copy / "precisions.yaml").write_text(_shipped_precisions("bf16", "mxfp4", "nvfp4"))
+    check = CliRunner().invoke(main, ["check", "--catalogs", str(seed_copy)])
+    assert check.exit_code == 0, check.output
+    table = evaluate(load_catalog(seed_copy)).table
+    row = table[(table.precision == "nvfp4") & (table.model == "invented-7b")].iloc[0]
+    assert row.compute_format == "fp4" and row.compute_fallback == "bf16"
+    # invented-7b: 7e9 parameters, dense, so 2 × 7e9 = 1.4e10 FLOP a token; at the bf16 rate of
+    # 100 TFLOPS and compute_efficiency 1.0, 1.4e10 / 1e14 = 1.4e-4 s.
+    assert row.compute_flops_per_s == pytest.approx(100e12)
+    assert row.compute_bound_s == pytest.approx(1.4e10 / 100e12)
+    # mxfp4 quantises experts only: the seed's dense models skip it, nothing else refuses it.
+    assert "mxfp4" not in set(table.precision)
+
+
+def test_shipped_catalogs_without_fp4_hardware_pass_check(tmp_path: Path):
+    import shutil
+
+    import yaml
+    from conftest import SHIPPED
+
+    copy = tmp_path / "catalogs"
+    shutil.copytree(SHIPPED, copy, ignore=shutil.ignore_patterns("examples"))
+    hardware = yaml.safe_load((copy / "hardware.yaml").read_text())
+    hardware["hardware"] = [h for h in hardware["hardware"] if "fp4" not in h["compute"]]
+    assert hardware["hardware"]  # something is left to plan on
+    (copy / "hardware.yaml").write_text(yaml.safe_dump(hardware, sort_keys=False))
+    check = CliRunner().invoke(main, ["check", "--catalogs", str(copy)])
+    assert check.exit_code == 0, check.output
+
+
+@pytest.mark.parametrize(
+    ("compute", "fallback", "field", "fragments"),
+    [
+        # Neither the format nor its fallback: one message naming both, on the format.
+        ("fp4", "fp8", "compute", ["neither compute format 'fp4'", "compute_fallback 'fp8'"]),
+        # A fallback no hardware gives is a dangling reference even when the format is given.
+        ("bf16", "fp6", "compute_fallback", ["compute_fallback 'fp6' is not given"]),
+    ],
+)
+def test_a_fallback_no_hardware_gives_is_refused(seed_copy, compute, fallback, field, fragments):
+    (seed_copy / "precisions.yaml").write_text(
+        "precisions:\n  - id: p\n    weight_bytes_per_param: 1\n    kv_bytes_per_value: 1\n"
+        f"    compute: {compute}\n    compute_fallback: {fallback}\n"
+    )
+    check = CliRunner().invoke(main, ["check", "--catalogs", str(seed_copy)])
+    assert check.exit_code == 1
+    for fragment in [*fragments, "precisions 'p'", f"field '{field}'", "hardware gives: bf16"]:
+        assert fragment in check.output, (fragment, check.output)

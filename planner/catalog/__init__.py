@@ -609,16 +609,25 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
     problems = []
     hardware = parsed["hardware"].hardware  # type: ignore[attr-defined]
     formats = sorted({k for h in hardware for k in h.compute})
+    given = f"hardware gives: {', '.join(formats)}"
     for i, p in enumerate(parsed["precisions"].precisions):  # type: ignore[attr-defined]
-        if p.compute_fallback and p.compute_fallback not in formats:
-            message = f"compute_fallback {p.compute_fallback!r} is not given by any hardware"
-            problems.append(_at(folder, docs, "precisions", i, p.id, "compute_fallback", message))
-        if p.compute not in formats:
-            message = (
-                f"compute format {p.compute!r} is not given by any hardware "
-                f"(hardware gives: {', '.join(formats)})"
-            )
+        # A precision runs where its own format or else its fallback is given (the plan looks up
+        # the fallback's rate on hardware without the format), so it needs one of the two; a
+        # fallback that names no hardware's format is a dangling reference either way.
+        fallback_missing = p.compute_fallback is not None and p.compute_fallback not in formats
+        if p.compute not in formats and (p.compute_fallback is None or fallback_missing):
+            message = f"compute format {p.compute!r} is not given by any hardware ({given})"
+            if fallback_missing:
+                message = (
+                    f"neither compute format {p.compute!r} nor its compute_fallback "
+                    f"{p.compute_fallback!r} is given by any hardware ({given})"
+                )
             problems.append(_at(folder, docs, "precisions", i, p.id, "compute", message))
+        elif fallback_missing:
+            message = (
+                f"compute_fallback {p.compute_fallback!r} is not given by any hardware ({given})"
+            )
+            problems.append(_at(folder, docs, "precisions", i, p.id, "compute_fallback", message))
     problems.extend(_offers(folder, parsed, docs))
     problems.extend(_deployment(folder, parsed, docs))
     problems.extend(_engine(folder, parsed, docs))
