@@ -21,8 +21,17 @@ from planner.catalog.hf import (
     moe_from_hf_config,
     quantisation_note,
     sliding_window_from_hf_config,
+    vision_parameters_from_hf_config,
+    vit_parameters,
 )
-from planner.model.architecture import MLA, Architecture, MoE, SlidingWindow, count_parameters
+from planner.model.architecture import (
+    MLA,
+    Architecture,
+    MoE,
+    SlidingWindow,
+    count_parameters,
+    kv_cache_split,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CONFIGS = sorted(p.stem for p in FIXTURES.glob("*.json") if not p.name.endswith(".meta.json"))
@@ -86,6 +95,16 @@ EXPECTED = {
         moe=MoE(32, 4, 2880, router_bias=True, expert_bias=True),
         sliding_window=SlidingWindow(128, "SF"),
     ),
+    # Multimodal wrappers: the decoder under text_config (Qwen2.5-VL: at the top level).
+    # Mistral Small 3.1: sliding_window null; head_dim 128, not 5120 / 32.
+    "mistral-small-3.1-24b": Architecture(40, 5120, 32768, 32, 8, 128, 131072),
+    "qwen2.5-vl-7b": Architecture(28, 3584, 18944, 28, 4, 128, 152064, attention_bias=True),
+    # Llama 4 Scout: the dense width is intermediate_size_mlp (no dense layer uses it); 16 routed
+    # experts and one shared, 8192 wide; every 4th layer NoPE and full, the rest chunked by 8192.
+    "llama-4-scout-17b-16e": Architecture(
+        48, 5120, 16384, 40, 8, 128, 202048,
+        moe=MoE(16, 1, 8192, shared_experts=1), sliding_window=SlidingWindow(8192, "SSSF"),
+    ),
 }  # fmt: skip
 
 
@@ -103,9 +122,10 @@ def test_imported_count_matches_published(name):
     published = meta(name)["published"]
     arch = architecture_from_hf_config(config(name))
     count = count_parameters(arch)
-    if "total" in published:
+    if "total" in published:  # published totals of multimodal models include the vision tower
+        total = count.total + vision_parameters_from_hf_config(config(name))
         tol = 0.005 if arch.moe or arch.mla else 0.001
-        assert abs(count.total - published["total"]) / published["total"] <= tol
+        assert abs(total - published["total"]) / published["total"] <= tol
     if "non_embedding" in published:
         limit = max(0.001 * published["non_embedding"], published["non_embedding_unit"])
         assert abs(count.non_embedding - published["non_embedding"]) <= limit
@@ -334,8 +354,10 @@ def test_non_mapping_config_is_refused():
 
 
 def test_every_family_accepts_its_causal_lm_class():
+    # Qwen2.5-VL's decoder has no causal-LM class of its own: only the multimodal one.
     for model_type, family in FAMILIES.items():
-        assert any(a.endswith("ForCausalLM") for a in family.architectures), model_type
+        heads = ("ForCausalLM", "ForConditionalGeneration")
+        assert any(a.endswith(heads) for a in family.architectures), model_type
 
 
 def test_load_hf_config_refuses_non_objects(tmp_path):
@@ -373,3 +395,173 @@ def test_a_quantised_checkpoint_is_pointed_at_its_precision():
     assert note is not None and "'mxfp4'" in note and "mxfp4 (routed experts only)" in note
     assert quantisation_note(config("llama-3.1-8b")) is None
     assert "precisions.yaml" in quantisation_note({"quantization_config": {"quant_method": "awq"}})
+
+
+# Multimodal wrappers ----------------------------------------------------------------------------
+
+# Each model's total worked out by hand from its config.json (h: hidden, i: intermediate, L:
+# layers; "q,k,v,o" are the four attention projections), against the figure the model card
+# publishes, within the stated relative tolerance.
+#
+# Mistral Small 3.1 24B. Decoder (Mistral, untied): per layer attention 5120·4096·2 +
+# 5120·1024·2 = 52,428,800, MLP 3·5120·32768 = 503,316,480, norms 2·5120 = 10,240 →
+# 555,755,520 × 40 = 22,230,220,800; + final norm 5,120 + embeddings and LM head 2·131072·5120 =
+# 1,342,177,280 → 23,572,403,200.
+# Pixtral (h 1024, i 4096, L 24, gated, no biases, RMSNorm): per layer 4·1024² + 3·1024·4096 +
+# 2·1024 = 16,779,264 × 24 = 402,702,336; patch 3·14²·1024 = 602,112; ln_pre 1,024. Projector:
+# norm 1,024 + merger (1024·2²)·1024 = 4,194,304 + linear_1 1024·5120 = 5,242,880 + linear_2
+# 5120² = 26,214,400. Vision 438,958,080; total 24,011,361,280 (model card: 24B).
+#
+# Gemma 3 27B. Decoder: 27,008,663,808 (the text count; its q/k norms and the two extra norms
+# per layer, 62·(2·5376 + 2·128) = 682,496, are not counted). SigLIP (h 1152, i 4304, L 27,
+# biases, LayerNorm): per layer 4·1152² + 4·1152 + 2·1152·4304 + 4304 + 1152 + 4·1152 =
+# 15,239,504 × 27 = 411,466,608; patch 3·14²·1152 + 1152 = 678,528; positions (896/14)² · 1152 =
+# 4,718,592; post-LayerNorm 2,304 → 416,866,032 (the report's 417M). Projector 1152·5376 + 1152 =
+# 6,194,304. Vision 423,060,336; total 27,431,724,144 (Hub: 27,432,406,640, i.e. 27.4B).
+#
+# Qwen2.5-VL 7B. Decoder: Qwen2.5-7B's 7,615,616,512. Vision (h 1280, i 3420, depth 32, biased
+# q,k,v,o and gated MLP, RMSNorm): per layer 4·1280² + 4·1280 + 3·1280·3420 + 2·3420 + 1280 +
+# 2·1280 = 19,702,200 × 32 = 630,470,400; patch 3·2·14²·1280 = 1,505,280. Merger: RMSNorm 1,280
+# + 5120² + 5120 + 5120·3584 + 3584 = 44,574,464. Vision 676,550,144; total 8,292,166,656 (Hub:
+# 8.29B).
+#
+# Llama 4 Scout 17B-16E. Decoder: per layer attention 5120·5120·2 + 5120·1024·2 = 62,914,560,
+# experts (16 routed + 1 shared) 17·3·5120·8192 = 2,139,095,040, router 5120·16 = 81,920, norms
+# 10,240 → 2,202,101,760 × 48 = 105,700,884,480; + final norm 5,120 + embeddings and LM head
+# 2·202048·5120 = 2,068,971,520 → 107,769,861,120. Vision (h 1408, i 5632, L 34, biases,
+# LayerNorm, plain MLP): per layer 4·1408² + 4·1408 + 2·1408·5632 + 5632 + 1408 + 4·1408 =
+# 23,807,872 × 34 = 809,467,648; patch 3·14²·1408 = 827,904; positions ((336/14)² + 1)·1408 =
+# 812,416; class embedding 1,408; pre/post LayerNorms 5,632; adapter 5632·4096 + 4096² =
+# 39,845,888; projector 4096·5120 = 20,971,520. Vision 871,932,416; total 108,641,793,536
+# (model card: 109B). Active: 48 × (62,914,560 + 2·125,829,120 + 81,920 + 10,240) + 5,120 +
+# 2,068,971,520 = 17,172,894,720 (model card: 17B).
+MULTIMODAL = [
+    # (fixture, decoder, vision, published total, tolerance)
+    ("mistral-small-3.1-24b", 23_572_403_200, 438_958_080, 24.0e9, 0.005),
+    ("gemma-3-27b-it", 27_008_663_808, 423_060_336, 27.4e9, 0.005),
+    ("qwen2.5-vl-7b", 7_615_616_512, 676_550_144, 8.29e9, 0.001),
+    ("llama-4-scout-17b-16e", 107_769_861_120, 871_932_416, 109e9, 0.01),
+]
+
+
+@pytest.mark.parametrize(("name", "decoder", "vision", "published", "tol"), MULTIMODAL)
+def test_multimodal_totals_include_the_vision_tower(name, decoder, vision, published, tol):
+    cfg = config(name)
+    assert count_parameters(architecture_from_hf_config(cfg)).total == decoder
+    assert vision_parameters_from_hf_config(cfg) == vision
+    assert decoder + vision == pytest.approx(published, rel=tol)
+    entry = model_entry_from_hf_config(cfg, id=name)
+    assert entry["parameters"] == decoder + vision
+    assert list(entry).index("parameters") == list(entry).index("layers") - 1
+
+
+def test_llama4_scout_active_parameters():
+    count = count_parameters(architecture_from_hf_config(config("llama-4-scout-17b-16e")))
+    assert count.active == 17_172_894_720  # worked out above
+    assert count.active == pytest.approx(17e9, rel=0.02)  # model card: 17B activated
+
+
+# KV cache per token at 2 bytes a value (BF16), from the configs by hand:
+# Mistral Small 3.1: 40 layers · 2 (k, v) · 8 heads · 128 = 81,920 values = 163,840 B, all full.
+# Gemma 3 27B: 62 layers, every 6th full (layers 5, 11, ..., 59: 10), 52 windowed by 1024;
+#   per layer 2 · 16 · 128 = 4,096 values = 8,192 B → 81,920 B full, 425,984 B windowed.
+# Qwen2.5-VL 7B: 28 · 2 · 4 · 128 = 28,672 values = 57,344 B (use_sliding_window false).
+# Llama 4 Scout: per layer 2 · 8 · 128 = 2,048 values = 4,096 B; 12 NoPE full layers = 49,152 B,
+#   36 chunked (8192) = 147,456 B.
+KV_BYTES = [
+    ("mistral-small-3.1-24b", 163_840, 0, 0),
+    ("gemma-3-27b-it", 81_920, 425_984, 1024),
+    ("qwen2.5-vl-7b", 57_344, 0, 0),
+    ("llama-4-scout-17b-16e", 49_152, 147_456, 8192),
+]
+
+
+@pytest.mark.parametrize(("name", "full", "windowed", "window"), KV_BYTES)
+def test_multimodal_decoder_kv_bytes_per_token(name, full, windowed, window):
+    split = kv_cache_split(architecture_from_hf_config(config(name)))
+    bf16 = 2
+    assert (split.full_values_per_token * bf16, split.windowed_values_per_token * bf16) == (
+        full,
+        windowed,
+    )
+    assert split.window == window
+
+
+def test_vit_formula_on_one_siglip_layer():
+    # One SigLIP layer of h 2, i 3, no patch or positions: q,k,v,o 4·4 + 4·2 = 24; MLP 2·2·3 + 3
+    # + 2 = 17; two LayerNorms 4·2 = 8 → 49.
+    kwargs = {"attention_bias": True, "mlp_bias": True, "norm_bias": True, "patch_values": 0}
+    assert vit_parameters(1, 2, 3, gated_mlp=False, **kwargs) == 49
+    # Gated: MLP 3·2·3 + 2·3 + 2 = 26 → 58; a biased patch of 5 values adds 5·2 + 2 = 12.
+    assert vit_parameters(1, 2, 3, gated_mlp=True, **kwargs | {"patch_values": 5},
+                          patch_bias=True) == 58 + 12  # fmt: skip
+
+
+def test_qwen2_5_vl_nested_text_config_imports_the_same():
+    # transformers >= 4.53 writes the decoder under text_config as qwen2_5_vl_text, and the
+    # vision channels as in_channels.
+    flat = config("qwen2.5-vl-7b")
+    vision = dict(flat.pop("vision_config"))
+    vision["in_channels"] = vision.pop("in_chans")
+    outer = {k: flat.pop(k) for k in ("architectures", "model_type", "tie_word_embeddings")}
+    nested = outer | {
+        "text_config": flat | {"model_type": "qwen2_5_vl_text"},
+        "vision_config": vision,
+    }
+    assert architecture_from_hf_config(nested) == EXPECTED["qwen2.5-vl-7b"]
+    assert vision_parameters_from_hf_config(nested) == 676_550_144
+
+
+def test_llama4_interleaved_dense_layers_are_refused():
+    # Maverick: interleave_moe_layer_step 2, MoE on layers 1, 3, 5, ...
+    cfg = copy.deepcopy(config("llama-4-scout-17b-16e"))
+    cfg["text_config"]["interleave_moe_layer_step"] = 2
+    assert any("interleave_moe_layer_step" in p for p in problems_of(cfg))
+    # A leading run of dense layers is a MoE block's dense_layers.
+    cfg["text_config"]["moe_layers"] = list(range(2, 48))
+    assert architecture_from_hf_config(cfg).moe.dense_layers == 2
+
+
+def test_llama4_explicit_rope_layers_and_no_chunking():
+    cfg = copy.deepcopy(config("llama-4-scout-17b-16e"))
+    cfg["text_config"]["no_rope_layers"] = [1, 0] * 24
+    assert architecture_from_hf_config(cfg).sliding_window == SlidingWindow(8192, "SF")
+    cfg["text_config"]["attention_chunk_size"] = None
+    assert architecture_from_hf_config(cfg).sliding_window is None
+    cfg["text_config"]["layer_types"] = ["chunked_attention", "full_attention"] * 24
+    cfg["text_config"]["attention_chunk_size"] = 4096
+    assert architecture_from_hf_config(cfg).sliding_window == SlidingWindow(4096, "SF")
+
+
+def test_text_only_configs_have_no_vision_parameters():
+    assert vision_parameters_from_hf_config(config("gemma-3-1b-pt")) == 0
+    assert "parameters" not in model_entry_from_hf_config(config("llama-3.1-8b"), id="x")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"vision_use_head": True}, "vision_use_head"),
+        ({"hidden_size": None}, "`vision_config.hidden_size`"),
+        ({"patch_size": "14"}, "patch_size"),
+    ],
+)
+def test_incomplete_vision_config_is_refused(change, words):
+    cfg = copy.deepcopy(config("gemma-3-27b-it"))
+    cfg["vision_config"] |= change
+    with pytest.raises(UnsupportedConfig, match=words):
+        vision_parameters_from_hf_config(cfg)
+
+
+def test_unknown_wrapper_names_the_known_ones():
+    cfg = {
+        "architectures": ["LlavaForConditionalGeneration"],
+        "model_type": "llava",
+        "text_config": {"model_type": "llama", "hidden_size": 4096},
+        "vision_config": {"model_type": "clip_vision_model"},
+    }
+    (problem,) = [p for p in problems_of(cfg) if "'llava'" in p]
+    for known in ("gemma3", "llama4", "mistral3", "qwen2_5_vl"):
+        assert known in problem
+    with pytest.raises(UnsupportedConfig, match="vision tower of model_type 'llava'"):
+        vision_parameters_from_hf_config(cfg)

@@ -28,6 +28,7 @@ class Family:
     mla: bool = False
     sliding: str | None = None
     sinks: bool = False
+    dense_width: str = "intermediate_size"
 
 
 def _family(*architectures: str, **kwargs: Any) -> Family:
@@ -39,13 +40,30 @@ def _family(*architectures: str, **kwargs: Any) -> Family:
 FAMILIES: dict[str, Family] = {
     "llama": _family("LlamaForCausalLM", defaults={"tie_word_embeddings": False}),
     "mistral": _family(
-        "MistralForCausalLM", defaults={"tie_word_embeddings": False}, sliding="all"
+        "MistralForCausalLM",
+        "Mistral3ForConditionalGeneration",  # Mistral Small 3.1/3.2: a Pixtral tower + Mistral
+        defaults={"tie_word_embeddings": False},
+        sliding="all",
     ),
     "mixtral": _family(
         "MixtralForCausalLM", defaults={"tie_word_embeddings": False}, moe="mixtral", sliding="all"
     ),
     "qwen2": _family(
         "Qwen2ForCausalLM",
+        defaults={"tie_word_embeddings": False},
+        qkv_bias=True,
+        sliding="qwen2",
+    ),
+    # Qwen2.5-VL: configs up to transformers 4.52 keep the text fields at the top level under the
+    # outer model_type; later ones nest them in text_config as qwen2_5_vl_text.
+    "qwen2_5_vl": _family(
+        "Qwen2_5_VLForConditionalGeneration",
+        defaults={"tie_word_embeddings": False},
+        qkv_bias=True,
+        sliding="qwen2",
+    ),
+    "qwen2_5_vl_text": _family(
+        "Qwen2_5_VLForConditionalGeneration",
         defaults={"tie_word_embeddings": False},
         qkv_bias=True,
         sliding="qwen2",
@@ -79,6 +97,22 @@ FAMILIES: dict[str, Family] = {
         sliding="gemma2",
         sinks=True,
     ),
+    # transformers Llama4TextConfig: every layer MoE (interleave_moe_layer_step 1) with one shared
+    # expert; a NoPE full-attention layer every no_rope_layer_interval (4) layers, the others
+    # attend within chunks of attention_chunk_size (8192) tokens.
+    "llama4_text": _family(
+        "Llama4ForCausalLM",
+        "Llama4ForConditionalGeneration",
+        defaults={
+            "tie_word_embeddings": False,
+            "interleave_moe_layer_step": 1,
+            "no_rope_layer_interval": 4,
+            "attention_chunk_size": 8192,
+        },
+        moe="llama4",
+        sliding="llama4",
+        dense_width="intermediate_size_mlp",
+    ),
     "deepseek_v2": _family(
         "DeepseekV2ForCausalLM",
         defaults={"tie_word_embeddings": False, "topk_method": "greedy"},
@@ -95,6 +129,37 @@ FAMILIES: dict[str, Family] = {
 
 #: Multimodal wrappers: outer ``model_type`` → the text decoder's ``model_type`` in
 #: ``text_config`` (used when ``text_config`` does not name its own).
-WRAPPERS: dict[str, str] = {"gemma3": "gemma3_text"}
+WRAPPERS: dict[str, str] = {
+    "gemma3": "gemma3_text",
+    "mistral3": "mistral",
+    "llama4": "llama4_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+}
+
+#: Vision towers: outer ``model_type`` → the reader of its ``vision_config`` (and projector).
+VISION: dict[str, str] = {
+    "gemma3": "siglip",
+    "mistral3": "pixtral",
+    "llama4": "llama4",
+    "qwen2_5_vl": "qwen2_5_vl",
+}
+
+#: transformers configuration defaults of each vision tower's ``vision_config`` (and of the
+#: wrapper keys its projector reads), used when config.json omits a key.
+VISION_DEFAULTS: dict[str, Mapping[str, Any]] = {
+    # SiglipVisionConfig, Gemma3Config
+    "siglip": {"num_channels": 3, "vision_use_head": True},
+    # PixtralVisionConfig, Mistral3Config
+    "pixtral": {
+        "num_channels": 3,
+        "spatial_merge_size": 2,
+        "multimodal_projector_bias": False,
+        "vision_feature_layer": -1,
+    },
+    # Llama4VisionConfig
+    "llama4": {"num_channels": 3},
+    # Qwen2_5_VLVisionConfig
+    "qwen2_5_vl": {"in_channels": 3, "temporal_patch_size": 2, "spatial_merge_size": 2},
+}
 
 #: Keys a config.json must carry (or its family must default) for any supported model.

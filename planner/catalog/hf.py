@@ -27,9 +27,12 @@ MLA keys                               ``mla``: :func:`mla_from_hf_config`
 sliding-window keys                    ``sliding_window``: :func:`sliding_window_from_hf_config`
 =====================================  ===========================================================
 
-Multimodal configs (e.g. Gemma 3 4B-27B, ``Gemma3ForConditionalGeneration``) nest the language
-model under ``text_config``; only that text decoder is imported, so the vision tower (about 0.4B
-parameters for Gemma 3) is not in the resulting counts.
+Multimodal configs (Gemma 3 4B-27B ``gemma3``, Mistral Small 3.1/3.2 ``mistral3``, Llama 4
+``llama4``, Qwen2.5-VL ``qwen2_5_vl``) nest the language model under ``text_config`` (Qwen2.5-VL
+before transformers 4.53 keeps it at the top level); that decoder becomes the
+:class:`Architecture`, and the vision tower and its projector are counted apart
+(:func:`vision_parameters_from_hf_config`: 0.42B for Gemma 3 27B, 0.44B for Mistral Small 3.1,
+0.68B for Qwen2.5-VL 7B, 0.87B for Llama 4 Scout) and added to the entry's ``parameters``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from planner.catalog.families import FAMILIES, WRAPPERS, Family
+from planner.catalog.families import FAMILIES, VISION, VISION_DEFAULTS, WRAPPERS, Family
 from planner.catalog.safefile import FileProblem, read_text
 from planner.model.architecture import (
     FULL,
@@ -53,6 +56,7 @@ from planner.model.architecture import (
     MoE,
     SlidingWindow,
     compress_layer_pattern,
+    count_parameters,
 )
 
 
@@ -210,6 +214,8 @@ def _moe(r: _Reader, kind: str | None) -> MoE | None:
             router_bias=biased,
             expert_bias=biased,
         )
+    if kind == "llama4":
+        return _llama4_moe(r)
     if kind == "qwen":
         step = r.raw("decoder_sparse_step")
         if step not in (None, 1):
@@ -255,6 +261,39 @@ def _moe(r: _Reader, kind: str | None) -> MoE | None:
     )
 
 
+def _llama4_moe(r: _Reader) -> MoE | None:
+    """Llama 4: ``num_local_experts`` routed experts and one shared expert, all
+    ``intermediate_size`` wide (transformers ``Llama4TextMoe``), on the layers ``moe_layers``
+    lists (default: every ``interleave_moe_layer_step``-th). Only MoE on every layer after a
+    leading run of dense ones is modelled."""
+    layers = r.integer("num_hidden_layers")
+    step = r.integer("interleave_moe_layer_step")
+    experts, per_token = r.integer("num_local_experts"), r.integer("num_experts_per_tok")
+    width = r.integer("intermediate_size")
+    if None in (layers, step, experts, per_token, width):
+        return None
+    assert layers is not None and step is not None
+    moe_layers = r.raw("moe_layers")
+    if moe_layers is None:
+        moe_layers = list(range(step - 1, layers, step))
+    dense = layers - len(moe_layers) if isinstance(moe_layers, list) else -1
+    if dense < 0 or moe_layers != list(range(dense, layers)):
+        r.problems.append(
+            f"MoE on only some layers (`interleave_moe_layer_step` {step}, `moe_layers` "
+            f"{r.raw('moe_layers')!r}): dense layers interleaved with MoE layers"
+        )
+        return None
+    return _build(
+        r,
+        MoE,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_intermediate_size=width,
+        shared_experts=1,
+        dense_layers=dense,
+    )
+
+
 def mla_from_hf_config(cfg: Mapping[str, Any]) -> MLA:
     """The MLA block of a DeepSeek-V2/V3 config section.
 
@@ -293,6 +332,11 @@ def sliding_window_from_hf_config(
     * Gemma 2: ``sliding_window``, layers alternate starting with a windowed one (``SF``).
     * Gemma 3: ``sliding_window`` and ``sliding_window_pattern`` (or ``_sliding_window_pattern``)
       N: every Nth layer full.
+    * Llama 4: layers with RoPE (``no_rope_layers`` 1; default: all but every
+      ``no_rope_layer_interval``-th) attend within chunks of ``attention_chunk_size`` tokens and
+      are described as windowed with that window (a chunked layer never holds more than one
+      chunk: the window is an upper bound, reached at each chunk's end); the NoPE layers are
+      full. ``layer_types`` may say ``chunked_attention`` for the same.
 
     ``layers`` is the model's layer count; the window is ``sliding_window`` [tokens].
     """
@@ -308,7 +352,7 @@ def _sliding(r: _Reader, kind: str | None, layers: int) -> SlidingWindow | None:
     kinds = _layer_kinds(r, kind, layers)
     if kinds is None or SLIDING not in kinds:
         return None
-    window = r.integer("sliding_window")
+    window = r.integer("attention_chunk_size" if kind == "llama4" else "sliding_window")
     if window is None:
         return None
     return _build(r, SlidingWindow, window=window, pattern=compress_layer_pattern(kinds))
@@ -318,6 +362,8 @@ def _layer_kinds(r: _Reader, kind: str | None, layers: int) -> str | None:
     types = r.raw("layer_types")
     if types is not None:
         letters = {"sliding_attention": SLIDING, "full_attention": FULL}
+        if kind == "llama4":
+            letters["chunked_attention"] = SLIDING
         if not isinstance(types, list) or len(types) != layers:
             got = f"{len(types)} entries" if isinstance(types, list) else repr(types)
             r.problems.append(f"`layer_types` must list one type per layer ({layers}), got {got}")
@@ -343,6 +389,17 @@ def _layer_kinds(r: _Reader, kind: str | None, layers: int) -> str | None:
             key = "_" + key
         every = r.integer(key)
         return None if every is None else _tile(SLIDING * (every - 1) + FULL, layers)
+    if kind == "llama4":
+        if "attention_chunk_size" in r.cfg and r.cfg["attention_chunk_size"] is None:
+            return None  # chunking switched off: every layer full
+        rope = r.raw("no_rope_layers")
+        if not rope:  # absent or empty: transformers builds the default list
+            every = r.integer("no_rope_layer_interval")
+            return None if every is None else _tile(SLIDING * (every - 1) + FULL, layers)
+        if not isinstance(rope, list) or len(rope) < layers or set(rope[:layers]) - {0, 1}:
+            r.problems.append(f"`no_rope_layers` must give 0 or 1 for each of {layers} layers")
+            return None
+        return "".join(SLIDING if flag else FULL for flag in rope[:layers])
     return None
 
 
@@ -357,6 +414,182 @@ def _build(r: _Reader, cls: type, **kwargs: Any) -> Any:
     except ValueError as error:
         r.problems.append(f"{cls.__name__}: {error}")
         return None
+
+
+# Vision towers ----------------------------------------------------------------------------------
+
+
+def vit_parameters(
+    layers: int,
+    hidden: int,
+    intermediate: int,
+    *,
+    gated_mlp: bool,
+    attention_bias: bool,
+    mlp_bias: bool,
+    norm_bias: bool,
+    patch_values: int,
+    patch_bias: bool = False,
+    positions: int = 0,
+) -> int:
+    """A vision transformer's encoder: its layers, patch embedding and position table [parameters].
+
+    Per layer: q, k, v and output projections 4·h² (+ 4·h biases); the MLP 2·h·i (fc1, fc2) or,
+    gated, 3·h·i (gate, up, down), with biases i + h (gated 2·i + h); two norms of h (LayerNorm
+    adds a bias each: 4·h). Patch embedding: ``patch_values`` (channels × patch² × temporal
+    patch) × h, + h with a bias; learned positions: ``positions`` × h. ``layers`` [layers],
+    ``hidden`` h and ``intermediate`` i [values]. Source: ViT (Dosovitskiy et al. 2020,
+    arXiv:2010.11929) §3.1, as transformers ``SiglipVisionModel``, ``PixtralVisionModel``,
+    ``Llama4VisionModel`` and ``Qwen2_5_VisionTransformerPretrainedModel`` build it.
+    """
+    h, i = hidden, intermediate
+    attention = 4 * h * h + (4 * h if attention_bias else 0)
+    mlp = (3 if gated_mlp else 2) * h * i
+    if mlp_bias:
+        mlp += (2 * i if gated_mlp else i) + h
+    norms = 2 * h * (2 if norm_bias else 1)
+    patch = patch_values * h + (h if patch_bias else 0)
+    return layers * (attention + mlp + norms) + patch + positions * h
+
+
+def vision_parameters_from_hf_config(cfg: Mapping[str, Any]) -> int:
+    """Parameters of a multimodal config's vision tower and its projector into the decoder, 0
+    for a text-only config [parameters].
+
+    The tower is read from ``vision_config`` by the wrapper's ``model_type`` (see
+    :data:`~planner.catalog.families.VISION`):
+
+    * ``gemma3`` (SigLIP): :func:`vit_parameters` with biases and LayerNorms, a biased
+      ``num_channels``·patch² patch embedding and (``image_size``/``patch_size``)² positions, the
+      post-LayerNorm (2·h); projector ``Gemma3MultiModalProjector``: h × text hidden + an
+      RMSNorm of h. Refused with ``vision_use_head`` (the attention-pooling head is not counted).
+    * ``mistral3`` (Pixtral): gated MLP, no biases, RMSNorms, no position table (2-D RoPE),
+      ``ln_pre`` (h); projector ``Mistral3MultiModalProjector``: RMSNorm h, patch merger
+      h·m² × h (m = ``spatial_merge_size``), linear_1 h·f × text hidden and linear_2 text
+      hidden² (f feature layers; biases when ``multimodal_projector_bias``).
+    * ``llama4``: biases and LayerNorms, a ``num_channels``·patch² patch embedding, (image /
+      patch)² + 1 positions and a class embedding (h), pre- and post-LayerNorms (4·h); the
+      pixel-shuffle adapter ``intermediate_size`` × ``projector_input_dim`` +
+      ``projector_output_dim``² and the projector ``vision_output_dim`` × text hidden, no biases.
+    * ``qwen2_5_vl``: ``depth`` layers, biased attention and gated MLP, RMSNorms, a channels ×
+      ``temporal_patch_size`` × patch² patch embedding, no position table; merger RMSNorm h,
+      then (h·m²)² and h·m² × ``out_hidden_size``, both biased.
+
+    Raises :class:`UnsupportedConfig` for an unknown wrapper with a ``vision_config``, or a
+    missing or malformed field.
+    """
+    section = cfg.get("vision_config")
+    if section is None:
+        return 0
+    outer = cfg.get("model_type")
+    kind = VISION.get(str(outer))
+    if kind is None:
+        raise UnsupportedConfig(
+            [
+                f"vision tower of model_type {outer!r} is not supported "
+                f"(known: {', '.join(sorted(VISION))})"
+            ]
+        )
+    if not isinstance(section, Mapping):
+        raise UnsupportedConfig(["`vision_config` is not a mapping"])
+    text = cfg.get("text_config", cfg)
+    text_hidden = text.get("hidden_size") if isinstance(text, Mapping) else None
+    # Wrapper keys (merge size, projector bias) sit beside vision_config; the vision section wins.
+    merged = {k: v for k, v in cfg.items() if k not in ("vision_config", "text_config")}
+    r = _Reader(merged | dict(section), VISION_DEFAULTS[kind], "vision_config.")
+    total = _VISION_READERS[kind](r, text_hidden)
+    if r.problems or total is None:
+        raise UnsupportedConfig(list(dict.fromkeys(r.problems)))
+    return total
+
+
+def _text_width(r: _Reader, text_hidden: Any) -> int | None:
+    if isinstance(text_hidden, bool) or not isinstance(text_hidden, int) or text_hidden < 1:
+        r.problems.append(f"the projector needs the decoder's hidden_size, got {text_hidden!r}")
+        return None
+    return text_hidden
+
+
+def _siglip(r: _Reader, text_hidden: Any) -> int | None:
+    if r.flag("vision_use_head"):
+        r.problems.append("`vision_config.vision_use_head` true (the pooling head is not modelled)")
+    keys = ("num_hidden_layers", "hidden_size", "intermediate_size", "patch_size", "image_size")
+    layers, h, i, patch, image = (r.integer(k) for k in keys)
+    channels, text = r.integer("num_channels"), _text_width(r, text_hidden)
+    if None in (layers, h, i, patch, image, channels, text) or r.problems:
+        return None
+    assert layers and h and i and patch and image and channels and text
+    tower = vit_parameters(
+        layers, h, i, gated_mlp=False, attention_bias=True, mlp_bias=True, norm_bias=True,
+        patch_values=channels * patch * patch, patch_bias=True, positions=(image // patch) ** 2,
+    )  # fmt: skip
+    return tower + 2 * h + h * text + h
+
+
+def _pixtral(r: _Reader, text_hidden: Any) -> int | None:
+    keys = ("num_hidden_layers", "hidden_size", "intermediate_size", "patch_size")
+    layers, h, i, patch = (r.integer(k) for k in keys)
+    channels, merge = r.integer("num_channels"), r.integer("spatial_merge_size")
+    bias = r.flag("multimodal_projector_bias")
+    feature_layer = r.raw("vision_feature_layer")
+    features = len(feature_layer) if isinstance(feature_layer, list) else 1
+    text = _text_width(r, text_hidden)
+    if None in (layers, h, i, patch, channels, merge, bias, text):
+        return None
+    assert layers and h and i and patch and channels and merge and text
+    tower = vit_parameters(
+        layers, h, i, gated_mlp=True, attention_bias=False, mlp_bias=False, norm_bias=False,
+        patch_values=channels * patch * patch,
+    )  # fmt: skip
+    projector = h + h * merge * merge * h + h * features * text + text * text
+    if bias:
+        projector += 2 * text
+    return tower + h + projector
+
+
+def _llama4_vision(r: _Reader, text_hidden: Any) -> int | None:
+    keys = ("num_hidden_layers", "hidden_size", "intermediate_size", "patch_size", "image_size")
+    layers, h, i, patch, image = (r.integer(k) for k in keys)
+    channels = r.integer("num_channels")
+    adapter_in, adapter_out = r.integer("projector_input_dim"), r.integer("projector_output_dim")
+    vision_out, text = r.integer("vision_output_dim"), _text_width(r, text_hidden)
+    if None in (layers, h, i, patch, image, channels, adapter_in, adapter_out, vision_out, text):
+        return None
+    assert layers and h and i and patch and image and channels and adapter_in and adapter_out
+    assert vision_out and text
+    tower = vit_parameters(
+        layers, h, i, gated_mlp=False, attention_bias=True, mlp_bias=True, norm_bias=True,
+        patch_values=channels * patch * patch, positions=(image // patch) ** 2 + 1,
+    )  # fmt: skip
+    adapter = i * adapter_in + adapter_out * adapter_out
+    return tower + h + 4 * h + adapter + vision_out * text
+
+
+def _qwen2_5_vl_vision(r: _Reader, text_hidden: Any) -> int | None:
+    layers, h, i, patch = (
+        r.integer(k) for k in ("depth", "hidden_size", "intermediate_size", "patch_size")
+    )
+    # transformers 4.49 and earlier wrote the channels as `in_chans`.
+    channels = r.integer("in_channels" if r.cfg.get("in_chans") is None else "in_chans")
+    temporal, merge = r.integer("temporal_patch_size"), r.integer("spatial_merge_size")
+    out = r.integer("out_hidden_size")
+    if None in (layers, h, i, patch, channels, temporal, merge, out):
+        return None
+    assert layers and h and i and patch and channels and temporal and merge and out
+    tower = vit_parameters(
+        layers, h, i, gated_mlp=True, attention_bias=True, mlp_bias=True, norm_bias=False,
+        patch_values=channels * temporal * patch * patch,
+    )  # fmt: skip
+    merged = h * merge * merge
+    return tower + h + merged * merged + merged + merged * out + out
+
+
+_VISION_READERS = {
+    "siglip": _siglip,
+    "pixtral": _pixtral,
+    "llama4": _llama4_vision,
+    "qwen2_5_vl": _qwen2_5_vl_vision,
+}
 
 
 # Public API -----------------------------------------------------------------------------------
@@ -384,7 +617,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
     r = _Reader(merged, family.defaults, where)
     layers = r.integer("num_hidden_layers")
     hidden = r.integer("hidden_size")
-    intermediate = r.integer("intermediate_size")
+    intermediate = r.integer(family.dense_width)
     heads = r.integer("num_attention_heads")
     vocab = r.integer("vocab_size")
     kv_heads = r.integer("num_key_value_heads", optional=True) or heads
@@ -451,14 +684,21 @@ def model_entry_from_hf_config(
     ``hidden_size``, ``intermediate_size``, ``attention_heads``, ``kv_heads``, ``head_dim``,
     ``vocab_size``, ``tied_embeddings``, ``attention_bias``, and the optional blocks ``moe``,
     ``mla``, ``sliding_window`` keyed by the dataclass field names (null fields left out).
+
+    A multimodal config also gets ``parameters`` (before ``layers``): the decoder's count plus
+    its vision tower and projector (:func:`vision_parameters_from_hf_config`), so the weights a
+    server loads include the tower; the decoder's own count is still derived from the fields.
     """
     arch = architecture_from_hf_config(cfg)
+    vision = vision_parameters_from_hf_config(cfg)
     entry: dict[str, Any] = {"id": id, "name": name or id}
     src = source or _default_source(cfg)
     if src:
         entry["source"] = src
     if revision:
         entry["revision"] = revision
+    if vision:
+        entry["parameters"] = count_parameters(arch).total + vision
     entry |= {
         "layers": arch.layers,
         "hidden_size": arch.hidden_size,
