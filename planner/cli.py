@@ -285,7 +285,7 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
 
     from planner.measure import load_measurements
     from planner.measure.calibrate import calibrate as fit
-    from planner.measure.calibrate import calibration_document
+    from planner.measure.calibrate import calibration_document, summary
 
     catalog = _load(catalogs)
     try:
@@ -301,7 +301,10 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
             err=True,
         )
         sys.exit(EXIT_INVALID)
-    text = yaml.safe_dump(calibration_document(fit(catalog, measurements)), sort_keys=False)
+    fits = fit(catalog, measurements)
+    text = yaml.safe_dump(calibration_document(fits), sort_keys=False)
+    for line in summary(fits):
+        click.echo(line, err=True)
     if out is None:
         click.echo(text, nl=False)
         return

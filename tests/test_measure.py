@@ -321,7 +321,8 @@ def _synthetic(catalog, concurrency: int, figures_of, **entry: Any) -> Measureme
 
 def test_known_efficiencies_are_recovered_within_one_percent() -> None:
     """Latencies computed with bandwidth efficiency 0.63, compute efficiency 0.41 and a 3.5 ms
-    step overhead, at 1, 8, 32 and 96 users: fitted from the catalog's 0.8, 0.5 and 2 ms."""
+    step overhead, at 1, 8, 32 and 96 users and a second prompt length at one user: fitted from
+    the catalog's 0.8, 0.5 and 2 ms."""
     base = load_catalog(shipped_catalogs())
     truth = {"bandwidth_efficiency": 0.63, "compute_efficiency": 0.41, "step_overhead": 0.0035}
     true_catalog = replace(base, assumptions=base.assumptions.model_copy(update=truth))
@@ -334,13 +335,16 @@ def test_known_efficiencies_are_recovered_within_one_percent() -> None:
         return figures
 
     measurements = tuple(_synthetic(true_catalog, c, figures_of) for c in (1, 8, 32, 96))
+    # a second prompt length at one request: one length cannot fit the compute efficiency
+    long = {"id": "synthetic-long", "prompt_tokens": 4000}
+    measurements += (_synthetic(true_catalog, 1, figures_of, **long),)
     (fit,) = calibrate(base, measurements)
     assert (fit.hardware, fit.engine) == ("h100-sxm-80gb", "vllm 0.10")
     assert fit.bandwidth_efficiency == pytest.approx(0.63, rel=0.01)
     assert fit.step_overhead_s == pytest.approx(0.0035, rel=0.01)
     assert fit.compute_efficiency == pytest.approx(0.41, rel=0.01)
     assert all(abs(p.error_fraction) < 1e-6 for p in fit.points)
-    assert len(fit.points) == 5  # four decode steps and one first token
+    assert len(fit.points) == 7  # five decode steps and two first tokens
 
 
 def test_memory_constants_are_fitted_to_the_logs(measured_catalog: Path) -> None:
@@ -363,7 +367,12 @@ def test_memory_constants_are_fitted_to_the_logs(measured_catalog: Path) -> None
 def test_the_calibrate_command_prints_and_writes_once(measured_catalog: Path, tmp_path: Path):
     shown = CliRunner().invoke(main, ["calibrate", "--catalogs", str(measured_catalog)])
     assert shown.exit_code == 0, shown.output
-    document = yaml.safe_load(shown.output)["calibration"]
+    document = yaml.safe_load(shown.stdout)["calibration"]
+    # the terminal says per fit what was used, what was not and why, apart from the document
+    assert "a10-24gb on vllm 0.7: 2 figure(s) used, " in shown.stderr
+    assert "not used: oci-a10-llama-3.1-8b kv_pool_tokens: follows from the fitted" in (
+        shown.stderr
+    )
     a10 = next(entry for entry in document if entry["hardware"] == "a10-24gb")
     assert a10["engine"] == "vllm 0.7" and a10["non_torch"] == "0.05 GiB"
     assert {p["figure"] for p in a10["points"]} == {"activation_peak_bytes", "non_torch_bytes"}

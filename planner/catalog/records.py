@@ -762,7 +762,22 @@ class ApiOffersFile(Record):
 
 
 #: The figures of a calibration point that are latencies (the error band is fitted to these).
-LATENCY_FIGURES = ("itl_s.p50", "ttft_s.p50")
+#: The measured latency and throughput statistics a calibration fits, each against the plan's
+#: metric of the same definition (planner.measure.compare.COMPARED).
+LATENCY_FIGURES = (
+    "itl_s.p50",
+    "itl_s.mean",
+    "tpot_s.mean",
+    "tpot_s.p50",
+    "ttft_s.p50",
+    "ttft_s.mean",
+    "e2e_s.p50",
+    "e2e_s.mean",
+    "output_throughput",
+    "output_throughput.mean",
+    "request_throughput",
+    "request_throughput.mean",
+)
 
 #: An efficiency as fitted: above 1 where the model overstates the bytes or FLOP of a step.
 FittedEfficiency = Annotated[float, Field(strict=True, gt=0, le=2)]
@@ -777,26 +792,52 @@ def _engine_series(value: str) -> str:
     return value
 
 
+_Figure = Annotated[str, Field(strict=True, pattern=r"^[a-z0-9_.]+$", max_length=100)]
+
+
+def _relative_error(estimate: float, measured: float) -> float:
+    """estimate ÷ measured − 1 (0 for a measured 0 that is estimated exactly)."""
+    if measured == 0:
+        return 0.0 if estimate == 0 else float("inf")
+    return estimate / measured - 1
+
+
 class CalibrationPoint(Record):
-    """A measured figure a fit used, with the value the fit gives it."""
+    """A measured figure a fit used, with the value the fit gives it and the value a fit
+    without it predicts (its held-out estimate)."""
 
     measurement: Id
-    figure: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9_.]+$", max_length=100)]
+    figure: _Figure
     measured: Annotated[float, Field(strict=True, allow_inf_nan=False)]
     fitted: Annotated[float, Field(strict=True, allow_inf_nan=False)]
-    error: Text | None = None  # as ``planner calibrate`` prints it; recomputed, never read
+    held_out: Annotated[float, Field(strict=True, allow_inf_nan=False)] | None = None
+    # as ``planner calibrate`` prints them; recomputed, never read
+    error: Text | None = None
+    held_out_error: Text | None = None
 
     @property
     def error_fraction(self) -> float:
         """fitted ÷ measured − 1 (0 for a measured 0 that is fitted exactly)."""
-        if self.measured == 0:
-            return 0.0 if self.fitted == 0 else float("inf")
-        return self.fitted / self.measured - 1
+        return _relative_error(self.fitted, self.measured)
+
+    @property
+    def held_out_error_fraction(self) -> float | None:
+        """held-out estimate ÷ measured − 1; None where the file gives no held-out estimate."""
+        return None if self.held_out is None else _relative_error(self.held_out, self.measured)
+
+
+class UnusedPoint(Record):
+    """A measured figure a fit did not use, and why."""
+
+    measurement: Id
+    figure: _Figure
+    reason: Text
 
 
 class Calibration(Record):
     """The figures fitted to measurements of one hardware × engine release series, as
-    ``planner calibrate`` writes them, with the points they were fitted to."""
+    ``planner calibrate`` writes them, with the points they were fitted to, those they were
+    not, and what the points could not tell apart."""
 
     hardware: Id
     engine: Annotated[str, Field(strict=True, max_length=100), AfterValidator(_engine_series)]
@@ -807,16 +848,27 @@ class Calibration(Record):
     non_torch: OptionalBytes = None
     non_torch_tensor_parallel: OptionalBytes = None
     points: list[CalibrationPoint] = Field(default=[], max_length=10_000)
+    unused: list[UnusedPoint] = Field(default=[], max_length=10_000)
+    notes: list[Text] = Field(default=[], max_length=100)
 
     def latency_points(self) -> list[CalibrationPoint]:
         return [p for p in self.points if p.figure in LATENCY_FIGURES]
 
+    def held_out(self) -> bool:
+        """Whether every latency point carries its held-out estimate (the band then comes from
+        those; a calibration written before held-out estimates has only in-sample errors)."""
+        points = self.latency_points()
+        return bool(points) and all(p.held_out is not None for p in points)
+
     def latency_rms_fraction(self) -> float | None:
-        """Root mean square of the latency points' relative errors (None without one)."""
-        errors = [p.error_fraction for p in self.latency_points()]
-        if not errors:
+        """Root mean square of the latency points' relative errors, held out where every point
+        has its held-out estimate, else in-sample (None without a latency point)."""
+        points = self.latency_points()
+        if not points:
             return None
-        return float(sum(e * e for e in errors) / len(errors)) ** 0.5
+        held_out = self.held_out()
+        errors = [p.held_out_error_fraction if held_out else p.error_fraction for p in points]
+        return float(sum(e * e for e in errors if e is not None) / len(errors)) ** 0.5
 
 
 class CalibrationFile(Record):

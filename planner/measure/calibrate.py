@@ -1,48 +1,73 @@
-"""Calibration: the efficiencies and overheads that make the estimates meet the measurements.
+"""Calibration: the efficiencies and overheads that make the estimates meet the measurements,
+and how well they predict a measurement they were not fitted to.
 
-Per hardware × engine release, by least squares on the measured points:
+Per hardware × engine release:
 
-* **Decode.** A memory-bound decode step is ``read bytes ÷ (bandwidth × efficiency) +
-  all-reduce + step overhead``: with ``M`` the step's memory time at full efficiency, each
-  measured inter-token latency ``y`` gives ``y − all-reduce = M ÷ efficiency + overhead``, a
-  line in ``M``. Two or more batch sizes fit both; a single point fits the efficiency with the
-  catalog's overhead, unless that makes the step read at less than
-  :data:`LEAST_BANDWIDTH_EFFICIENCY` of the datasheet: such a step is not bound by bandwidth
-  but by fixed costs (kernel launches, small kernels of a deep mixture of experts), so the
-  efficiency is held there and the overhead fitted.
-* **Prefill.** At one request in flight a compute-bound prompt takes ``FLOP ÷ (peak ×
-  efficiency) + all-reduce + overhead`` after preprocessing: each median time to first token
-  gives one estimate of the compute efficiency (the fitted decode overhead is used); their
-  least-squares value is the one that minimises the squared time errors. A prompt whose
-  arithmetic at the assumed efficiency is shorter than its weight read is bound by the read,
-  and says nothing of the compute efficiency: it is left out.
+* **Latency and throughput.** Each measured statistic is held against the plan's metric of the
+  same definition (:data:`planner.measure.compare.COMPARED`: a median inter-token latency
+  against one step at the load batch, a mean TPOT against the time per output token with the
+  others' prefills, a TTFT against the time to first token at load, end to end, throughput),
+  evaluated by the plan itself for the candidate as measured. The fitted figures minimise the
+  sum of squared relative errors (bounded least squares), so a point reads in the plan that
+  uses the calibration as the fit says: first the bandwidth efficiency and the fixed step
+  overhead on the decode figures (inter-token, TPOT, end to end, throughput), then the compute
+  efficiency on the times to first token over those. Only what the points can tell apart is
+  fitted: the step overhead needs decode figures at two or more step sizes (batch or
+  context), else it and the bandwidth efficiency are one slope and the overhead stays
+  assumed; the compute efficiency needs prompts of two or more lengths whose arithmetic
+  outlasts their weight read (one length cannot tell the arithmetic from the fixed time of
+  its steps: a deep mixture's 1,024-token prompt fitted alone gave 0.12, and the set's other
+  TTFTs came out 126 % too slow). A step too slow for any decode kernel (below
+  :data:`LEAST_BANDWIDTH_EFFICIENCY` of the datasheet) is fixed costs: the efficiency is held
+  there and the overhead fitted.
+* **Held-out error.** Each latency point is predicted once more by a fit made without it
+  (leave one out, the same rules on the remaining points; with no point left, the
+  assumptions). The band the plan puts on calibrated estimates comes from those errors, not
+  from the in-sample fit, which a fit with as many figures as points makes exact.
 * **Memory.** The engine's activation peak is its structural peak × a scale (a line through
   the origin); memory outside PyTorch is the mean measured, apart for tensor parallelism.
 
-Every point used is kept with the fitted estimate and its error, so a reader sees how good the
-fit is and where it fails.
+Every figure of every measurement is either a point of a fit, with its fitted and held-out
+estimates, or listed as unused with the reason.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from planner.catalog import Catalog
 from planner.catalog.engines import series_of
+from planner.catalog.records import LATENCY_FIGURES
 from planner.measure import Measurement
-from planner.measure.compare import _engine, estimate_row, measured_figures
+from planner.measure.compare import COMPARED, _engine, estimate_rows, measured_figures
 from planner.model.engine import activation_peak_bytes
 
 #: The least share of datasheet bandwidth a fitted decode step is said to sustain. Memory-bound
-#: decode kernels reach 60–90 % of HBM bandwidth; a single point that asks for less is a step
-#: dominated by fixed costs, which only the overhead can carry (fitting the efficiency instead
-#: would slow every weight read with it, prefill included).
+#: decode kernels reach 60–90 % of HBM bandwidth; points that ask for less are steps dominated
+#: by fixed costs, which only the overhead can carry (fitting the efficiency instead would slow
+#: every weight read with it, prefill included).
 LEAST_BANDWIDTH_EFFICIENCY = 0.5
+
+#: Bounds of the fitted figures: efficiencies as the calibration file accepts them (above 1
+#: where the model overstates a step's bytes or FLOP), an overhead of at most a second.
+BOUNDS = {
+    "bandwidth_efficiency": (LEAST_BANDWIDTH_EFFICIENCY, 2.0),
+    "compute_efficiency": (0.01, 2.0),
+    "step_overhead": (0.0, 1.0),
+}
+
+#: How many times the decode and prompt figures are fitted in turn, at most.
+ALTERNATIONS = 8
+
+#: Two step sizes closer than this (relative) are one size to the fit.
+DISTINCT = 0.05
 
 #: The activation peak's inputs other than the release's two constants.
 ACTIVATION_INPUTS = (
@@ -55,24 +80,66 @@ ACTIVATION_INPUTS = (
     "max_batch_sequences",
 )
 
+#: Figures compared with the plan but not fitted, and why.
+COMPARED_ONLY = {
+    "total_memory_bytes": "the device's memory: a datasheet figure, compared, not fitted",
+    "weights_bytes": "set by the model and the precision, compared, not fitted",
+    "cuda_graph_bytes": "the release's constant, compared, not fitted",
+    "kv_pool_bytes": "follows from the fitted activation scale and non-torch memory",
+    "kv_pool_tokens": "follows from the fitted activation scale and non-torch memory",
+    "max_concurrency": "follows from the KV pool (compared, not fitted)",
+    "gpu_blocks": "follows from the KV pool (compared as tokens, not fitted)",
+}
+
+#: Figures that describe how a run was set up, not what it measured.
+SETTINGS = {
+    "gpu_memory_utilization",
+    "max_model_len",
+    "request_rate",
+    "num_prompts",
+    "completed",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "memory_total_bytes",
+}
+
+DECODE_FIGURES = tuple(f for f in LATENCY_FIGURES if not f.startswith("ttft"))
+
 
 @dataclass
 class Point:
-    """One measured figure used by a fit, with the value the fit gives it."""
+    """One measured figure used by a fit, with the value the fit gives it and the value a fit
+    without it predicts."""
 
     measurement: str
     figure: str
     measured: float
     fitted: float = math.nan
+    held_out: float = math.nan
 
     @property
     def error_fraction(self) -> float:
         return self.fitted / self.measured - 1 if self.measured else math.nan
 
+    @property
+    def held_out_error_fraction(self) -> float:
+        return self.held_out / self.measured - 1 if self.measured else math.nan
+
+
+@dataclass(frozen=True)
+class Unused:
+    """A measured figure no fit used, and why."""
+
+    measurement: str
+    figure: str
+    reason: str
+
 
 @dataclass
 class Calibration:
-    """The fitted figures of one hardware × engine release (None where no point informs one)."""
+    """The fitted figures of one hardware × engine release (None where no point informs one),
+    the points, the figures not used, and what the points could not separate."""
 
     hardware: str
     engine: str
@@ -83,78 +150,253 @@ class Calibration:
     non_torch_bytes: float | None = None
     non_torch_tensor_parallel_bytes: float | None = None
     points: list[Point] = field(default_factory=list)
+    unused: list[Unused] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def latency_points(self) -> list[Point]:
+        return [p for p in self.points if p.figure in LATENCY_FIGURES]
+
+    def rms(self, held_out: bool) -> float | None:
+        """Root mean square relative error of the latency points: in-sample or held out."""
+        errors = [
+            p.held_out_error_fraction if held_out else p.error_fraction
+            for p in self.latency_points()
+        ]
+        return float(np.sqrt(np.mean(np.square(errors)))) if errors else None
+
+
+# Latency: the plan's own metrics, fitted -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    """A measured latency or throughput statistic and the candidate it was measured on."""
+
+    measurement: Measurement
+    figure: str
+    measured: float
+
+    @property
+    def metric(self) -> str:
+        return COMPARED[self.figure][0]
+
+
+Predict = Callable[[dict[str, float], Sequence[LatencyPoint]], np.ndarray]
 
 
 def _ideal(catalog: Catalog) -> Catalog:
-    """The catalog at full efficiency, no step overhead and no earlier calibration: times are
-    then pure bytes ÷ bandwidth and FLOP ÷ peak, the regressors of the fit."""
-    assumptions = catalog.assumptions.model_copy(
-        update={"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead": 0.0}
+    """The catalog without any earlier calibration: the fit sets the assumptions itself."""
+    return replace(catalog, calibration=())
+
+
+def predictor(catalog: Catalog) -> Predict:
+    """The plan's estimates of points under a set of fitted figures (the catalog's assumptions
+    with those figures in place of its own), one evaluation per engine profile."""
+    base = _ideal(catalog)
+
+    def predict(figures: dict[str, float], points: Sequence[LatencyPoint]) -> np.ndarray:
+        assumptions = base.assumptions.model_copy(update=figures)
+        rows = estimate_rows(
+            replace(base, assumptions=assumptions), [p.measurement for p in points]
+        )
+        return np.array([float(row[p.metric]) for row, p in zip(rows, points, strict=True)])
+
+    return predict
+
+
+@dataclass(frozen=True)
+class Design:
+    """Which figures a set of points can fit, and what they cannot tell apart."""
+
+    free: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _distinct(values: Sequence[float]) -> int:
+    """How many values differ from each other by more than :data:`DISTINCT`."""
+    kept: list[float] = []
+    for value in sorted(v for v in values if math.isfinite(v)):
+        if not kept or value > kept[-1] * (1 + DISTINCT):
+            kept.append(value)
+    return len(kept)
+
+
+def design(points: Sequence[LatencyPoint], rows: Sequence[Any], catalog: Catalog) -> Design:
+    """The figures the points can fit (their estimates at the assumptions in ``rows``)."""
+    decode = [(p, r) for p, r in zip(points, rows, strict=True) if p.figure in DECODE_FIGURES]
+    prompts = [(p, r) for p, r in zip(points, rows, strict=True) if p.figure.startswith("ttft")]
+    free: list[str] = []
+    notes: list[str] = []
+    a = catalog.assumptions
+    if decode:
+        free.append("bandwidth_efficiency")
+        steps = _distinct([float(r["load_decode_memory_s"]) for _, r in decode])
+        if steps >= 2:
+            free.append("step_overhead")
+        else:
+            notes.append(
+                f"the decode figures are at one step size (one batch, one context length): the "
+                f"step overhead and the bandwidth efficiency are one slope, so the overhead "
+                f"stays assumed ({a.step_overhead * 1e3:g} ms); measure the decode latency at a "
+                f"second batch size (e.g. 1 and 32 requests at once) to fit both"
+            )
+        contexts = _distinct([float(r["kv_read_bytes_per_sequence_step"]) for _, r in decode])
+        if contexts < 2:
+            notes.append(
+                f"the decode figures are at one context length: the time per decoding sequence "
+                f"and the bandwidth spent reading each sequence's cache are one slope, so the "
+                f"time per sequence stays assumed ({a.step_overhead_per_sequence * 1e6:g} µs); "
+                f"measure at a second prompt length to tell them apart"
+            )
+    if prompts:
+        bound = [
+            (p, r)
+            for p, r in prompts
+            if r["prefill_flops"] / r["achieved_compute_flops_per_s"] + r["matmul_padding_s"]
+            >= r["weight_read_s"]
+        ]
+        if _distinct([float(r["prefill_flops"]) for _, r in bound]) >= 2:
+            free.append("compute_efficiency")
+        elif bound:
+            notes.append(
+                f"the prompts whose arithmetic outlasts their weight read are of one length: "
+                f"their arithmetic and the fixed time of their steps are one slope, so the "
+                f"compute efficiency stays assumed ({a.compute_efficiency:g}); measure the time "
+                f"to first token at a second prompt length (e.g. 1,000 and 4,000 tokens at one "
+                f"request) to fit it"
+            )
+        else:
+            notes.append(
+                "every prompt measured is bound by reading the weights, not by its arithmetic: "
+                "the compute efficiency stays assumed; measure the time to first token of a "
+                "longer prompt (thousands of tokens) at one request"
+            )
+        if not decode and "step_overhead" not in free:
+            notes.append(
+                "no decode figure: the bandwidth efficiency and the step overhead stay assumed"
+            )
+    return Design(tuple(free), tuple(notes))
+
+
+def _transform(name: str, value: float) -> float:
+    """The fit's variable for a figure: an efficiency as its inverse (a time multiplier, which
+    the step times are linear in), an overhead in milliseconds."""
+    return 1 / value if name.endswith("efficiency") else value * 1e3
+
+
+def _untransform(name: str, value: float) -> float:
+    return 1 / value if name.endswith("efficiency") else value / 1e3
+
+
+def _solve(
+    predict: Predict,
+    points: Sequence[LatencyPoint],
+    free: Sequence[str],
+    start: dict[str, float],
+) -> dict[str, float]:
+    """The figures in ``free`` that minimise the squared relative errors of ``points`` (bounded
+    least squares, trust-region reflective), the others as in ``start``."""
+    measured = np.array([p.measured for p in points])
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        figures = dict(start) | {n: _untransform(n, v) for n, v in zip(free, x, strict=True)}
+        return predict(figures, points) / measured - 1
+
+    lower = [min(_transform(n, b) for b in BOUNDS[n]) for n in free]
+    upper = [max(_transform(n, b) for b in BOUNDS[n]) for n in free]
+    x0 = np.clip([_transform(n, start[n]) for n in free], lower, upper)
+    found = least_squares(residuals, x0, bounds=(lower, upper), diff_step=1e-4, x_scale="jac")
+    return dict(start) | {n: _untransform(n, v) for n, v in zip(free, found.x, strict=True)}
+
+
+def fit_latency(
+    predict: Predict, points: Sequence[LatencyPoint], catalog: Catalog
+) -> tuple[dict[str, float], tuple[str, ...], tuple[str, ...]]:
+    """The fitted figures for ``points`` (the assumptions where none can be fitted), the
+    names fitted, and the notes on what the points could not separate."""
+    a = catalog.assumptions
+    start = {
+        "bandwidth_efficiency": a.bandwidth_efficiency,
+        "compute_efficiency": a.compute_efficiency,
+        "step_overhead": a.step_overhead,
+    }
+    if not points:
+        return start, (), ()
+    rows = estimate_rows(
+        replace(_ideal(catalog), assumptions=a.model_copy(update=start)),
+        [p.measurement for p in points],
     )
-    return replace(catalog, assumptions=assumptions, calibration=())
+    chosen = design(points, rows, catalog)
+    notes = list(chosen.notes)
+    decode = [p for p in points if p.figure in DECODE_FIGURES]
+    prompts = [p for p in points if p not in decode]
+    # the decode figures fix what a step reads and its fixed time, the prompts the arithmetic
+    # over those, in turn until neither moves (a joint fit would let a prompt's fixed costs
+    # move every step; a compute-bound decode step needs the arithmetic the prompts fix)
+    free = [n for n in chosen.free if n != "compute_efficiency"]
+    figures = dict(start)
+    for _ in range(ALTERNATIONS):
+        before = dict(figures)
+        if free:
+            figures = _decode(predict, decode, free, figures, notes)
+        if "compute_efficiency" in chosen.free:
+            figures = _solve(predict, prompts, ["compute_efficiency"], figures)
+        if not free or "compute_efficiency" not in chosen.free:
+            break
+        if all(math.isclose(figures[n], before[n], rel_tol=1e-6) for n in figures):
+            break
+    if "step_overhead" not in free and any("fixed costs" in note for note in notes):
+        free.append("step_overhead")
+    if "compute_efficiency" in chosen.free:
+        free.append("compute_efficiency")
+    return figures, tuple(free), tuple(dict.fromkeys(notes))
 
 
-def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope and intercept of y on x."""
-    design = np.column_stack([x, np.ones_like(x)])
-    (slope, intercept), *_ = np.linalg.lstsq(design, y, rcond=None)
-    return float(slope), float(intercept)
-
-
-Row = tuple[Measurement, Any, float]
-
-
-def _decode(rows: list[Row], default_overhead: float, fit: Calibration) -> None:
-    memory = np.array([e["load_decode_memory_s"] for _, e, _ in rows])
-    bound = np.array(
-        [max(e["load_decode_memory_s"], e["load_decode_compute_s"]) for _, e, _ in rows]
+def _decode(
+    predict: Predict,
+    points: Sequence[LatencyPoint],
+    free: list[str],
+    start: dict[str, float],
+    notes: list[str],
+) -> dict[str, float]:
+    """The bandwidth efficiency (and overhead, where ``free``) fitted to the decode points; a
+    step too slow for any kernel is fixed costs, which only the overhead can carry."""
+    figures = _solve(predict, points, free, start)
+    held = figures["bandwidth_efficiency"] <= LEAST_BANDWIDTH_EFFICIENCY * (1 + 1e-6)
+    if not held or "step_overhead" in free:
+        return figures
+    start = figures | {"bandwidth_efficiency": LEAST_BANDWIDTH_EFFICIENCY}
+    notes.append(
+        f"the decode steps are slower than any kernel reading at "
+        f"{LEAST_BANDWIDTH_EFFICIENCY:.0%} of the datasheet bandwidth: the efficiency is held "
+        f"there and the rest fitted as step overhead (fixed costs)"
     )
-    allreduce = np.array([e["itl_load_s"] for _, e, _ in rows]) - bound
-    y = np.array([measured for _, _, measured in rows]) - allreduce
-    if len(np.unique(np.round(memory, 12))) >= 2:
-        slope, overhead = _line(memory, y)
-        if overhead < 0:  # no step takes less than its reads: the line through the origin
-            overhead = 0.0
-            slope = float(np.sum(memory * y) / np.sum(memory * memory))
-    else:
-        overhead = default_overhead
-        slope = float(np.sum(memory * (y - overhead)) / np.sum(memory * memory))
-        if slope > 1 / LEAST_BANDWIDTH_EFFICIENCY:  # too slow for bandwidth: fixed costs
-            slope = 1 / LEAST_BANDWIDTH_EFFICIENCY
-            overhead = max(float(np.mean(y - memory * slope)), 0.0)
-    fit.bandwidth_efficiency = 1 / slope
-    fit.step_overhead_s = overhead
-    for (measurement, _, measured), m, a in zip(rows, memory, allreduce, strict=True):
-        fitted = float(m * slope + overhead + a)
-        fit.points.append(Point(measurement.entry.id, "itl_s.p50", measured, fitted))
+    return _solve(predict, points, ["step_overhead"], start)
 
 
-def _compute_bound(
-    rows: list[Row], bandwidth_efficiency: float, compute_efficiency: float
-) -> list[Row]:
-    """The prefills whose arithmetic, at the assumed compute efficiency and with the weight
-    multiplications' padding, outlasts their weight read at the fitted bandwidth: only those
-    say anything of the compute efficiency (a prompt bound by reading the weights would put the
-    read's excess into the arithmetic)."""
-    return [
-        row
-        for row in rows
-        if row[1]["prefill_flops"] / row[1]["achieved_compute_flops_per_s"] / compute_efficiency
-        + row[1]["matmul_padding_s"]
-        >= row[1]["weight_read_s"] / bandwidth_efficiency
-    ]
+def _latency(catalog: Catalog, points: list[LatencyPoint], fit: Calibration) -> None:
+    predict = predictor(catalog)
+    figures, free, notes = fit_latency(predict, points, catalog)
+    fit.notes.extend(notes)
+    if not points:
+        return
+    fitted = predict(figures, points)
+    held_out = []
+    for i in range(len(points)):
+        others = points[:i] + points[i + 1 :]
+        without, _, _ = fit_latency(predict, others, catalog)
+        held_out.append(float(predict(without, [points[i]])[0]))
+    if "bandwidth_efficiency" in free:
+        fit.bandwidth_efficiency = figures["bandwidth_efficiency"]
+    if "step_overhead" in free or "bandwidth_efficiency" in free:
+        fit.step_overhead_s = figures["step_overhead"]
+    if "compute_efficiency" in free:
+        fit.compute_efficiency = figures["compute_efficiency"]
+    for p, estimate, out in zip(points, fitted, held_out, strict=True):
+        fit.points.append(Point(p.measurement.entry.id, p.figure, p.measured, float(estimate), out))
 
 
-def _prefill(rows: list[Row], overhead: float, fit: Calibration) -> None:
-    """ttft = preprocess + compute ÷ efficiency + all-reduce + overhead, one request alone."""
-    compute = np.array([e["prefill_flops"] / e["achieved_compute_flops_per_s"] for _, e, _ in rows])
-    rest = np.array([e["ttft_s"] for _, e, _ in rows]) - compute
-    y = np.array([measured for _, _, measured in rows]) - rest - overhead
-    inverse = float(np.sum(compute * y) / np.sum(compute * compute))
-    fit.compute_efficiency = 1 / inverse
-    for (measurement, _, measured), c, r in zip(rows, compute, rest, strict=True):
-        fitted = float(c * inverse + r + overhead)
-        fit.points.append(Point(measurement.entry.id, "ttft_s.p50", measured, fitted))
+# Memory --------------------------------------------------------------------------------------
 
 
 def _structural_activation(estimates: Any) -> tuple[float, float]:
@@ -167,65 +409,100 @@ def _structural_activation(estimates: Any) -> tuple[float, float]:
     return float(forward), float(sampler)
 
 
+def _scale(forward: np.ndarray, measured: np.ndarray, sampler: np.ndarray) -> float:
+    """The activation scale of a line through the origin [least squares]."""
+    return float(np.sum(forward * (measured - sampler)) / np.sum(forward * forward))
+
+
 def _memory(rows: list[tuple[Measurement, Any, dict[str, float]]], fit: Calibration) -> None:
     used = [(m, e, f) for m, e, f in rows if "activation_peak_bytes" in f]
     if used:
         parts = np.array([_structural_activation(e) for _, e, _ in used])
         measured = np.array([f["activation_peak_bytes"] for _, _, f in used])
         forward, sampler = parts[:, 0], parts[:, 1]
-        scale = float(np.sum(forward * (measured - sampler)) / np.sum(forward * forward))
+        scale = _scale(forward, measured, sampler)
         fit.activation_scale = scale
-        for (m, _, _), value, x, z in zip(used, measured, forward, sampler, strict=True):
-            point = Point(m.entry.id, "activation_peak_bytes", float(value), float(x * scale + z))
-            fit.points.append(point)
+        for i, (m, e, _) in enumerate(used):
+            rest = np.arange(len(used)) != i
+            alone = (
+                _scale(forward[rest], measured[rest], sampler[rest])
+                if rest.any()
+                else float(e["activation_scale"])
+            )
+            fit.points.append(
+                Point(
+                    m.entry.id,
+                    "activation_peak_bytes",
+                    float(measured[i]),
+                    float(forward[i] * scale + sampler[i]),
+                    float(forward[i] * alone + sampler[i]),
+                )
+            )
     for parallel in (False, True):
         chosen = [
-            (m, f["non_torch_bytes"])
-            for m, _, f in rows
+            (m, f["non_torch_bytes"], e["non_torch_bytes"])
+            for m, e, f in rows
             if "non_torch_bytes" in f and (m.entry.tensor_parallel > 1) == parallel
         ]
         if not chosen:
             continue
-        mean = float(np.mean([value for _, value in chosen]))
+        values = np.array([value for _, value, _ in chosen])
+        mean = float(np.mean(values))
         if parallel:
             fit.non_torch_tensor_parallel_bytes = mean
         else:
             fit.non_torch_bytes = mean
-        fit.points.extend(Point(m.entry.id, "non_torch_bytes", value, mean) for m, value in chosen)
+        for i, (m, value, assumed) in enumerate(chosen):
+            rest = np.delete(values, i)
+            alone = float(np.mean(rest)) if rest.size else float(assumed)
+            fit.points.append(Point(m.entry.id, "non_torch_bytes", value, mean, alone))
+
+
+# The whole calibration -----------------------------------------------------------------------
+
+
+def _unused_reason(figure: str, log: bool) -> str:
+    """Why a figure is not fitted; ``log``: it comes from an engine's start-up log (where
+    ``max_concurrency`` is what the pool holds, not a benchmark's setting)."""
+    if figure in SETTINGS or (figure == "max_concurrency" and not log):
+        return "a setting of the run, not a measured figure"
+    if figure in COMPARED_ONLY:
+        return COMPARED_ONLY[figure]
+    return (
+        "no plan metric of this definition (the plan estimates medians, means and "
+        "throughputs; percentiles and spreads are the simulation's)"
+    )
 
 
 def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[Calibration]:
     """One calibration per hardware × engine release that the measurements cover, in the order
-    first met."""
+    first met; every figure of every measurement is either a point or listed as unused."""
     groups: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for measurement in measurements:
         profile = _engine(catalog, measurement)
         key = (measurement.entry.hardware, f"{profile.name} {series_of(profile.version)}")
         groups[key].append(measurement)
-    ideal = _ideal(catalog)
     out = []
     for (hardware, engine), group in groups.items():
         fit = Calibration(hardware, engine)
-        decode, prefill, memory = [], [], []
-        for measurement in group:
+        latency: list[LatencyPoint] = []
+        memory = []
+        estimates = estimate_rows(catalog, group)
+        for measurement, estimate in zip(group, estimates, strict=True):
             figures = measured_figures(catalog, measurement)
-            estimates = estimate_row(ideal, measurement)
-            memory_bound = estimates["load_decode_memory_s"] >= estimates["load_decode_compute_s"]
-            if "itl_s.p50" in figures and memory_bound:
-                decode.append((measurement, estimates, figures["itl_s.p50"]))
-            if "ttft_s.p50" in figures and measurement.entry.concurrency in (None, 1):
-                prefill.append((measurement, estimates, figures["ttft_s.p50"]))
+            for figure, value in figures.items():
+                if figure in LATENCY_FIGURES:
+                    if math.isfinite(float(estimate[COMPARED[figure][0]])) and value > 0:
+                        latency.append(LatencyPoint(measurement, figure, value))
+                    else:
+                        reason = "the plan has no estimate for this candidate as measured"
+                        fit.unused.append(Unused(measurement.entry.id, figure, reason))
+                elif figure not in ("activation_peak_bytes", "non_torch_bytes"):
+                    reason = _unused_reason(figure, measurement.entry.format == "vllm-log")
+                    fit.unused.append(Unused(measurement.entry.id, figure, reason))
             if "activation_peak_bytes" in figures or "non_torch_bytes" in figures:
-                memory.append((measurement, estimate_row(catalog, measurement), figures))
-        if decode:
-            _decode(decode, catalog.assumptions.step_overhead, fit)
-        bandwidth = fit.bandwidth_efficiency or catalog.assumptions.bandwidth_efficiency
-        prefill = _compute_bound(prefill, bandwidth, catalog.assumptions.compute_efficiency)
-        if prefill:
-            overhead = fit.step_overhead_s
-            _prefill(
-                prefill, catalog.assumptions.step_overhead if overhead is None else overhead, fit
-            )
+                memory.append((measurement, estimate, figures))
+        _latency(catalog, latency, fit)
         if memory:
             _memory(memory, fit)
         out.append(fit)
@@ -233,27 +510,27 @@ def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[C
 
 
 def _quantity(value: float | None, unit: str, scale: float = 1.0, digits: int = 4) -> Any:
-    return None if value is None else f"{round(value / scale, digits)} {unit}".strip()
+    return None if value is None else f"{round(float(value) / scale, digits)} {unit}".strip()
+
+
+def _rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
 
 
 def calibration_document(fits: list[Calibration]) -> dict[str, Any]:
     """The fits as a YAML-ready document: the fitted figures in catalog units (those no point
-    informs are left out) and every point used, with its error."""
+    informs are left out), every point used with its fitted and held-out estimates and errors,
+    every figure not used with why, and what the points could not separate."""
     from planner.model.units import GIB
 
     entries = []
     for fit in fits:
         figures = {
-            "bandwidth_efficiency": None
-            if fit.bandwidth_efficiency is None
-            else round(fit.bandwidth_efficiency, 4),
-            "step_overhead": _quantity(fit.step_overhead_s, "ms", 1e-3),
-            "compute_efficiency": None
-            if fit.compute_efficiency is None
-            else round(fit.compute_efficiency, 4),
-            "activation_scale": None
-            if fit.activation_scale is None
-            else round(fit.activation_scale, 4),
+            "bandwidth_efficiency": _rounded(fit.bandwidth_efficiency),
+            # to the microsecond: the plan must read each fitted point as the fit does
+            "step_overhead": _quantity(fit.step_overhead_s, "ms", 1e-3, 6),
+            "compute_efficiency": _rounded(fit.compute_efficiency),
+            "activation_scale": _rounded(fit.activation_scale),
             "non_torch": _quantity(fit.non_torch_bytes, "GiB", GIB),
             "non_torch_tensor_parallel": _quantity(fit.non_torch_tensor_parallel_bytes, "GiB", GIB),
         }
@@ -261,13 +538,42 @@ def calibration_document(fits: list[Calibration]) -> dict[str, Any]:
             {
                 "measurement": p.measurement,
                 "figure": p.figure,
-                "measured": p.measured,
-                "fitted": round(p.fitted, 12),
+                "measured": float(p.measured),
+                "fitted": round(float(p.fitted), 12),
                 "error": f"{p.error_fraction:+.1%}",
+                "held_out": round(float(p.held_out), 12),
+                "held_out_error": f"{p.held_out_error_fraction:+.1%}",
             }
             for p in fit.points
         ]
-        entry = {"hardware": fit.hardware, "engine": fit.engine}
+        entry: dict[str, Any] = {"hardware": fit.hardware, "engine": fit.engine}
         entry |= {k: v for k, v in figures.items() if v is not None}
-        entries.append(entry | {"points": points})
+        entry["points"] = points
+        if fit.unused:
+            entry["unused"] = [
+                {"measurement": u.measurement, "figure": u.figure, "reason": u.reason}
+                for u in fit.unused
+            ]
+        if fit.notes:
+            entry["notes"] = list(fit.notes)
+        entries.append(entry)
     return {"calibration": entries}
+
+
+def summary(fits: list[Calibration]) -> list[str]:
+    """What a calibration did, in lines for a terminal: per fit, the points used and not,
+    the in-sample and held-out errors, and what the points could not separate."""
+    lines = []
+    for fit in fits:
+        used, unused = len(fit.points), len(fit.unused)
+        line = f"{fit.hardware} on {fit.engine}: {used} figure(s) used, {unused} not used"
+        inside, outside = fit.rms(held_out=False), fit.rms(held_out=True)
+        if inside is not None and outside is not None:
+            line += (
+                f"; latency error {inside:.1%} in sample, {outside:.1%} held out "
+                f"(each point predicted by a fit without it: the band uses this)"
+            )
+        lines.append(line + ".")
+        lines.extend(f"  not used: {u.measurement} {u.figure}: {u.reason}" for u in fit.unused)
+        lines.extend(f"  note: {note}" for note in fit.notes)
+    return lines

@@ -9,6 +9,7 @@ engine defaults), and a closed-loop workload of its concurrency and lengths.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -112,31 +113,62 @@ def _workload(measurement: Measurement, engine: Engine) -> Workload:
     )
 
 
+def estimate_rows(catalog: Catalog, measurements: Sequence[Measurement]) -> list[pd.Series]:
+    """The plan's metrics for the candidates the measurements were taken on, each as it was
+    set up, in their order; measurements run on the same engine profile are evaluated in one
+    pass (a fit evaluates its points many times)."""
+    groups: dict[str, list[int]] = {}
+    engines = [_engine(catalog, m) for m in measurements]
+    for i, engine in enumerate(engines):
+        groups.setdefault(engine.model_dump_json(), []).append(i)
+    rows: list[pd.Series | None] = [None] * len(measurements)
+    for members in groups.values():
+        engine = engines[members[0]]
+        entries = [measurements[i].entry for i in members]
+        workloads = tuple(
+            _workload(measurements[i], engine).model_copy(update={"id": f"measured-{n}"})
+            for n, i in enumerate(members)
+        )
+        assumptions = catalog.assumptions.model_copy(
+            update={
+                "engine": engine,
+                "tensor_parallel_sizes": sorted({e.tensor_parallel for e in entries}),
+            }
+        )
+        sub = replace(
+            catalog,
+            hardware=tuple(
+                catalog.get("hardware", h) for h in dict.fromkeys(e.hardware for e in entries)
+            ),
+            models=tuple(catalog.get("models", m) for m in dict.fromkeys(e.model for e in entries)),
+            precisions=tuple(
+                catalog.get("precisions", p) for p in dict.fromkeys(e.precision for e in entries)
+            ),
+            workloads=workloads,
+            assumptions=assumptions,
+            scenarios=(),
+            deployment=(),
+        )
+        plan = pd.DataFrame(
+            [
+                (e.hardware, e.model, e.precision, w.id, e.tensor_parallel)
+                for e, w in zip(entries, workloads, strict=True)
+            ],
+            columns=ALL_KEYS,
+        )
+        table = evaluate_plan(sub, plan).table
+        assumed = pd.Series({g.name: g.get(assumptions) * g.scale for g in GLOBALS})
+        extra = assumed[~assumed.index.isin(table.columns)]
+        for n, i in enumerate(members):
+            row = table.iloc[n].copy()
+            row["workload"] = "measured"
+            rows[i] = pd.concat([row, extra])
+    return [row for row in rows if row is not None]
+
+
 def estimate_row(catalog: Catalog, measurement: Measurement) -> pd.Series:
     """The plan's metrics for the candidate a measurement was taken on, as it was set up."""
-    entry = measurement.entry
-    engine = _engine(catalog, measurement)
-    assumptions = catalog.assumptions.model_copy(
-        update={"engine": engine, "tensor_parallel_sizes": [entry.tensor_parallel]}
-    )
-    workload = _workload(measurement, engine)
-    sub = replace(
-        catalog,
-        hardware=(catalog.get("hardware", entry.hardware),),
-        models=(catalog.get("models", entry.model),),
-        precisions=(catalog.get("precisions", entry.precision),),
-        workloads=(workload,),
-        assumptions=assumptions,
-        scenarios=(),
-        deployment=(),
-    )
-    plan = pd.DataFrame(
-        [(entry.hardware, entry.model, entry.precision, workload.id, entry.tensor_parallel)],
-        columns=ALL_KEYS,
-    )
-    row = evaluate_plan(sub, plan).table.iloc[0]
-    assumed = pd.Series({g.name: g.get(assumptions) * g.scale for g in GLOBALS})
-    return pd.concat([row, assumed[~assumed.index.isin(row.index)]])
+    return estimate_rows(catalog, [measurement])[0]
 
 
 def measured_figures(catalog: Catalog, measurement: Measurement) -> dict[str, float]:

@@ -4,9 +4,10 @@ estimate carries.
 ``planner calibrate`` fits, per hardware and engine release, the efficiencies, the step overhead
 and the engine's memory overheads to what was measured (``calibration.yaml``). On calibrated
 hardware the fitted figure is used; elsewhere the catalog's assumption. A latency estimate then
-carries a band at 90 % confidence: on calibrated hardware the fit's own relative error (root mean
-square of its residuals, as a standard deviation, times the one-sided 90 % quantile of the normal
-distribution, with a floor, since a fit through two points leaves none); elsewhere the wide band
+carries a band at 90 % confidence: on calibrated hardware the fit's held-out relative error (the
+root mean square of each point's error when predicted by a fit without it, as a standard
+deviation, times the one-sided 90 % quantile of the normal distribution, with a floor for what a
+handful of points cannot show); elsewhere the wide band
 of the uncalibrated model, an assumption stated as such. The device count at the top of the band
 is the same replica arithmetic with every step that much slower.
 """
@@ -83,8 +84,9 @@ def latency_band_fraction(
 ) -> Any:
     """How much slower than estimated a latency may be, at 90 % confidence [fraction].
 
-    Calibrated: max(1.2816 × the fit's root-mean-square relative error, the floor); the floor
-    stands for what a handful of points cannot show (run-to-run spread, other lengths).
+    Calibrated: max(1.2816 × the fit's held-out root-mean-square relative error, the floor);
+    the floor stands for what a handful of points cannot show (run-to-run spread, other
+    lengths).
     Uncalibrated: the assumed band of the uncalibrated model.
     """
     rms = where(is_missing(calibration_rms_fraction), 0, calibration_rms_fraction)

@@ -634,8 +634,13 @@ def calibration_lines(catalog: Catalog) -> list[str]:
             band = f"latency stays uncalibrated (+{a.uncalibrated_band:.0%} at 90%)"
         else:
             band = f"{len(fit.latency_points())} latency points"
-            if rms is not None:
-                band += f", root mean square error {rms:.1%}"
+            if rms is not None and fit.held_out():
+                band += f", held-out root mean square error {rms:.1%}"
+            elif rms is not None:
+                band += (
+                    f", in-sample root mean square error {rms:.1%} (no held-out estimates: "
+                    f"run planner calibrate again)"
+                )
             fraction = latency_band_fraction(
                 True, math.nan if rms is None else rms, a.calibrated_band_floor, 0.0
             )

@@ -183,7 +183,9 @@ def _calibration_columns(calibrated: dict[str, Calibration]) -> list[Column]:
         Column(
             "calibration_rms_fraction",
             "fraction",
-            "root mean square relative error of the latencies the fit reproduces (blank: none)",
+            "root mean square relative error of the latencies, each predicted by a fit "
+            "without it (held out; in-sample for a file without held-out estimates; blank: "
+            "none)",
             _rms(calibrated),
         ),
     ]  # fmt: skip
