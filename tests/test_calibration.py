@@ -16,7 +16,7 @@ import pytest
 import yaml
 from test_measure import _synthetic
 
-from planner.catalog import CatalogError, load_catalog
+from planner.catalog import DEFAULT_ENGINE_SERIES, CatalogError, load_catalog
 from planner.catalog.records import Calibration, CalibrationPoint
 from planner.measure import Measurement
 from planner.measure.calibrate import calibrate, calibration_document
@@ -242,7 +242,7 @@ def test_the_report_says_what_calibration_changes(tmp_path: Path) -> None:
     calibration = """\
 calibration:
   - hardware: h100-sxm-80gb
-    engine: vllm 0.11
+    engine: SERIES
     bandwidth_efficiency: 0.63
     step_overhead: 3.5 ms
     points:
@@ -252,13 +252,14 @@ calibration:
     engine: vllm 0.7
     non_torch: 0.5 GiB
 """
+    calibration = calibration.replace("SERIES", DEFAULT_ENGINE_SERIES)
     catalog = load_catalog(_catalog_with(tmp_path, calibration))
     assert calibration_lines(catalog) == [
-        "h100-sxm-80gb on vllm 0.11: bandwidth efficiency 0.63, step overhead 3.5 ms; 2 latency "
-        "points, in-sample root mean square error 10.0% (no held-out estimates: run planner "
-        "calibrate again): latency +13% at 90%.",
-        "a100-sxm-80gb: fitted on vllm 0.7, not on the plan's vllm 0.11; not used, so its "
-        "estimates stay uncalibrated.",
+        f"h100-sxm-80gb on {DEFAULT_ENGINE_SERIES}: bandwidth efficiency 0.63, step overhead "
+        "3.5 ms; 2 latency points, in-sample root mean square error 10.0% (no held-out "
+        "estimates: run planner calibrate again): latency +13% at 90%.",
+        f"a100-sxm-80gb: fitted on vllm 0.7, not on the plan's {DEFAULT_ENGINE_SERIES}; not "
+        "used, so its estimates stay uncalibrated.",
     ]
 
 

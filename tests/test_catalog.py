@@ -123,16 +123,21 @@ CASES = {
             "less than or equal to 1",
         ],
     ),
-    "engine release without constants": (
+    "unknown engine": (
         "assumptions.yaml",
-        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  engine:\n    name: vllm\n"
-        "    version: 0.3.1\n",
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  engine:\n    name: lmdeploy\n"
+        "    version: 0.6.1\n",
         [
-            "assumptions.yaml:6",
-            "field 'engine.version'",
-            "no memory constants for vllm 0.3.1 (series 0.3)",
-            "known series: 0.6, 0.7, 0.8",
+            "assumptions.yaml:5",
+            "field 'assumptions.engine.name'",
+            "'vllm', 'sglang' or 'tensorrt-llm'",
         ],
+    ),
+    "another engine's memory argument": (
+        "assumptions.yaml",
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  engine:\n    name: sglang\n"
+        "    version: 0.5.2\n    gpu_memory_utilization: 0.9\n",
+        ["gpu_memory_utilization is vllm's argument; sglang takes mem_fraction_static"],
     ),
     "engine utilisation above one": (
         "assumptions.yaml",
@@ -310,3 +315,31 @@ def test_a_fallback_no_hardware_gives_is_refused(seed_copy, compute, fallback, f
     assert check.exit_code == 1
     for fragment in [*fragments, "precisions 'p'", f"field '{field}'", "hardware gives: bf16"]:
         assert fragment in check.output, (fragment, check.output)
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "planned_with"),
+    [
+        ("vllm", "0.40.2", "vllm 0.31"),  # newer than any known series: the newest
+        ("vllm", "0.25", "vllm 0.21"),  # between 0.21 and 0.31: the nearer, 0.21
+        ("vllm", "0.3.1", "vllm 0.6"),  # older than any: the oldest
+        ("sglang", "0.6.0", "sglang 0.5"),
+        ("tensorrt-llm", "1.2.0", "tensorrt-llm 1.0"),
+    ],
+)
+def test_an_unknown_release_of_a_known_engine_plans_with_a_warning(
+    seed_copy: Path, engine: str, version: str, planned_with: str
+) -> None:
+    """A release without constants of its own is planned with the nearest known series, and
+    `planner check` says which, on the terminal, without failing."""
+    folder = seed_copy
+    path = folder / "assumptions.yaml"
+    path.write_text(path.read_text() + f"  engine: {{name: {engine}, version: '{version}'}}\n")
+    result = CliRunner().invoke(main, ["check", "--catalogs", str(folder)])
+    assert result.exit_code == 0, result.output
+    said = (
+        f"{engine} {version} has no memory constants of its own: planned with those of "
+        f"{planned_with}, the nearest known series"
+    )
+    assert said in " ".join(result.output.split())
+    assert "engine.version" in result.output

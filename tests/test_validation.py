@@ -188,6 +188,50 @@ def _deepseek_calibrated(base: Catalog) -> Catalog:
     return replace(base, assumptions=base.assumptions.model_copy(update=update))
 
 
+#: Each public start-up log set: its name in the table, its measurements, how its figures bear
+#: on the engine constants, and the figures compared (with their words).
+POOL = ("kv_pool_tokens", "KV-cache pool tokens")
+POOL_BYTES = ("kv_pool_bytes", "KV-cache pool")
+WEIGHTS = ("weights_bytes", "weights per device")
+START_UP_LOGS: list[tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...]]] = [
+    (
+        "vLLM 0.7 start-up logs (A10, RTX 2060)",
+        ("oci-a10-llama-3.1-8b", "rtx2060-qwen3-4b"),
+        " (V0 constants fitted on them)",
+        (POOL, (WEIGHTS[0], "weights, one device")),
+    ),
+    (
+        "vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)",
+        ("a100-40gb-tp8-deepseek-coder-v2-lite",),
+        "",
+        (WEIGHTS,),
+    ),
+    (
+        "vLLM 0.15 start-up log (A100 40GB, Llama 3.1 8B, eager)",
+        ("a100-40gb-llama-3.1-8b-v0.15",),
+        " (V1 sampler fitted on it and the 0.11 log)",
+        (POOL, WEIGHTS),
+    ),
+    (
+        "vLLM 0.16 start-up log (2 × L40S TP 2, Llama 3 70B AWQ)",
+        ("l40s-tp2-llama-3-70b-awq-v0.16",),
+        " (V1 non-torch memory under TP fitted on it)",
+        (POOL, WEIGHTS),
+    ),
+    (
+        "vLLM 0.11 start-up log (H100, gpt-oss-120b MXFP4, 0.95)",
+        ("h100-gpt-oss-120b-v0.11",),
+        " (V1 sampler fitted on it with the measured weights)",
+        (POOL_BYTES,),
+    ),
+    (
+        "vLLM 0.10 start-up log (H100, gpt-oss-120b MXFP4)",
+        ("h100-gpt-oss-120b-v0.10",),
+        " (held out)",
+        (WEIGHTS,),
+    ),
+]
+
 FIGURE_WORDS = {
     "ttft_s.mean": "TTFT (mean)",
     "tpot_s.mean": "TPOT (mean)",
@@ -217,6 +261,12 @@ RECORDED = {
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "KV-cache pool tokens"): 0.005,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "weights, one device"): 0.006,
     ("vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)", "weights per device"): 0.080,
+    ("vLLM 0.15 start-up log (A100 40GB, Llama 3.1 8B, eager)", "KV-cache pool tokens"): 0.003,
+    ("vLLM 0.15 start-up log (A100 40GB, Llama 3.1 8B, eager)", "weights per device"): 0.003,
+    ("vLLM 0.16 start-up log (2 × L40S TP 2, Llama 3 70B AWQ)", "KV-cache pool tokens"): 0.023,
+    ("vLLM 0.16 start-up log (2 × L40S TP 2, Llama 3 70B AWQ)", "weights per device"): 0.009,
+    ("vLLM 0.11 start-up log (H100, gpt-oss-120b MXFP4, 0.95)", "KV-cache pool"): 3.46,
+    ("vLLM 0.10 start-up log (H100, gpt-oss-120b MXFP4)", "weights per device"): 0.079,
 }
 
 
@@ -229,14 +279,17 @@ def _sets(catalog_folder: Path) -> list[SetError]:
     )
     catalog = load_catalog(catalog_folder)
     table = comparison(catalog, load_measurements(catalog))
-    dense = table[table["tensor_parallel"] == 1]
-    logs = "vLLM 0.7 start-up logs (A10, RTX 2060)"
     sources = "public start-up logs (tests/fixtures/vllm/index.yaml)"
 
-    def errors(rows, figure: str) -> tuple[float, ...]:
-        return tuple(float(e) for e in rows.loc[rows["figure"] == figure, "error_fraction"])
+    def errors(ids: tuple[str, ...], figure: str) -> tuple[float, ...]:
+        rows = table[table["measurement"].isin(ids) & (table["figure"] == figure)]
+        return tuple(float(e) for e in rows["error_fraction"])
 
-    moe = table[table["tensor_parallel"] == 8]
+    logs = [
+        SetError(name, f"{sources}{fitted}", words, errors(ids, figure))
+        for name, ids, fitted, figures in START_UP_LOGS
+        for figure, words in figures
+    ]
     shipped = load_catalog(shipped_catalogs())
     calibrated, held_out = _calibrated(shipped, [(1024, 16)])
     serving_calibrated = SetError(
@@ -281,14 +334,7 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         *qwen_calibrated,
         *deepseek,
         *deepseek_calibrated,
-        SetError(logs, sources, "KV-cache pool tokens", errors(dense, "kv_pool_tokens")),
-        SetError(logs, sources, "weights, one device", errors(dense, "weights_bytes")),
-        SetError(
-            "vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)",
-            sources,
-            "weights per device",
-            errors(moe, "weights_bytes"),
-        ),
+        *logs,
     ]
 
 

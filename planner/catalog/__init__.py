@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from planner.catalog.datafiles import DataFileError, read_column, read_factors, read_trace
-from planner.catalog.engines import constants_for, engine_series, known_series, series_of
+from planner.catalog.engines import engine_series, known_series, series_of, series_warning
 from planner.catalog.problems import CatalogError, Problem, UnknownEntry
 from planner.catalog.records import (
     CATALOG_FILES,
@@ -367,7 +367,9 @@ def load_catalog(folder: str | Path) -> Catalog:
         files=files,
         data_files=tuple(dict.fromkeys(data_files)),
         warnings=tuple(
-            _parameter_warnings(folder, parsed, docs) + _calibration_warnings(folder, parsed, docs)
+            _parameter_warnings(folder, parsed, docs)
+            + _engine_warnings(folder, parsed, docs)
+            + _calibration_warnings(folder, parsed, docs)
         ),
     )
 
@@ -515,16 +517,15 @@ def _serve_problem(
     )
 
 
-def _engine(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) -> list[Problem]:
-    """An engine profile whose release series planner has no constants for."""
+def _engine_warnings(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """An engine profile whose release series planner has no constants for: it is planned with
+    the nearest known series, which the warning names."""
     engine = parsed["assumptions"].assumptions.engine  # type: ignore[attr-defined]
-    if engine is None or constants_for(engine) is not None:
+    message = None if engine is None else series_warning(engine)
+    if message is None:
         return []
-    known = known_series(engine.name)
-    message = (
-        f"no memory constants for {engine.name} {engine.version} (series "
-        f"{series_of(engine.version)}); known series: {', '.join(known) or 'none'}"
-    )
     return [
         Problem(
             _display(folder, "assumptions"),
@@ -537,9 +538,7 @@ def _engine(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]) 
 
 
 #: The engine series of a plan whose assumptions name no engine (vLLM's newest with constants).
-DEFAULT_ENGINE_SERIES = (
-    f"vllm {max(known_series('vllm'), key=lambda s: tuple(map(int, s.split('.'))))}"
-)
+DEFAULT_ENGINE_SERIES = f"vllm {known_series('vllm')[-1]}"
 
 
 def _calibrations(parsed: dict[str, Record]) -> list[Calibration]:
@@ -630,7 +629,6 @@ def _dangling(folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
             problems.append(_at(folder, docs, "precisions", i, p.id, "compute_fallback", message))
     problems.extend(_offers(folder, parsed, docs))
     problems.extend(_deployment(folder, parsed, docs))
-    problems.extend(_engine(folder, parsed, docs))
     problems.extend(_calibration(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems

@@ -625,22 +625,55 @@ class Workload(Entry, Uncertain):
         return self
 
 
+#: Each engine's argument for the share of memory it sizes its KV pool from.
+MEMORY_FRACTION_FIELDS = {
+    "vllm": "gpu_memory_utilization",
+    "sglang": "mem_fraction_static",
+    "tensorrt-llm": "free_gpu_memory_fraction",
+}
+
+
 class Engine(Record):
     """The serving engine whose start-up memory arithmetic sizes the KV pool.
 
-    The engine's arguments of the same names. Its block size and ``max_num_seqs`` are the
-    assumptions' ``kv_block_tokens`` and ``max_batch_sequences``; its KV dtype is the
-    precision's. ``version`` selects the engine's measured constants (activation, non-torch
-    and CUDA-graph memory) from the data file shipped with planner.
+    The engine's arguments of the same names: vLLM's ``gpu_memory_utilization``, SGLang's
+    ``mem_fraction_static`` or TensorRT-LLM's ``free_gpu_memory_fraction`` (each only for its
+    engine; left out, the release's default), ``max_num_batched_tokens`` (SGLang's
+    ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``), ``max_num_seqs`` (else the
+    assumptions' ``max_batch_sequences``). Its block size is the assumptions'
+    ``kv_block_tokens``; its KV dtype is the precision's. ``version`` selects the engine's
+    measured constants (activation, non-torch and CUDA-graph memory, budget rule) from the data
+    file shipped with planner; a release it lacks is planned with the nearest series it has,
+    with a warning.
     """
 
-    name: Literal["vllm"]
+    name: Literal["vllm", "sglang", "tensorrt-llm"]
     version: Annotated[str, Field(strict=True, pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")]
-    gpu_memory_utilization: Fraction = 0.9
+    gpu_memory_utilization: Fraction | None = None
+    mem_fraction_static: Fraction | None = None
+    free_gpu_memory_fraction: Fraction | None = None
     max_num_batched_tokens: Count = 8192
     max_model_len: Count | None = None
+    max_num_seqs: Count | None = None  # None: the assumptions' max_batch_sequences
     cuda_graphs: bool = True
     chunked_prefill: bool | None = None  # None: the release's default (engines.yaml)
+
+    @model_validator(mode="after")
+    def _one_fraction(self) -> Engine:
+        own = MEMORY_FRACTION_FIELDS[self.name]
+        for engine, name in MEMORY_FRACTION_FIELDS.items():
+            if name != own and getattr(self, name) is not None:
+                raise ValueError(
+                    f"{name} is {engine}'s argument; {self.name} takes {own} for its share of "
+                    f"memory"
+                )
+        return self
+
+    @property
+    def memory_fraction(self) -> float | None:
+        """The share of memory the profile gives its engine (None: the release's default)."""
+        value: float | None = getattr(self, MEMORY_FRACTION_FIELDS[self.name])
+        return value
 
 
 class Assumptions(Uncertain):
@@ -690,6 +723,14 @@ class Assumptions(Uncertain):
     lease_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] | None = None
     lease_term_months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = None
     hours_per_month: Positive = 730.0
+
+    @property
+    def batch_limit(self) -> int:
+        """The most sequences a replica decodes at once: the engine profile's ``max_num_seqs``,
+        else ``max_batch_sequences``."""
+        if self.engine is not None and self.engine.max_num_seqs is not None:
+            return self.engine.max_num_seqs
+        return self.max_batch_sequences
 
 
 class Scenario(Entry):

@@ -18,7 +18,8 @@ takes 1.19GiB; the rest of the memory reserved
 for KV Cache is 54.91GiB``
 ``Memory profiling results: total_gpu_memory=...   the same figures, as ``key=valueGiB`` pairs
 non_torch_memory=... kv_cache_size=...`` (0.6)
-``Available KV cache memory: 54.91 GiB`` (V1)      ``kv_pool_bytes``
+``Available KV cache memory: 54.91 GiB`` (V1;      ``kv_pool_bytes``
+negative when nothing is left)
 ``# GPU blocks: 28112, # CPU blocks: 2048`` (V0;   ``gpu_blocks``
 also ``# cuda blocks``, ``# CUDA blocks``)
 ``GPU KV cache size: 449,776 tokens`` (V1)         ``kv_pool_tokens``
@@ -59,7 +60,7 @@ class LogError(ValueError):
 
 
 def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+    return float(text.replace(",", ""))  # a leading minus is kept
 
 
 def _gib(text: str) -> float:
@@ -93,7 +94,8 @@ PATTERNS: list[tuple[re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         re.compile(r"gpu_memory_utilization=" + _NUMBER),
         (("gpu_memory_utilization", "number"),),
     ),
-    (re.compile(r"Available KV cache memory: " + _GIB), (("kv_pool_bytes", "gib"),)),
+    # negative where nothing is left for the cache (the engine then refuses to start)
+    (re.compile(r"Available KV cache memory: (-?" + _GIB[1:]), (("kv_pool_bytes", "gib"),)),
     (re.compile(r"# (?:GPU|cuda|CUDA) blocks: " + _NUMBER), (("gpu_blocks", "number"),)),
     (re.compile(r"GPU KV cache size: " + _NUMBER + r" tokens"), (("kv_pool_tokens", "number"),)),
     (

@@ -359,7 +359,7 @@ def _concurrency_part(catalog: Catalog, main: pd.DataFrame, key: str) -> Markup:
             a.kv_block_tokens,
             float(first["tokens_per_sequence"]),
             float(first["concurrency"]),
-            float(a.max_batch_sequences),
+            float(a.batch_limit),
             key,
         )
     )
@@ -484,7 +484,7 @@ def assumption_rows(catalog: Catalog) -> list[tuple[str, str]]:
         ("Fixed overhead per step", duration(a.step_overhead)),
         ("Time per decoding sequence per step", duration(a.step_overhead_per_sequence)),
         ("Tensor-parallel sizes tried", ", ".join(str(t) for t in a.tensor_parallel_sizes)),
-        ("Engine batch limit", f"{a.max_batch_sequences} sequences"),
+        ("Engine batch limit", f"{a.batch_limit} sequences"),
         (
             "Electricity",
             "not given"

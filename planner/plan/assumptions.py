@@ -8,7 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.catalog.engines import DEFAULT_ENGINE, EngineSeries, constants_for, prefills_in_chunks
+from planner.catalog.engines import (
+    BUDGET_RULES,
+    DEFAULT_ENGINE,
+    FRACTION_RULES,
+    EngineSeries,
+    constants_for,
+    memory_fraction,
+    prefills_in_chunks,
+)
 from planner.catalog.records import Engine
 from planner.model.units import GIB
 from planner.plan.columns import _nan, _optional
@@ -37,9 +45,7 @@ def _engine(a: Any) -> Engine:
 
 
 def _series(a: Any) -> EngineSeries:
-    constants = constants_for(_engine(a))
-    assert constants is not None  # the catalog refuses a version without constants
-    return constants
+    return constants_for(_engine(a))
 
 
 GLOBALS = [
@@ -104,8 +110,8 @@ GLOBALS = [
         "max_batch_sequences",
         1,
         "sequences",
-        "most sequences a replica decodes at once (engine limit)",
-        lambda a: a.max_batch_sequences,
+        "most sequences a replica decodes at once (engine limit: its max_num_seqs)",
+        lambda a: a.batch_limit,
     ),
     _g(
         "activation_bytes",
@@ -125,12 +131,32 @@ GLOBALS = [
         lambda a: 1.0 if a.engine is not None else 0.0,
     ),
     _g(
-        "gpu_memory_utilization",
-        "gpu_memory_utilization",
+        "memory_fraction_setting",
+        "engine_memory_fraction",
         1,
         "fraction",
-        "engine: share of the device memory the engine may use",
-        lambda a: _engine(a).gpu_memory_utilization,
+        "engine: share of memory it sizes its KV pool from (vLLM gpu_memory_utilization, "
+        "SGLang mem_fraction_static, TensorRT-LLM free_gpu_memory_fraction); 0: the engine's "
+        "own rule (SGLang's default)",
+        lambda a: memory_fraction(_engine(a)),
+    ),
+    _g(
+        "engine_budget_rule",
+        "engine_budget_rule",
+        1,
+        "rule",
+        "engine: what its fraction is a share of: 1 the device (vLLM), 2 the memory free "
+        "before the weights (SGLang), 3 the memory free after a profiling pass (TensorRT-LLM)",
+        lambda a: float(BUDGET_RULES[_series(a).budget]),
+    ),
+    _g(
+        "engine_fraction_rule",
+        "engine_fraction_rule",
+        1,
+        "rule",
+        "engine: its default share where the profile gives none: 0 fixed, 1 SGLang's by "
+        "tensor-parallel size, 2 SGLang's reservation for activations and graphs",
+        lambda a: float(FRACTION_RULES[_series(a).fraction_rule]),
     ),
     _g(
         "max_num_batched_tokens",

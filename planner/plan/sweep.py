@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
+from planner.catalog.engines import series_warning
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.tables import (
     ALL_KEYS,
@@ -80,6 +81,14 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
         ):
             notes.append(f"{h.id}: no interconnect_bandwidth, so no tensor parallelism was tried")
     return notes
+
+
+def engine_notes(catalog: Catalog) -> list[str]:
+    """What a reader must know of the engine the plan sizes its pool by: a release planned with
+    another series' constants."""
+    engine = catalog.assumptions.engine
+    warning = None if engine is None else series_warning(engine)
+    return [] if warning is None else [warning]
 
 
 @dataclass(frozen=True)
@@ -494,6 +503,7 @@ def evaluate_plan(
         metrics=metrics,
         lookups=lookups,
         skipped=skipped_pairs(catalog),
+        notes=engine_notes(catalog),
     )
 
 

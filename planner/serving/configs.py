@@ -173,7 +173,7 @@ def _assemble(
         arrivals=arrivals,
         admission=workload.admission,
         preemption="recompute",
-        max_batch=a.max_batch_sequences,
+        max_batch=a.batch_limit,
         queue_timeout_s=queue_timeout_s(workload),
         requests_per_task=workload.requests_per_task,
         tool_time_s=workload.tool_time,
