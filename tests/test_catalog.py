@@ -343,3 +343,35 @@ def test_an_unknown_release_of_a_known_engine_plans_with_a_warning(
     )
     assert said in " ".join(result.output.split())
     assert "engine.version" in result.output
+
+
+# Parameters outside the decoder ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("encoder", "warned"),
+    [
+        # Qwen2.5-VL 7B: decoder 7,615,616,512 + vision 676,550,144 = 8,292,166,656 (tests/
+        # test_hf.py), +0.0 % from the Hub's 8.29B.
+        ("    encoder_parameters: 676550144\n", None),
+        # Without the vision tower the decoder alone is 8.1 % short of the published total.
+        ("", "the architecture gives 7,615,616,512 parameters, -8.1% from the published"),
+    ],
+)
+def test_a_published_total_is_compared_with_decoder_and_encoder(seed_copy, encoder, warned):
+    path = seed_copy / "models.yaml"
+    path.write_text(
+        path.read_text()
+        + "  - id: qwen2.5-vl-7b\n    parameters: 8290000000\n"
+        + encoder
+        + "    layers: 28\n    hidden_size: 3584\n    intermediate_size: 18944\n"
+        "    attention_heads: 28\n    kv_heads: 4\n    head_dim: 128\n    vocab_size: 152064\n"
+        "    attention_bias: true\n"
+    )
+    result = CliRunner().invoke(main, ["check", "--catalogs", str(seed_copy)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    if warned:
+        assert warned in said and "field 'parameters'" in said
+    else:
+        assert "the architecture gives" not in said

@@ -24,6 +24,7 @@ from planner.catalog.hf import (
     vision_parameters_from_hf_config,
     vit_parameters,
 )
+from planner.catalog.records import Model
 from planner.model.architecture import (
     MLA,
     Architecture,
@@ -451,8 +452,45 @@ def test_multimodal_totals_include_the_vision_tower(name, decoder, vision, publi
     assert vision_parameters_from_hf_config(cfg) == vision
     assert decoder + vision == pytest.approx(published, rel=tol)
     entry = model_entry_from_hf_config(cfg, id=name)
-    assert entry["parameters"] == decoder + vision
-    assert list(entry).index("parameters") == list(entry).index("layers") - 1
+    assert "parameters" not in entry  # derived: the decoder's count + encoder_parameters
+    assert entry["encoder_parameters"] == vision
+    assert list(entry).index("encoder_parameters") == list(entry).index("layers") - 1
+    model = Model.model_validate(entry)
+    assert model.parameter_count == decoder + vision  # the weights a server loads
+
+
+def test_a_dense_vlm_runs_only_its_decoder_per_token():
+    """Qwen2.5-VL 7B's decoder by hand from its config.json (L 28, h 3584, i 18944, 28 query and
+    4 key/value heads of 128, q/k/v biases, untied vocabulary 152064): per layer attention
+    3584·3584·2 + 3584·512·2 + biases 3584 + 2·512 = 29,364,736, gated MLP 3·3584·18944 =
+    203,685,888, norms 2·3584 = 7,168 → 233,057,792 × 28 = 6,525,618,176; + final norm 3,584 +
+    embeddings and LM head 2·152064·3584 = 1,089,994,752 → 7,615,616,512. The vision tower's
+    676,550,144 are loaded (total 8,292,166,656) but no generated token runs them."""
+    model = Model.model_validate(model_entry_from_hf_config(config("qwen2.5-vl-7b"), id="q"))
+    assert model.encoder_parameters == 676_550_144
+    assert model.parameter_count == 8_292_166_656
+    assert model.active_parameter_count == 7_615_616_512
+    # A published total includes the encoder: the decoder's share of it is what runs.
+    given = Model.model_validate(
+        model_entry_from_hf_config(config("qwen2.5-vl-7b"), id="q") | {"parameters": 8_290_000_000}
+    )
+    assert given.parameter_count == 8_290_000_000
+    assert given.active_parameter_count == 8_290_000_000 - 676_550_144
+
+
+def test_a_moe_vlm_runs_its_active_decoder_only():
+    model = Model.model_validate(
+        model_entry_from_hf_config(config("llama-4-scout-17b-16e"), id="scout")
+    )
+    assert model.parameter_count == 107_769_861_120 + 871_932_416  # decoder + vision
+    assert model.active_parameter_count == 17_172_894_720  # worked out above
+
+
+def test_encoder_parameters_must_be_part_of_a_given_total():
+    entry = {"id": "m", "layers": 2, "kv_heads": 1, "head_dim": 8}
+    with pytest.raises(ValueError, match="encoder_parameters .* must be less than"):
+        Model.model_validate(entry | {"parameters": 1_000, "encoder_parameters": 1_000})
+    assert Model.model_validate(entry | {"parameters": 1_000}).encoder_parameters == 0
 
 
 def test_llama4_scout_active_parameters():
@@ -535,7 +573,8 @@ def test_llama4_explicit_rope_layers_and_no_chunking():
 
 def test_text_only_configs_have_no_vision_parameters():
     assert vision_parameters_from_hf_config(config("gemma-3-1b-pt")) == 0
-    assert "parameters" not in model_entry_from_hf_config(config("llama-3.1-8b"), id="x")
+    entry = model_entry_from_hf_config(config("llama-3.1-8b"), id="x")
+    assert "parameters" not in entry and "encoder_parameters" not in entry
 
 
 @pytest.mark.parametrize(

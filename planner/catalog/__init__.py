@@ -381,16 +381,23 @@ PARAMETER_TOLERANCE = 0.01
 def _parameter_warnings(
     folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
 ) -> list[Problem]:
-    """A published ``parameters`` that differs from the architecture's count by more than 1 %."""
+    """A published ``parameters`` that differs by more than 1 % from the architecture's count
+    plus ``encoder_parameters``."""
     warnings = []
     for i, model in enumerate(parsed["models"].models):  # type: ignore[attr-defined]
         derived = model.derived_parameters()
         if model.parameters is None or derived is None:
             continue
-        gap = (derived.total - model.parameters) / model.parameters
+        total = derived.total + model.encoder_parameters
+        gap = (total - model.parameters) / model.parameters
         if abs(gap) > PARAMETER_TOLERANCE:
+            encoder = (
+                f" (decoder {derived.total:,} + encoder {model.encoder_parameters:,})"
+                if model.encoder_parameters
+                else ""
+            )
             message = (
-                f"the architecture gives {derived.total:,} parameters, {gap:+.1%} from the "
+                f"the architecture gives {total:,} parameters{encoder}, {gap:+.1%} from the "
                 f"published {model.parameters:,}; the published total is used"
             )
             warnings.append(_at(folder, docs, "models", i, model.id, "parameters", message))

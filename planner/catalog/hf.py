@@ -32,7 +32,8 @@ Multimodal configs (Gemma 3 4B-27B ``gemma3``, Mistral Small 3.1/3.2 ``mistral3`
 before transformers 4.53 keeps it at the top level); that decoder becomes the
 :class:`Architecture`, and the vision tower and its projector are counted apart
 (:func:`vision_parameters_from_hf_config`: 0.42B for Gemma 3 27B, 0.44B for Mistral Small 3.1,
-0.68B for Qwen2.5-VL 7B, 0.87B for Llama 4 Scout) and added to the entry's ``parameters``.
+0.68B for Qwen2.5-VL 7B, 0.87B for Llama 4 Scout) into the entry's ``encoder_parameters``:
+loaded with the weights, never run per generated token.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ from planner.model.architecture import (
     MoE,
     SlidingWindow,
     compress_layer_pattern,
-    count_parameters,
 )
 
 
@@ -685,9 +685,9 @@ def model_entry_from_hf_config(
     ``vocab_size``, ``tied_embeddings``, ``attention_bias``, and the optional blocks ``moe``,
     ``mla``, ``sliding_window`` keyed by the dataclass field names (null fields left out).
 
-    A multimodal config also gets ``parameters`` (before ``layers``): the decoder's count plus
-    its vision tower and projector (:func:`vision_parameters_from_hf_config`), so the weights a
-    server loads include the tower; the decoder's own count is still derived from the fields.
+    A multimodal config also gets ``encoder_parameters`` (before ``layers``): its vision tower
+    and projector (:func:`vision_parameters_from_hf_config`), which the weights a server loads
+    include and no generated token runs; the decoder's count is derived from the fields.
     """
     arch = architecture_from_hf_config(cfg)
     vision = vision_parameters_from_hf_config(cfg)
@@ -698,7 +698,7 @@ def model_entry_from_hf_config(
     if revision:
         entry["revision"] = revision
     if vision:
-        entry["parameters"] = count_parameters(arch).total + vision
+        entry["encoder_parameters"] = vision
     entry |= {
         "layers": arch.layers,
         "hidden_size": arch.hidden_size,

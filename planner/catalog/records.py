@@ -290,10 +290,14 @@ class SlidingWindowBlock(Record):
 
 
 class Model(Entry):
-    """A decoder model's architecture; ``parameters`` is derived when not given."""
+    """A decoder model's architecture; ``parameters`` (the published total, any encoder
+    included) is derived when not given."""
 
     revision: Text | None = None
     parameters: Count | None = None
+    #: Parameters outside the decoder (a multimodal model's vision tower and projector): loaded
+    #: with the weights, never run per generated token.
+    encoder_parameters: CountOrZero = 0
     layers: Count
     kv_heads: Count
     head_dim: Count
@@ -319,6 +323,11 @@ class Model(Entry):
             raise ValueError(
                 "give `parameters`, or the architecture to derive it from "
                 f"(missing: {', '.join(missing)})"
+            )
+        if self.parameters is not None and self.encoder_parameters >= self.parameters:
+            raise ValueError(
+                f"encoder_parameters ({self.encoder_parameters}) must be less than the total "
+                f"`parameters` ({self.parameters}), which includes them"
             )
         if (self.moe or self.mla) and missing:
             raise ValueError(
@@ -376,19 +385,21 @@ class Model(Entry):
 
     @property
     def parameter_count(self) -> int:
-        """Total parameters: as given (a published total), else derived from the architecture."""
+        """Total parameters, the weights a server loads: as given (a published total), else
+        derived from the architecture plus ``encoder_parameters``."""
         if self.parameters is not None:
             return self.parameters
         derived = self.derived_parameters()
         assert derived is not None  # guaranteed by validation
-        return derived.total
+        return derived.total + self.encoder_parameters
 
     @property
     def active_parameter_count(self) -> int:
-        """Parameters used per token: all of them for a dense model; routed experts in part."""
+        """Decoder parameters used per generated token: all of the decoder's for a dense model
+        (the total less ``encoder_parameters``); routed experts in part for a mixture."""
         derived = self.derived_parameters()
         if derived is None or self.moe is None:
-            return self.parameter_count
+            return self.parameter_count - self.encoder_parameters
         return derived.active
 
     @property

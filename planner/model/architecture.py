@@ -19,7 +19,8 @@ not counted, because they are a few thousand parameters per layer (< 0.01 % of a
 the extra post-attention/post-MLP norms of Gemma 2/3, the per-head q/k norms of Qwen3/Gemma 3,
 the ``o_proj`` bias of models whose ``attention_bias`` flag also biases the output projection,
 and Qwen2-MoE's one-output shared-expert gate. Not counted either: multi-token-prediction heads
-(DeepSeek-V3 ``num_nextn_predict_layers``) and vision towers of multimodal models.
+(DeepSeek-V3 ``num_nextn_predict_layers``) and vision towers of multimodal models (a models.yaml
+entry gives those as ``encoder_parameters``, which ``import-hf`` counts).
 """
 
 from __future__ import annotations

@@ -195,12 +195,23 @@ MODEL_COLUMNS = [
     Column("id", "", "catalog id", lambda m: m.id, "text"),
     Column("name", "", "name", lambda m: m.label, "text"),
     Column("revision", "", "model revision", lambda m: m.revision or "", "text"),
-    Column("parameters", "", "total parameters (given, or derived)", lambda m: m.parameter_count),
+    Column(
+        "parameters",
+        "",
+        "total parameters, encoder included (given, or derived)",
+        lambda m: m.parameter_count,
+    ),
     Column(
         "active_parameters",
         "",
-        "parameters used per token (MoE: routed in part)",
+        "decoder parameters used per generated token (MoE: routed in part)",
         lambda m: m.active_parameter_count,
+    ),
+    Column(
+        "encoder_parameters",
+        "",
+        "outside the decoder: vision tower and projector (loaded, not run per token)",
+        lambda m: m.encoder_parameters,
     ),
     Column(
         "embedding_parameters",
