@@ -313,14 +313,14 @@ def _calibrated(base, trained: list[tuple[int, int]]):
 
 
 def test_uncalibrated_estimates_of_a_public_sweep_are_within_the_assumed_band() -> None:
-    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step and 30 µs a sequence, NVLink's
-    all-reduce latency: 2 × 36 layers × 9.4 µs = 0.68 ms a step at TP 8), planner is within
-    −10 % and +6 % of every point of the sweep, well within the assumed 30 % band: a mean
-    absolute error of 5.1 %. Without the time per sequence it was optimistic on every point, by
-    8 % to 24 % (13.5 %); without the all-reduce latency too, by 23 % to 33 %."""
+    """Uncalibrated (bandwidth efficiency 0.8, 2 ms a step and vLLM's 20 µs a sequence,
+    NVLink's all-reduce latency: 2 × 36 layers × 9.4 µs = 0.68 ms a step at TP 8), planner is
+    within −11 % and +1 % of every point of the sweep, well within the assumed 30 % band: a
+    mean absolute error of 6.3 % (5.1 % at 30 µs a sequence before the caches were read after
+    the multiplications; 13.5 % without any time per sequence)."""
     errors = _errors(load_catalog(shipped_catalogs()), GPT_OSS_H100_TP8)
-    assert all(-0.11 < e < 0.07 for e in errors), errors
-    assert sum(abs(e) for e in errors) / len(errors) < 0.052, errors
+    assert all(-0.11 < e < 0.01 for e in errors), errors
+    assert sum(abs(e) for e in errors) / len(errors) < 0.064, errors
 
 
 def test_calibrating_on_the_sweep_brings_held_out_points_close() -> None:
@@ -344,12 +344,12 @@ def test_a_step_too_slow_for_bandwidth_is_fitted_as_overhead() -> None:
     8,030,261,248 BF16 weights and 1,100 cached tokens × 128 KiB: 16,204,701,696 B, 4.837 ms at
     the datasheet's 3.35 TB/s. With the assumed 2 ms overhead the efficiency would be
     4.837 ÷ 28 = 0.17: no decode kernel reads that slowly, so the efficiency is held at 0.5 and
-    the overhead is what is left after the one sequence's assumed 30 µs:
-    30 − 2 × 4.837 − 0.03 = 20.30 ms."""
+    the overhead is what is left after the one sequence's 20 µs (vLLM's, engines.yaml):
+    30 − 2 × 4.837 − 0.02 = 20.31 ms."""
     (fit,) = calibrate(load_catalog(shipped_catalogs()), (_bench(1, {"itl_s.p50": 0.030}),))
     memory_s = 16_204_701_696 / 3.35e12
     assert fit.bandwidth_efficiency == 0.5
-    assert fit.step_overhead_s == pytest.approx(0.030 - 2 * memory_s - 30e-6, rel=1e-6)
+    assert fit.step_overhead_s == pytest.approx(0.030 - 2 * memory_s - 20e-6, rel=1e-6)
     (point,) = fit.points
     assert point.fitted == pytest.approx(0.030, rel=1e-9)
 

@@ -62,9 +62,26 @@ def test_compute_bound():
     assert flops == 14e9
     assert compute_bound_s(flops, 100e12 * 0.5) == pytest.approx(0.28e-3, rel=1e-12)
     # a batch of 256 multiplies the arithmetic: 256 × 14e9 / 50e12 = 71.68 ms
-    assert decode_compute_s(flops, 256, 50e12, 0.0) == pytest.approx(0.07168, rel=1e-12)
+    no_cache = (0.0, 700e9, 1.0)
+    assert decode_compute_s(flops, 256, 50e12, 0.0, *no_cache) == pytest.approx(0.07168)
     # and the multiplications' padding adds its own time: 71.68 + 3.4 ms
-    assert decode_compute_s(flops, 256, 50e12, 0.0034) == pytest.approx(0.07508, rel=1e-12)
+    assert decode_compute_s(flops, 256, 50e12, 0.0034, *no_cache) == pytest.approx(0.07508)
+    # then attention reads the 256 caches of the seed's 4,096 tokens (512 MiB each) at
+    # 700 GB/s, after the multiplications: + 256 × 536,870,912 ÷ 700e9 = 196.3 ms
+    cache = (4096 * 131_072, 700e9, 1.0)
+    got = decode_compute_s(flops, 256, 50e12, 0.0, *cache)
+    assert got == pytest.approx(0.07168 + 256 * 536_870_912 / 700e9, rel=1e-12)
+
+
+def test_a_compute_bound_step_still_waits_for_its_caches() -> None:
+    """The seed's 7B (14 GB of weights) at 700 GB/s and 50 TFLOPS, 256 sequences of 4,096
+    cached tokens: weights 20 ms, multiplications 71.68 ms, caches 196.3 ms. The step is
+    max(20, 71.68) + 196.3 = 268.0 ms, not max(20 + 196.3, 71.68) = 216.3 ms."""
+    caches = 256 * 536_870_912 / 700e9
+    memory = decode_memory_s(14e9, 256, 536_870_912, 700e9, 1.0)
+    compute = decode_compute_s(14e9, 256, 50e12, 0.0, 536_870_912, 700e9, 1.0)
+    step = itl_s(memory, compute, 0.0, 256, 0.0, 0.0)
+    assert step == pytest.approx(0.07168 + caches, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -104,8 +121,10 @@ def test_a_step_of_half_rate_tokens_runs_its_multiplications_at_half_the_plateau
     twice the time their arithmetic would, M = 1,080 (9 × M½) 10 / 9 of it."""
     padding = matmul_padding_s(120, 0.8, 7e9, 0.0, 0.0, 989e12, 1)
     for tokens, stretch in ((120, 2.0), (1080, 10 / 9)):
-        padded = decode_compute_s(14e9, tokens, 791.2e12, padding)
-        assert padded == pytest.approx(stretch * decode_compute_s(14e9, tokens, 791.2e12, 0.0))
+        no_cache = (0.0, 1.0, 1.0)
+        padded = decode_compute_s(14e9, tokens, 791.2e12, padding, *no_cache)
+        bare = decode_compute_s(14e9, tokens, 791.2e12, 0.0, *no_cache)
+        assert padded == pytest.approx(stretch * bare)
 
 
 def test_itl_takes_the_slower_of_memory_and_compute_plus_overheads():

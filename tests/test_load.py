@@ -288,11 +288,13 @@ def test_first_token_chunks_by_hand(prompt: int, budget: int, batch: int, chunks
 
 def test_chunked_prefill_by_hand() -> None:
     """A 5,000-token median prompt in 3 steps (budget 2,048, 8 others decoding), each step
-    reading 20 ms of weights and caches (the weights alone: 18 ms): memory 3 × 20 = 60 ms. The
-    arithmetic: 3 steps × 8 others × 1.4e10 FLOP + the prompt's 1e14 FLOP = 1.00336e14 FLOP at
-    1e15 FLOP/s = 100.336 ms, more than the memory time. Plus (3 × 8 + 5,000) tokens × 1 µs of
-    all-reduce = 5.024 ms and 3 × 2 ms of overhead: 111.36 ms. A short prompt's arithmetic
-    (1e13 FLOP, 10.336 ms) hides under the 60 ms the steps read: 60 + 5.024 + 6 = 71.024 ms."""
+    reading 20 ms of weights and caches (the weights alone: 18 ms; 2 ms for the 9 caches at
+    1 TB/s, 222,222,222 B each): memory 3 × 20 = 60 ms. The arithmetic: 3 steps × 8 others ×
+    1.4e10 FLOP + the prompt's 1e14 FLOP = 1.00336e14 FLOP at 1e15 FLOP/s = 100.336 ms, more
+    than the weight read, then each step reads the 8 others' caches (16 ÷ 9 ms): 105.669 ms.
+    Plus (3 × 8 + 5,000) tokens × 1 µs of all-reduce = 5.024 ms and 3 × 2 ms of overhead:
+    116.693 ms. A short prompt's arithmetic (1e13 FLOP, 10.336 ms, and the caches' 5.333 ms)
+    hides under the 60 ms the steps read: 60 + 5.024 + 6 = 71.024 ms."""
     args = dict(
         first_token_chunks=3,
         load_decode_memory_s=0.020,
@@ -305,8 +307,14 @@ def test_chunked_prefill_by_hand() -> None:
         allreduce_s_per_token=1e-6,
         step_overhead_s=0.002,
         step_overhead_per_sequence_s=0.0,
+        kv_read_bytes_per_sequence_step=2e9 / 9,
+        memory_bandwidth_bytes_per_s=1e12,
+        bandwidth_efficiency=1.0,
     )
-    assert chunked_prefill_s(median_prefill_flops=1e14, **args) == pytest.approx(0.11136)
+    caches = 3 * 8 * (2e9 / 9) / 1e12
+    got = chunked_prefill_s(median_prefill_flops=1e14, **args)
+    assert got == pytest.approx(0.100336 + caches + 0.005024 + 0.006)
+    assert got == pytest.approx(0.116693, abs=1e-6)
     assert chunked_prefill_s(median_prefill_flops=1e13, **args) == pytest.approx(0.071024)
     # a mixture's load batch may read fewer weights than a prompt, which reads them all
     args["load_decode_memory_s"] = 0.010

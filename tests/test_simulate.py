@@ -664,10 +664,12 @@ def test_a_mixed_step_by_hand():
     """A batch of 4 decoding (4,000 cached tokens) with a 500-token chunk of a prompt of which
     500 are cached: memory (14e9 + 131,072 × 4,500) ÷ 700e9 = 0.0208426 s; arithmetic 4 ×
     14e9 ÷ 400e12 + the chunk's 0.0175 + 0.000983 = 0.018623 s: memory-bound, + 1 ms. A larger
-    chunk of 2,000 turns it compute-bound: 0.00014 + 0.07 + 0.0104858 + 1 ms."""
-    memory = (14e9 + 131_072 * 4_500) / 700e9
+    chunk of 2,000 turns it compute-bound: 0.00014 + 0.07 + 0.0104858, then the 4,500 cached
+    tokens read (0.000843 s), + 1 ms."""
+    caches = 131_072 * 4_500 / 700e9
+    memory = 14e9 / 700e9 + caches
     assert SEED_STEP.mixed_step_s(4, 4_000, [(500, 500)]) == pytest.approx(memory + 0.001)
-    compute = 4 * 14e9 / 400e12 + _chunk(500, 2_000)
+    compute = 4 * 14e9 / 400e12 + _chunk(500, 2_000) + caches
     assert compute > memory
     assert SEED_STEP.mixed_step_s(4, 4_000, [(500, 2_000)]) == pytest.approx(compute + 0.001)
     # no chunk: a decode step; no batch and a whole prompt: its prefill
@@ -722,18 +724,21 @@ def test_a_running_request_decodes_while_another_prefills_by_hand():
             chunk_tokens=600,
         )
     )
+    # each step: the larger of the weight read and the arithmetic, then the caches it reads
     memory = 14e9 / 700e9
+
+    def read(cached: int) -> float:
+        return 131_072 * cached / 700e9
+
     s1 = max(memory, _chunk(0, 600)) + 0.001
     # step 2: A's 400 (600 cached) and B's first 200 (none cached)
-    s2 = max((14e9 + 131_072 * 600) / 700e9, _chunk(600, 400) + _chunk(0, 200)) + 0.001
+    s2 = max(memory, _chunk(600, 400) + _chunk(0, 200)) + read(600) + 0.001
     # step 3: A decodes (1,001 cached) beside B's next 599 tokens (200 cached)
-    s3 = max((14e9 + 131_072 * (1_001 + 200)) / 700e9,
-             14e9 / 400e12 + _chunk(200, 599)) + 0.001  # fmt: skip
+    s3 = max(memory, 14e9 / 400e12 + _chunk(200, 599)) + read(1_001 + 200) + 0.001
     ttfts = sorted(r_ for r_ in (r.ttft_p50_s, r.ttft_p99_s))
     assert ttfts[0] == pytest.approx(s1 + s2, rel=1e-9)  # A
     # B's last token of prompt in step 4 (1 left, beside A's last decode)
-    s4 = max((14e9 + 131_072 * (1_002 + 799)) / 700e9,
-             14e9 / 400e12 + _chunk(799, 201)) + 0.001  # fmt: skip
+    s4 = max(memory, 14e9 / 400e12 + _chunk(799, 201)) + read(1_002 + 799) + 0.001
     assert ttfts[1] == pytest.approx(s1 + s2 + s3 + s4, rel=1e-9)
 
 

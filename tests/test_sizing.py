@@ -108,6 +108,7 @@ def make_catalog(dest: Path, workloads: str = WORKLOADS, requests: int = 400) ->
     (dest / "workloads.yaml").write_text("workloads:\n" + textwrap.indent(workloads, "  "))
     (dest / "assumptions.yaml").write_text(
         "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  kv_block_tokens: 1\n"
+        "  step_overhead_per_sequence: 0 us\n"  # the hand-worked steps: reads and arithmetic
         # whole-prompt prefill (V0's scheduler), which the hand-worked cases follow
         "  engine: {name: vllm, version: '0.11', chunked_prefill: false}\n"
         f"  simulated_requests: {requests}\n"
@@ -183,9 +184,10 @@ def test_step_model_reproduces_closed_form_on_shipped_catalogs(shipped):
 
 
 def test_a_compute_bound_tensor_parallel_step_pays_its_all_reduce_once():
-    """2 GFLOP per token at 1 PFLOP/s, batch 8: 16 ms of arithmetic; the memory read is far
-    shorter; 8 tokens × 10 µs of all-reduce; 1 ms of overhead: 16 + 0.08 + 1 = 17.08 ms. (Counted
-    twice, as the simulation once did, it would be 17.16 ms.)"""
+    """2 GFLOP per token at 1 TFLOP/s, batch 8: 16 ms of arithmetic, then 8,000 cached tokens
+    × 1 kB read at 1 TB/s (8 µs); the weight read is far shorter; 8 tokens × 10 µs of
+    all-reduce; 1 ms of overhead: 16 + 0.008 + 0.08 + 1 = 17.088 ms. (The all-reduce counted
+    twice, as the simulation once did, it would be 17.168 ms.)"""
     step = StepModel(
         weight_bytes=1e6,
         kv_bytes_per_token=1e3,
@@ -195,7 +197,7 @@ def test_a_compute_bound_tensor_parallel_step_pays_its_all_reduce_once():
         step_overhead_s=1e-3,
         allreduce_s_per_token=1e-5,
     )
-    assert step.decode_step_s(8, 8 * 1000) == pytest.approx(0.01708, rel=1e-12)
+    assert step.decode_step_s(8, 8 * 1000) == pytest.approx(0.017088, rel=1e-12)
     # a 1,000-token prompt: 2 TFLOP ÷ 1 PFLOP/s = 2 s, + 1,000 × 10 µs + 1 ms = 2.011 s
     assert step.prefill_s(1000) == pytest.approx(2.011, rel=1e-12)
 
@@ -324,7 +326,9 @@ def test_chunked_prefill_spreads_the_prompts_over_steps_by_hand(seed):
     oldest first, beside the decodes of those already prefilled: the last user's first token
     comes after every prompt's arithmetic, 14 x 0.15668 = 2.1935 s (splitting a prompt splits
     its attention exactly: (o + c)^2 - o^2 sums to P^2), plus the decodes sharing those steps,
-    at most 13 tokens in each of the 6 steps (13 x 6 x 4.295e9 / 1e14 = 3.4 ms). After it the
+    at most 13 tokens in each of the 6 steps (13 x 6 x 4.295e9 / 1e14 = 3.4 ms), and the
+    caches each step reads after its arithmetic, at most all 14 prompts and those 13 tokens
+    (6 x 43,086 x 131,072 B / 700 GB/s = 48.4 ms). After it the
     users' first tokens, and so their next requests, come at different steps: they no longer
     arrive together, and the p95 TTFT falls below the first cycle's; still 3 replicas."""
     import dataclasses
@@ -339,7 +343,8 @@ def test_chunked_prefill_spreads_the_prompts_over_steps_by_hand(seed):
     assert first.chunk_tokens == 8192
     cycle = simulate(dataclasses.replace(first, warmup_fraction=0.0))
     floor = 14 * PREFILL_3072
-    assert floor <= cycle.ttft_p99_s <= floor + 13 * 6 * 4_294_967_296 / 1e14
+    caches = 6 * (14 * 3072 + 13 * 6) * 131_072 / 700e9
+    assert floor <= cycle.ttft_p99_s <= floor + 13 * 6 * 4_294_967_296 / 1e14 + caches
     result = size_candidate(chunked, row)
     assert result["sim_replicas_needed"] == 3
     assert result["ttft_p95_s"] < floor

@@ -80,6 +80,71 @@ QWEN_SOURCE = (
 )
 
 
+#: TensorRT-LLM's published maximum throughput (PyTorch backend, trtllm-bench, every request
+#: sent at once), total output tokens/s of one engine, FP8 weights: NVIDIA/TensorRT-LLM
+#: docs/source/performance/perf-overview.md at commit 00f3768 (kept verbatim in
+#: tests/fixtures/benchmarks/trtllm-perf-overview-v1.0.md). (ISL, OSL) → (H200 TP 1, H100 TP 1)
+#: for Llama 3.1 8B; (H200 TP 1, H100 TP 2) for Llama 3.3 70B. 20,000/2,000 is left out (its
+#: prompts' quadratic attention at that length is not a decode question).
+TRTLLM_8B: dict[tuple[int, int], tuple[float, float]] = {
+    (128, 128): (27911, 28312), (128, 2048): (26221, 22714), (128, 4096): (18027, 14325),
+    (500, 2000): (20770, 17660), (1000, 1000): (17744, 15220), (1000, 2000): (16828, 13899),
+    (2048, 128): (3538, 3450), (2048, 2048): (12194, 9305), (5000, 500): (3902, 3459),
+}  # fmt: skip
+TRTLLM_70B: dict[tuple[int, int], tuple[float, float]] = {
+    (128, 128): (3803, 6378), (128, 2048): (4336, 6651), (128, 4096): (2872, 4199),
+    (500, 2000): (3666, 5222), (1000, 1000): (2909, 4205), (1000, 2000): (2994, 4146),
+    (2048, 128): (442, 762), (2048, 2048): (2003, 3082), (5000, 500): (566, 898),
+}  # fmt: skip
+TRTLLM_SOURCE = "NVIDIA/TensorRT-LLM perf-overview.md (00f3768): maximum throughput, 9 lengths"
+#: trtllm-bench's engine: 0.95 of free memory (the page's own setting), batches of up to 2,048
+#: sequences and 8,192 tokens.
+TRTLLM_ENGINE = {
+    "name": "tensorrt-llm",
+    "version": "1.0",
+    "free_gpu_memory_fraction": 0.95,
+    "max_num_seqs": 2048,
+    "max_num_batched_tokens": 8192,
+}
+
+
+def _trtllm_point(
+    model: str, hardware: str, size: int, prompt: int, output: int, users: int
+) -> Measurement:
+    return _point(
+        f"trtllm-{model}-{hardware}-{prompt}-{output}",
+        {},
+        hardware=hardware,
+        model=model,
+        precision="fp8",
+        tensor_parallel=size,
+        engine=TRTLLM_ENGINE,
+        concurrency=users,
+        prompt_tokens=prompt,
+        output_tokens=output,
+    )
+
+
+def _trtllm_errors(
+    catalog: Catalog, model: str, table: dict[tuple[int, int], tuple[float, float]], tp: int
+) -> list[float]:
+    """Planner's error on the engine's output throughput when every request is sent at once:
+    a closed loop of as many users as a replica holds (its KV pool, at most 2,048), so one
+    replica runs its full batch."""
+    errors = []
+    for (prompt, output), measured in table.items():
+        for hardware, value, size in (
+            ("h200-sxm-141gb", measured[0], 1),
+            ("h100-sxm-80gb", measured[1], tp),
+        ):
+            lone = _trtllm_point(model, hardware, size, prompt, output, 1)
+            full = int(estimate_row(catalog, lone)["replica_capacity_sequences"])
+            point = _trtllm_point(model, hardware, size, prompt, output, full)
+            estimate = estimate_row(catalog, point)
+            errors.append(float(estimate["load_output_tokens_per_s_per_replica"]) / value - 1)
+    return errors
+
+
 def _point(name: str, figures: dict[str, float], **entry: object) -> Measurement:
     """A public point as a measurement entry (its file is never read)."""
     fields = {"id": name, "file": "unused.json", "format": "vllm-bench", **entry}
@@ -243,18 +308,23 @@ FIGURE_WORDS = {
 _DS = "DeepSeek-R1 AWQ, 8 × H100 TP 8, vLLM (V1)"
 _DS_CALIBRATED = f"{_DS}, calibrated on 1 point"
 RECORDED = {
-    ("gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11", "ITL (mean TPOT)"): 0.052,
+    ("gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11", "ITL (mean TPOT)"): 0.064,
     (
         "gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11, calibrated on 1 point",
         "ITL (mean TPOT)",
     ): 0.069,
-    (QWEN_SET, "TPOT (mean)"): 0.036,
-    (QWEN_SET, "ITL (median)"): 0.067,
-    (f"{QWEN_SET}, calibrated on 1 point", "TPOT (mean)"): 0.037,
-    (f"{QWEN_SET}, calibrated on 1 point", "ITL (median)"): 0.032,
+    (QWEN_SET, "TPOT (mean)"): 0.082,
+    (QWEN_SET, "ITL (median)"): 0.087,
+    (f"{QWEN_SET}, calibrated on 1 point", "TPOT (mean)"): 0.109,
+    (f"{QWEN_SET}, calibrated on 1 point", "ITL (median)"): 0.082,
+    ("Llama 3.1 8B FP8, H200 and H100, TensorRT-LLM 1.0", "output throughput (max)"): 0.150,
+    (
+        "Llama 3.3 70B FP8, H200 TP 1 and H100 TP 2, TensorRT-LLM 1.0",
+        "output throughput (max)",
+    ): 0.137,
     (_DS, "TTFT (mean)"): 0.357,
     (_DS, "TPOT (mean)"): 0.738,
-    (_DS, "end to end (mean)"): 0.724,
+    (_DS, "end to end (mean)"): 0.725,
     (_DS_CALIBRATED, "TTFT (mean)"): 0.262,
     (_DS_CALIBRATED, "TPOT (mean)"): 0.009,
     (_DS_CALIBRATED, "end to end (mean)"): 0.015,
@@ -327,9 +397,24 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         )
         for figure, errors in _qwen_errors(_qwen_calibrated(shipped), others).items()
     ]
+    trtllm = [
+        SetError(
+            "Llama 3.1 8B FP8, H200 and H100, TensorRT-LLM 1.0",
+            TRTLLM_SOURCE,
+            "output throughput (max)",
+            tuple(_trtllm_errors(shipped, "llama-3.1-8b", TRTLLM_8B, 1)),
+        ),
+        SetError(
+            "Llama 3.3 70B FP8, H200 TP 1 and H100 TP 2, TensorRT-LLM 1.0",
+            TRTLLM_SOURCE,
+            "output throughput (max)",
+            tuple(_trtllm_errors(shipped, "llama-3.1-70b", TRTLLM_70B, 2)),
+        ),
+    ]
     return [
         serving,
         serving_calibrated,
+        *trtllm,
         *qwen,
         *qwen_calibrated,
         *deepseek,

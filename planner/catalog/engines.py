@@ -18,7 +18,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from planner.catalog.records import BytesOrZero, Engine, Fraction, Positive, Record, Text
+from planner.catalog.records import (
+    Assumptions,
+    BytesOrZero,
+    Engine,
+    Fraction,
+    Positive,
+    Record,
+    Seconds,
+    Text,
+)
 from planner.catalog.yamlsafe import load
 
 #: The data file of engine constants, shipped with the package.
@@ -45,6 +54,7 @@ class EngineSeries(Record):
     cuda_graphs: BytesOrZero
     cuda_graphs_in_budget: bool
     chunked_prefill: bool
+    step_overhead_per_sequence: Seconds
     sources: Annotated[list[Text], Field(min_length=1)]
 
 
@@ -133,6 +143,15 @@ def memory_fraction(engine: Engine) -> float:
         return engine.memory_fraction
     constants = constants_for(engine)
     return 0.0 if constants.memory_fraction is None else constants.memory_fraction
+
+
+def step_overhead_per_sequence(assumptions: Assumptions) -> float:
+    """The time per sequence decoding in a step [s]: the assumptions', else the engine
+    release's (engines.yaml; the default engine's when the catalog names none)."""
+    if assumptions.step_overhead_per_sequence is not None:
+        return assumptions.step_overhead_per_sequence
+    engine = DEFAULT_ENGINE if assumptions.engine is None else assumptions.engine
+    return constants_for(engine).step_overhead_per_sequence
 
 
 def prefills_in_chunks(engine: Engine | None) -> bool:

@@ -43,7 +43,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from planner.catalog import Catalog
-from planner.catalog.engines import series_of
+from planner.catalog.engines import series_of, step_overhead_per_sequence
 from planner.catalog.records import LATENCY_FIGURES
 from planner.measure import Measurement
 from planner.measure.compare import COMPARED, _engine, estimate_rows, measured_figures
@@ -245,7 +245,7 @@ def design(points: Sequence[LatencyPoint], rows: Sequence[Any], catalog: Catalog
             notes.append(
                 f"the decode figures are at one context length: the time per decoding sequence "
                 f"and the bandwidth spent reading each sequence's cache are one slope, so the "
-                f"time per sequence stays assumed ({a.step_overhead_per_sequence * 1e6:g} µs); "
+                f"time per sequence stays assumed ({step_overhead_per_sequence(a) * 1e6:g} µs); "
                 f"measure at a second prompt length to tell them apart"
             )
     if prompts:

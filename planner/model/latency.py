@@ -200,16 +200,27 @@ def decode_memory_s(
     return read / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
 
 
-@metric("s", source=f"{ROOFLINE}; {KAPLAN}", group="latency")
+@metric("s", source=f"{ROOFLINE}; {KAPLAN}; {POPE}", group="latency")
 def decode_compute_s(
     decode_flops_per_token: Any,
     decode_batch: Any,
     achieved_compute_flops_per_s: Any,
     matmul_padding_s: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
 ) -> Any:
-    """Compute time of a decode step: 2 × active parameters × batch ÷ achieved compute + the
-    multiplications' padding [s]."""
-    return decode_flops_per_token * decode_batch / achieved_compute_flops_per_s + matmul_padding_s
+    """Time of a decode step bound by its arithmetic: the weight multiplications (2 × active
+    parameters × batch ÷ achieved compute + their padding), then attention reading every
+    sequence's cache in kernels of its own [s]. The two run one after the other, so a step
+    whose multiplications outlast the weight read still waits for its caches: the step is
+    max(weights, multiplications) + caches, not max(weights + caches, multiplications).
+    """
+    multiply = decode_flops_per_token * decode_batch / achieved_compute_flops_per_s
+    cache = decode_batch * kv_read_bytes_per_sequence_step
+    return (
+        multiply + matmul_padding_s + cache / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+    )
 
 
 @metric("s", source=f"{ROOFLINE}: the slower of moving and multiplying values", group="latency")
@@ -235,7 +246,8 @@ def itl_s(
 
 @metric("", source=ROOFLINE, kind="text", group="latency")
 def decode_bound(decode_memory_s: Any, decode_compute_s: Any) -> Any:
-    """Whether a decode step is limited by memory bandwidth or by compute."""
+    """Whether a decode step is limited by memory bandwidth or by compute (its weight
+    multiplications outlasting the weight read)."""
     return where(decode_memory_s >= decode_compute_s, "memory-bound", "compute-bound")
 
 

@@ -67,7 +67,8 @@ def open_loop_batch_bound(
 
     ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × stall + network, and
     ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
-    B × FLOP ÷ compute + padding, plus B × (all-reduce + time per sequence) + overhead: so e2e
+    B × FLOP ÷ compute + padding + B × cache ÷ bandwidth, plus B × (all-reduce + time per
+    sequence) + overhead: so e2e
     is the larger of two lines in B, and the fixed point the larger of each line's
     (``_fixed_point``). The weights are those of the full batch: for a mixture of experts an
     upper bound, which :func:`open_loop_batch_refined` brings down. The cap is the full batch.
@@ -87,7 +88,9 @@ def open_loop_batch_bound(
     compute = _fixed_point(
         rate,
         base + steps * matmul_padding_s,
-        per_batch + steps * decode_flops_per_token / achieved_compute_flops_per_s,
+        per_batch
+        + steps * decode_flops_per_token / achieved_compute_flops_per_s
+        + steps * kv_read_bytes_per_sequence_step / bandwidth,
         decode_batch,
     )
     return where(planned, maximum(memory, compute), decode_batch)
@@ -351,21 +354,31 @@ def chunked_prefill_s(
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
     step_overhead_per_sequence_s: Any,
+    kv_read_bytes_per_sequence_step: Any,
+    memory_bandwidth_bytes_per_s: Any,
+    bandwidth_efficiency: Any,
 ) -> Any:
     """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
 
     Each of the steps is a decode step of the others (:func:`planner.model.latency.itl_s`)
     that reads the weights (all of them: a prompt's tokens touch every expert) and the caches
     of the load batch, and carries an equal share of the prompt's arithmetic; the prompt's
-    tokens are all-reduced besides. The prompt's arithmetic hides under the decodes' memory
-    time, which a prompt's step of its own cannot do. With no others in flight each step reads
-    the weights alone: a lone prompt in one chunk takes its no-load prefill.
+    tokens are all-reduced besides. The prompt's arithmetic hides under the weight read,
+    which a prompt's step of its own cannot do; the others' cache reads follow the
+    multiplications (:func:`planner.model.latency.decode_compute_s`). With no others in
+    flight each step reads the weights alone: a lone prompt in one chunk takes its no-load
+    prefill.
     """
     steps = first_token_chunks
     others = maximum(load_batch - 1, 0)
     memory = where(others > 0, maximum(load_decode_memory_s, weight_read_s), weight_read_s)
     flops = others * decode_flops_per_token + median_prefill_flops / steps
-    compute = flops / achieved_compute_flops_per_s + matmul_padding_s
+    caches = (
+        others
+        * kv_read_bytes_per_sequence_step
+        / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+    )
+    compute = flops / achieved_compute_flops_per_s + matmul_padding_s + caches
     step = latency.itl_s(
         memory, compute, allreduce_s_per_token, others, step_overhead_s,
         step_overhead_per_sequence_s,

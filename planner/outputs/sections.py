@@ -12,6 +12,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from planner.catalog import Catalog, Workload
+from planner.catalog.engines import step_overhead_per_sequence
 from planner.catalog.workloads import length_summary
 from planner.model.calibration import latency_band_fraction
 from planner.outputs import charts
@@ -482,7 +483,7 @@ def assumption_rows(catalog: Catalog) -> list[tuple[str, str]]:
         ("Achieved share of dense datasheet compute", f"{a.compute_efficiency:.0%}"),
         ("KV-cache block (paged allocation)", f"{a.kv_block_tokens} tokens"),
         ("Fixed overhead per step", duration(a.step_overhead)),
-        ("Time per decoding sequence per step", duration(a.step_overhead_per_sequence)),
+        ("Time per decoding sequence per step", duration(step_overhead_per_sequence(a))),
         ("Tensor-parallel sizes tried", ", ".join(str(t) for t in a.tensor_parallel_sizes)),
         ("Engine batch limit", f"{a.batch_limit} sequences"),
         (

@@ -16,6 +16,7 @@ from planner.catalog.engines import (
     constants_for,
     memory_fraction,
     prefills_in_chunks,
+    step_overhead_per_sequence,
 )
 from planner.catalog.records import Engine
 from planner.model.units import GIB
@@ -103,7 +104,7 @@ GLOBALS = [
         1e-6,
         "µs",
         "time per sequence decoding in a step (sampling, input preparation, scheduling)",
-        lambda a: a.step_overhead_per_sequence * 1e6,
+        lambda a: step_overhead_per_sequence(a) * 1e6,
     ),
     _g(
         "max_batch_sequences",

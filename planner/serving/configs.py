@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog.datafiles import read_trace
-from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks
+from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks, step_overhead_per_sequence
 from planner.catalog.workloads import samples_of
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
@@ -73,7 +73,7 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         * float(row["attention_heads"])
         * float(row["head_dim"]),
         step_overhead_s=float(row["step_overhead_s"]),
-        step_overhead_per_sequence_s=assumptions.step_overhead_per_sequence,
+        step_overhead_per_sequence_s=step_overhead_per_sequence(assumptions),
         allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
         routed_expert_bytes=routed,
         experts=float(row["experts"]),

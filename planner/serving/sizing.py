@@ -232,7 +232,7 @@ def _bound(
     def decode() -> tuple[str, str]:
         ctx = mean_prompt + p95_output / 2
         memory = step.decode_memory_s(1, ctx)
-        compute = step.decode_compute_s(1)
+        compute = step.decode_compute_s(1, ctx)
         read = (step.decode_weight_bytes(1) + step.kv_bytes_per_token * ctx) / GB
         if memory >= compute:
             return "bandwidth", (

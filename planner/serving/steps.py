@@ -138,14 +138,16 @@ class StepModel:
             )
         )
 
-    def decode_compute_s(self, batch: float) -> float:
-        """Arithmetic time of one decode step, one token per sequence [s]
-        (:func:`latency.decode_compute_s`)."""
-        return float(
-            latency.decode_compute_s(
-                self.flops_per_token, batch, self.compute_flops_per_s, self.padding_s
-            )
+    def decode_compute_s(self, batch: float, context_tokens_total: float) -> float:
+        """Time of one decode step bound by its arithmetic [s]
+        (:func:`latency.decode_compute_s`): the multiplications of one token per sequence,
+        then the caches' ``context_tokens_total`` tokens read."""
+        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        multiply = latency.decode_compute_s(
+            self.flops_per_token, batch, self.compute_flops_per_s, self.padding_s, 0.0, 1.0, 1.0
         )
+        read = latency.decode_memory_s(0.0, 1, cache, self.bandwidth_bytes_per_s, 1.0)
+        return float(multiply + read)
 
     def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
@@ -155,7 +157,7 @@ class StepModel:
         return float(
             latency.itl_s(
                 self.decode_memory_s(batch, context_tokens_total),
-                self.decode_compute_s(batch),
+                self.decode_compute_s(batch, context_tokens_total),
                 self.allreduce_s_per_token,
                 batch,
                 self.step_overhead_s,
@@ -189,7 +191,7 @@ class StepModel:
         flops = sum(
             self.prefill_flops(done + tokens) - self.prefill_flops(done) for done, tokens in chunks
         )
-        compute = self.decode_compute_s(batch) + flops / self.compute_flops_per_s
+        compute = self.decode_compute_s(batch, cached) + flops / self.compute_flops_per_s
         step = latency.itl_s(
             memory,
             compute,
@@ -220,60 +222,44 @@ class _DecodeRun:
     """Step times of consecutive decode steps with a fixed batch.
 
     Step k (k = 0, 1, ...) has context ``ctx0 + batch * k``, so by
-    :meth:`StepModel.decode_step_s` its time is ``max(alpha + beta * k, c) + o``
-    with alpha = memory time at ctx0 [s], beta = extra KV read per step
-    [s/step], c = compute time [s] and o = overhead [s].  A plain slotted
-    class because one is built per scheduler iteration.
+    :meth:`StepModel.decode_step_s` its time is ``max(alpha, c) + beta * k + o``: alpha the
+    memory time at ctx0 [s], c the arithmetic-bound time at ctx0 (its multiplications, then
+    the caches) [s], both growing by beta, the extra cache read per step [s/step], and o the
+    overhead [s]. A plain slotted class because one is built per scheduler iteration.
     """
 
-    __slots__ = ("alpha", "beta", "c", "o")
+    __slots__ = ("first", "beta", "o")
 
     def __init__(self, step: StepModel, batch: int, ctx0: float) -> None:
         # the step's own terms, each a metric of the closed form (linear in the context)
-        self.alpha = step.decode_memory_s(batch, ctx0)
+        memory = step.decode_memory_s(batch, ctx0)
+        compute = step.decode_compute_s(batch, ctx0)
         self.beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
-        self.c = step.decode_compute_s(batch)
         self.o = step.decode_overhead_s(batch)
+        self.first = max(memory, compute) + self.o
 
     def step_s(self, k: int) -> float:
         """Duration of step k [s]."""
-        return max(self.alpha + self.beta * k, self.c) + self.o
-
-    def _knee(self, k0: int, k1: int) -> int:
-        """First k in [k0, k1] at which the memory term reaches the compute term."""
-        if self.alpha >= self.c:
-            return k0
-        if self.beta <= 0.0:
-            return k1
-        return min(k1, max(k0, math.ceil((self.c - self.alpha) / self.beta)))
+        return self.first + self.beta * k
 
     def total_s(self, k0: int, k1: int) -> float:
         """Sum of the durations of steps k0 .. k1-1 [s] (closed form)."""
         if k1 <= k0:
             return 0.0
-        ks = self._knee(k0, k1)
-        m = k1 - ks
-        linear = m * self.alpha + self.beta * (k1 * (k1 - 1) - ks * (ks - 1)) / 2.0
-        return (ks - k0) * self.c + linear + (k1 - k0) * self.o
+        return (k1 - k0) * self.first + self.beta * (k1 * (k1 - 1) - k0 * (k0 - 1)) / 2.0
 
     def pieces(self, k0: int, k1: int) -> list[tuple[float, float, int]]:
         """Steps k0 .. k1-1 as linear pieces ``(first value [s], slope [s/step], count)``."""
         if k1 <= k0:
             return []
-        ks = self._knee(k0, k1)
-        out: list[tuple[float, float, int]] = []
-        if ks > k0:
-            out.append((self.c + self.o, 0.0, ks - k0))
-        if k1 > ks:
-            out.append((self.alpha + self.beta * ks + self.o, self.beta, k1 - ks))
-        return out
+        return [(self.step_s(k0), self.beta, k1 - k0)]
 
     def steps_to_reach(self, target_s: float, n_max: int) -> int:
         """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none.
 
-        Solved in closed form (the steps before the knee last ``c + o`` each, the later ones
-        grow linearly, so their sum is quadratic in n), then checked against :meth:`total_s`
-        one step either way, so that rounding never changes the answer.
+        Solved in closed form (the steps grow linearly, so their sum is quadratic in n), then
+        checked against :meth:`total_s` one step either way, so that rounding never changes
+        the answer.
         """
         if n_max <= 1 or self.total_s(0, 1) >= target_s:
             return 1
@@ -287,14 +273,9 @@ class _DecodeRun:
         return n
 
     def _estimate(self, target_s: float, n_max: int) -> int:
-        """About the n of :meth:`steps_to_reach` (exact but for rounding)."""
-        flat = self.c + self.o
-        ks = self._knee(0, n_max)
-        if ks * flat >= target_s:
-            return math.ceil(target_s / flat)
-        rest = target_s - ks * flat
-        # m steps after the knee last m × (alpha + o + beta × ks) + beta × m (m - 1) / 2
-        a = self.alpha + self.o + self.beta * ks - self.beta / 2
+        """About the n of :meth:`steps_to_reach` (exact but for rounding): n steps last
+        n × (first − beta ÷ 2) + beta × n² ÷ 2."""
+        a = self.first - self.beta / 2
         b = self.beta / 2
-        m = rest / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * rest)) / (2 * b)
-        return ks + math.ceil(m) if math.isfinite(m) else n_max
+        m = target_s / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * target_s)) / (2 * b)
+        return math.ceil(m) if math.isfinite(m) else n_max
