@@ -705,7 +705,7 @@ class Assumptions(Uncertain):
     compute_efficiency: Fraction = 1.0
     kv_block_tokens: Count = 16
     step_overhead: Seconds = 0.0
-    step_overhead_per_sequence: Seconds | None = None  # None: the engine release's
+    step_overhead_per_sequence: OptionalSeconds = None  # None: the engine release's
     activation_bytes: Positive = 2.0
     tensor_parallel_sizes: list[Count] = Field(default=[1], min_length=1)
     max_rejected_fraction: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.001
