@@ -108,6 +108,42 @@ TRTLLM_ENGINE = {
 }
 
 
+#: Time to first token of Llama 70B in FP8 on H100s at one request: (source, model as the
+#: catalog knows it, tensor parallelism, prompt, output) → TTFT [ms], kept verbatim in
+#: tests/fixtures/benchmarks/ttft-one-user.md. NVIDIA NIM 1.8.0 (Llama 3.3 70B, TP 2, mean at
+#: concurrency 1: docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance); TensorRT-LLM v0.5's
+#: first-token latency at batch 1 (LLaMA 70B, TP 4: docs/source/performance.md at 138f96d).
+TTFT_70B_H100: dict[tuple[str, int, int, int], float] = {
+    ("NIM 1.8.0", 2, 500, 2000): 47.77,
+    ("NIM 1.8.0", 2, 5000, 500): 406.77,
+    ("TensorRT-LLM v0.5", 4, 128, 1): 26.0,
+    ("TensorRT-LLM v0.5", 4, 2048, 1): 109.0,
+}
+
+
+def _ttft_errors(catalog: Catalog, source: str) -> list[float]:
+    """Planner's error on the time to first token at one request (TensorRT-LLM's engine)."""
+    errors = []
+    for (name, tp, prompt, output), ttft_ms in TTFT_70B_H100.items():
+        if name != source:
+            continue
+        point = _point(
+            f"ttft-{tp}-{prompt}",
+            {},
+            hardware="h100-sxm-80gb",
+            model="llama-3.1-70b",
+            precision="fp8",
+            tensor_parallel=tp,
+            engine={"name": "tensorrt-llm", "version": "1.0"},
+            concurrency=1,
+            prompt_tokens=prompt,
+            output_tokens=output,
+        )
+        estimate = float(estimate_row(catalog, point)["ttft_load_s"])
+        errors.append(estimate / (ttft_ms / 1e3) - 1)
+    return errors
+
+
 def _trtllm_point(
     model: str, hardware: str, size: int, prompt: int, output: int, users: int
 ) -> Measurement:
@@ -313,6 +349,8 @@ RECORDED = {
         "gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11, calibrated on 1 point",
         "ITL (mean TPOT)",
     ): 0.069,
+    ("Llama 3.3 70B FP8, 2 × H100 TP 2, NIM 1.8.0, one request", "TTFT (mean)"): 0.011,
+    ("LLaMA 70B FP8, 4 × H100 TP 4, TensorRT-LLM v0.5, one request", "TTFT"): 0.33,
     (QWEN_SET, "TPOT (mean)"): 0.082,
     (QWEN_SET, "ITL (median)"): 0.087,
     (f"{QWEN_SET}, calibrated on 1 point", "TPOT (mean)"): 0.109,
@@ -411,10 +449,25 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             tuple(_trtllm_errors(shipped, "llama-3.1-70b", TRTLLM_70B, 2)),
         ),
     ]
+    ttft = [
+        SetError(
+            "Llama 3.3 70B FP8, 2 × H100 TP 2, NIM 1.8.0, one request",
+            "NVIDIA NIM benchmarking docs: 500 and 5,000-token prompts, concurrency 1",
+            "TTFT (mean)",
+            tuple(_ttft_errors(shipped, "NIM 1.8.0")),
+        ),
+        SetError(
+            "LLaMA 70B FP8, 4 × H100 TP 4, TensorRT-LLM v0.5, one request",
+            "NVIDIA/TensorRT-LLM performance.md (138f96d): 128 and 2,048-token prompts, batch 1",
+            "TTFT",
+            tuple(_ttft_errors(shipped, "TensorRT-LLM v0.5")),
+        ),
+    ]
     return [
         serving,
         serving_calibrated,
         *trtllm,
+        *ttft,
         *qwen,
         *qwen_calibrated,
         *deepseek,
