@@ -23,6 +23,7 @@ from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs
 
 VLLM, SGLANG, TRTLLM = 1, 2, 3  # the budget rules' numbers
+SEED = shipped_catalogs() / "examples" / "seed"
 
 
 @pytest.mark.parametrize(
@@ -163,3 +164,23 @@ def test_a_profile_gives_only_its_engine_s_memory_argument() -> None:
     assert Engine(name="vllm", version="0.11").memory_fraction is None
     with pytest.raises(ValueError, match="free_gpu_memory_fraction is tensorrt-llm's argument"):
         Engine(name="vllm", version="0.11", free_gpu_memory_fraction=0.9)
+
+
+def test_a_release_without_constants_is_said_in_the_report_and_the_workbook(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """vLLM 0.40 on the seed catalog: the run's notes (the workbook's Notes sheet, the
+    terminal) and the report's risks say which series it was planned with."""
+    from planner.outputs.report import render_html
+
+    folder = tmp_path_factory.mktemp("v040") / "catalogs"
+    shutil.copytree(SEED, folder)
+    path = folder / "assumptions.yaml"
+    path.write_text(path.read_text() + "  engine: {name: vllm, version: '0.40.1'}\n")
+    catalog = load_catalog(folder)
+    results = evaluate(catalog)
+    said = "vllm 0.40.1 has no memory constants of its own: planned with those of vllm 0.31"
+    assert any(said in note for note in results.notes)
+    html = render_html(catalog, results)
+    risks = html[html.index('id="risks"') :]
+    assert said in risks[: risks.index("<h3>")]

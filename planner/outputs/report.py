@@ -57,7 +57,7 @@ from planner.outputs.sections import (
 )
 from planner.plan.recommend import ranked
 from planner.plan.sensitivity import CHANGES, what_changes
-from planner.plan.sweep import Results
+from planner.plan.sweep import Results, engine_notes
 from planner.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
@@ -183,7 +183,9 @@ def context(
         "not_modelled": NOT_MODELLED,
         "policies": policy_lines(catalog),
         "skipped": results.skipped,
-        "run_notes": results.notes,
+        # the engine's note stands with the risks, the run's others with the options lost
+        "run_notes": [n for n in results.notes if n not in engine_notes(catalog)],
+        "engine_notes": engine_notes(catalog),
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
         "references": cited(results.metrics),
