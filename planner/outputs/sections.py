@@ -47,7 +47,10 @@ NOT_MODELLED = [
     "promised maximum output.",
     "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
     "only tensor parallelism within a replica.",
-    "Chunked prefill is not modelled: each prefill stalls the decode batch.",
+    "Each engine's scheduler is modelled by its release's defaults (chunked prefill or whole "
+    "prompts, the time per decoding sequence); a cost per request (scheduling and "
+    "detokenising many short requests) is not, which makes very short requests at full load "
+    "look faster than they are.",
     "Speculative decoding, quantised attention kernels and CUDA-graph effects are not modelled.",
     "Network contention between replicas, storage and loading time, and failures or spares are "
     "not modelled.",
