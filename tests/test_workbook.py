@@ -166,6 +166,13 @@ def priced_catalog(source: Path, folder: Path) -> Path:
 #: The serving engine the ``engine`` workbook models (its pool becomes the KV budget).
 ENGINE = {"name": "vllm", "version": "0.10.1", "max_num_batched_tokens": 4096}
 
+#: The other engines' profiles, each sizing its pool by its own rule (SGLang's default share
+#: by its reservation, TensorRT-LLM's share of what its profiling pass leaves).
+OTHER_ENGINES = {
+    "sglang": {"name": "sglang", "version": "0.5.4"},
+    "tensorrt-llm": {"name": "tensorrt-llm", "version": "1.0.0"},
+}
+
 #: Fits of the engine catalog's devices: one on its engine release (applied), one on another
 #: (not applied). The latency points miss by +10 % and −10 %: a root mean square of 10 %.
 CALIBRATION = """\
@@ -188,17 +195,16 @@ calibration:
 """
 
 
-def engine_catalog(source: Path, folder: Path) -> Path:
-    """``source`` with a serving engine profile in its assumptions, a model described by its
-    architecture (the shipped Llama 3.1 8B) whose activation peak the engine can size, and a
-    calibration of one device (:data:`CALIBRATION`)."""
+def engine_catalog(source: Path, folder: Path, engine: dict[str, Any] | None = None) -> Path:
+    """``source`` with a serving engine profile in its assumptions (:data:`ENGINE` unless
+    given), a model described by its architecture (the shipped Llama 3.1 8B) whose activation
+    peak the engine can size, and a calibration of one device (:data:`CALIBRATION`)."""
     shutil.copytree(source, folder)
+    profile = dict(ENGINE if engine is None else engine)
     _edit_yaml(
         folder,
         "assumptions",
-        lambda d: d["assumptions"].update(
-            engine=dict(ENGINE), rack_power="5 kW", site_power="100 kW"
-        ),
+        lambda d: d["assumptions"].update(engine=profile, rack_power="5 kW", site_power="100 kW"),
     )
     shipped = yaml.safe_load((shipped_catalogs() / "models.yaml").read_text())["models"]
     llama = next(m for m in shipped if m["id"] == "llama-3.1-8b")
@@ -559,6 +565,8 @@ class Built:
     smaller: Results  # that option's device with 1 GiB less memory, same simulated figures
     dearer: Results  # that option's device at ten times the price, same simulated figures
     engine: Results  # the rich catalog with a serving engine profile (see ENGINE)
+    #: the same with SGLang's and TensorRT-LLM's profiles (their own budget rules)
+    engines: dict[str, Results] = dataclasses.field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -619,6 +627,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         edit_with_openpyxl(files["sim"], input_changes(simulated, after), files[name])
     engine = evaluate(load_catalog(engine_catalog(rich_dir, folder / "engine-catalog")))
     files["engine"] = write_workbook(engine, folder / "engine.xlsx")
+    engines = {}
+    for name, profile in OTHER_ENGINES.items():
+        other = engine_catalog(rich_dir, folder / f"{name}-catalog", profile)
+        engines[name] = evaluate(load_catalog(other))
+        files[name] = write_workbook(engines[name], folder / f"{name}.xlsx")
     return Built(
         folder,
         seed,
@@ -634,6 +647,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         smaller,
         dearer,
         engine,
+        engines,
     )
 
 
@@ -898,11 +912,12 @@ def test_cached_value_xml(value: Any, xml: tuple[str, str]) -> None:
 # Recalculated by LibreOffice and by Gnumeric ---------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["seed", "rich", "engine"])
+@pytest.mark.parametrize("name", ["seed", "rich", "engine", *OTHER_ENGINES])
 def test_engine_recomputes_every_plan_cell(
     built: Built, recalculated: dict[str, Path], name: str
 ) -> None:
-    results = {"seed": built.seed, "rich": built.rich, "engine": built.engine}[name]
+    every = {"seed": built.seed, "rich": built.rich, "engine": built.engine} | built.engines
+    results = every[name]
     assert_plan_equals(computed_values(recalculated[name], "Plan"), results)
 
 
