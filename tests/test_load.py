@@ -116,7 +116,7 @@ def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
     moe = dict(
         experts=np.array([8.0]),
         experts_per_token=np.array([2.0]),
-        weight_bytes_per_device=np.array([10e9]),
+        decoder_weight_bytes_per_device=np.array([10e9]),
         routed_expert_parameters=np.array([8e9]),
         weight_bytes_per_param=np.array([1.0]),
         tensor_parallel=np.array([1.0]),
@@ -334,3 +334,31 @@ def test_time_per_output_token_at_load_by_hand() -> None:
     assert got[0] == pytest.approx(0.0175) and np.isnan(got[1])
     # 3 requests a second of 101 tokens each: 303 output tokens a second
     assert load_output_tokens_per_s_per_replica(3.0, 101.0) == pytest.approx(303.0)
+
+
+def test_a_decode_step_does_not_read_a_vision_tower(tmp_path: Path) -> None:
+    """The seed's 4 GiB model given 1e9 of its 2,147,483,648 parameters as an encoder (a vision
+    tower, BF16): memory holds all 4 GiB, each decode step reads 4,294,967,296 − 2e9 B, in the
+    closed form and in the simulation's step alike."""
+    import shutil
+
+    import yaml
+
+    from planner.catalog import load_catalog
+    from planner.plan.sweep import evaluate
+    from planner.serving.configs import step_model
+
+    folder = tmp_path / "seed"
+    shutil.copytree(SEED, folder)
+    path = folder / "models.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["models"][1]["encoder_parameters"] = 1_000_000_000
+    path.write_text(yaml.safe_dump(doc))
+    catalog = load_catalog(folder)
+    table = evaluate(catalog).table
+    row = table[table["model"] == "invented-4gib"].iloc[0]
+    assert row["weight_bytes_per_device"] == 4_294_967_296
+    assert row["decode_weight_bytes_per_step"] == 4_294_967_296 - 2_000_000_000
+    step = step_model(row, catalog.assumptions)
+    assert step.decode_weight_bytes(1) == 4_294_967_296 - 2_000_000_000
+    assert step.prefill_memory_s() * step.bandwidth_bytes_per_s == pytest.approx(4_294_967_296)

@@ -119,15 +119,16 @@ def experts_touched_fraction(experts: Any, experts_per_token: Any, decode_batch:
 
 @metric("B", source=f"{POPE} (a batch shares the weight reads)", group="latency")
 def decode_weight_bytes_per_step(
-    weight_bytes_per_device: Any,
+    decoder_weight_bytes_per_device: Any,
     routed_expert_parameters: Any,
     weight_bytes_per_param: Any,
     experts_touched_fraction: Any,
     tensor_parallel: Any,
 ) -> Any:
-    """Weight bytes a decode step reads per device: all weights less untouched experts [B]."""
+    """Weight bytes a decode step reads per device: the decoder's weights less untouched
+    experts [B]."""
     untouched = routed_expert_parameters * weight_bytes_per_param * (1 - experts_touched_fraction)
-    return weight_bytes_per_device - untouched / tensor_parallel
+    return decoder_weight_bytes_per_device - untouched / tensor_parallel
 
 
 @metric("tokens", source="mean context while generating half the mean output", group="latency")

@@ -104,7 +104,7 @@ def open_loop_batch_refined(
     open_loop_batch_bound: Any,
     experts: Any,
     experts_per_token: Any,
-    weight_bytes_per_device: Any,
+    decoder_weight_bytes_per_device: Any,
     routed_expert_parameters: Any,
     weight_bytes_per_param: Any,
     tensor_parallel: Any,
@@ -135,7 +135,7 @@ def open_loop_batch_refined(
     """
     touched = latency.experts_touched_fraction(experts, experts_per_token, open_loop_batch_bound)
     weights = latency.decode_weight_bytes_per_step(
-        weight_bytes_per_device,
+        decoder_weight_bytes_per_device,
         routed_expert_parameters,
         weight_bytes_per_param,
         touched,

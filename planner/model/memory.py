@@ -68,6 +68,21 @@ def weight_bytes_per_device(weight_bytes: Any, tensor_parallel: Any) -> Any:
     return weight_bytes / tensor_parallel
 
 
+@metric("B", source="the model card's count outside the decoder (import-hf)", group="memory")
+def decoder_weight_bytes_per_device(
+    weight_bytes_per_device: Any,
+    encoder_parameters: Any,
+    unquantised_bytes_per_param: Any,
+    tensor_parallel: Any,
+) -> Any:
+    """The decoder's weights on each device: all of them less a multimodal model's encoder
+    (vision tower and projector, stored like the other unquantised layers), which no generated
+    token runs [B]. Qwen2.5-VL 7B in BF16: 676,550,144 × 2 B less."""
+    return weight_bytes_per_device - encoder_parameters * unquantised_bytes_per_param / (
+        tensor_parallel
+    )
+
+
 @metric("heads", source="vLLM: KV heads are replicated when TP exceeds them", group="memory")
 def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any) -> Any:
     """KV heads each device caches: ⌈KV heads ÷ TP⌉ (heads are replicated, never split)."""

@@ -158,6 +158,14 @@ LOOKUPS = [
     _lk(
         "routed_expert_parameters", "model", "routed_expert_parameters", 1, "", "all routed experts"
     ),
+    _lk(
+        "encoder_parameters",
+        "model",
+        "encoder_parameters",
+        1,
+        "",
+        "parameters outside the decoder (a vision tower and projector)",
+    ),
     _lk("experts", "model", "experts", 1, "", "routed experts per MoE layer"),
     _lk("experts_per_token", "model", "experts_per_token", 1, "", "experts per token"),
     _lk("layers", "model", "layers", 1, "", "decoder layers"),

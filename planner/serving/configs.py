@@ -62,6 +62,8 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
     allreduce = float(row["allreduce_s_per_token"])
     return StepModel(
         weight_bytes=float(row["weight_bytes_per_device"]),
+        encoder_bytes=float(row["weight_bytes_per_device"])
+        - float(row["decoder_weight_bytes_per_device"]),
         kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
         / float(row["mean_context_tokens"]),
         bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])

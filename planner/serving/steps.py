@@ -42,6 +42,9 @@ class StepModel:
     """Tensor-parallel communication per processed token [s] (0 without tensor parallelism)."""
     routed_expert_bytes: float = 0.0
     """Weight bytes per device of a mixture's routed experts [B] (0: dense)."""
+    encoder_bytes: float = 0.0
+    """Weight bytes per device outside the decoder (a vision tower), which decode steps do not
+    read [B] (0: none)."""
     experts: float = 0.0
     """Routed experts of a mixture (0: dense) [-]."""
     experts_per_token: float = 0.0
@@ -62,6 +65,7 @@ class StepModel:
             "step_overhead_per_sequence_s",
             "allreduce_s_per_token",
             "routed_expert_bytes",
+            "encoder_bytes",
             "padding_s",
         ):
             if getattr(self, name) < 0:
@@ -116,16 +120,15 @@ class StepModel:
         )
 
     def decode_weight_bytes(self, batch: float) -> float:
-        """Weight bytes a decode step of ``batch`` sequences reads [B]: all of a dense model's;
-        a mixture's less the experts no token of the batch is routed to
+        """Weight bytes a decode step of ``batch`` sequences reads [B]: all of a dense model's
+        decoder (not its encoder); a mixture's less the experts no token of the batch is routed to
         (:func:`latency.experts_touched_fraction`, :func:`latency.decode_weight_bytes_per_step`)."""
+        decoder = self.weight_bytes - self.encoder_bytes
         if self.routed_expert_bytes <= 0.0:
-            return self.weight_bytes
+            return decoder
         touched = latency.experts_touched_fraction(self.experts, self.experts_per_token, batch)
         return float(
-            latency.decode_weight_bytes_per_step(
-                self.weight_bytes, self.routed_expert_bytes, 1.0, touched, 1
-            )
+            latency.decode_weight_bytes_per_step(decoder, self.routed_expert_bytes, 1.0, touched, 1)
         )
 
     def decode_memory_s(self, batch: float, context_tokens_total: float) -> float:
