@@ -335,17 +335,26 @@ def fit_latency(
     # move every step; a compute-bound decode step needs the arithmetic the prompts fix)
     free = [n for n in chosen.free if n != "compute_efficiency"]
     figures = dict(start)
+    fixed_costs = False
     for _ in range(ALTERNATIONS):
         before = dict(figures)
         if free:
-            figures = _decode(predict, decode, free, figures, notes)
+            figures, overhead_only = _decode(predict, decode, free, figures)
+            if overhead_only:
+                notes.append(
+                    f"the decode steps are slower than any kernel reading at "
+                    f"{LEAST_BANDWIDTH_EFFICIENCY:.0%} of the datasheet bandwidth: the "
+                    f"efficiency is held there and the rest fitted as step overhead (fixed "
+                    f"costs)"
+                )
+                fixed_costs = True
         if "compute_efficiency" in chosen.free:
             figures = _solve(predict, prompts, ["compute_efficiency"], figures)
         if not free or "compute_efficiency" not in chosen.free:
             break
         if all(math.isclose(figures[n], before[n], rel_tol=1e-6) for n in figures):
             break
-    if "step_overhead" not in free and any("fixed costs" in note for note in notes):
+    if fixed_costs and "step_overhead" not in free:
         free.append("step_overhead")
     if "compute_efficiency" in chosen.free:
         free.append("compute_efficiency")
@@ -357,21 +366,16 @@ def _decode(
     points: Sequence[LatencyPoint],
     free: list[str],
     start: dict[str, float],
-    notes: list[str],
-) -> dict[str, float]:
-    """The bandwidth efficiency (and overhead, where ``free``) fitted to the decode points; a
-    step too slow for any kernel is fixed costs, which only the overhead can carry."""
+) -> tuple[dict[str, float], bool]:
+    """The bandwidth efficiency (and overhead, where ``free``) fitted to the decode points, and
+    whether the steps were too slow for any kernel: fixed costs, which only the overhead can
+    carry (the efficiency then held at :data:`LEAST_BANDWIDTH_EFFICIENCY`)."""
     figures = _solve(predict, points, free, start)
     held = figures["bandwidth_efficiency"] <= LEAST_BANDWIDTH_EFFICIENCY * (1 + 1e-6)
     if not held or "step_overhead" in free:
-        return figures
+        return figures, False
     start = figures | {"bandwidth_efficiency": LEAST_BANDWIDTH_EFFICIENCY}
-    notes.append(
-        f"the decode steps are slower than any kernel reading at "
-        f"{LEAST_BANDWIDTH_EFFICIENCY:.0%} of the datasheet bandwidth: the efficiency is held "
-        f"there and the rest fitted as step overhead (fixed costs)"
-    )
-    return _solve(predict, points, ["step_overhead"], start)
+    return _solve(predict, points, ["step_overhead"], start), True
 
 
 def _latency(catalog: Catalog, points: list[LatencyPoint], fit: Calibration) -> None:
