@@ -377,3 +377,24 @@ def test_only_compute_bound_prompts_of_two_lengths_fit_the_compute_efficiency(
     assert len(fit.points) == len(prompts) and not fit.unused  # used all the same
     if not fitted:
         assert any("compute efficiency stays assumed" in note for note in fit.notes)
+
+
+def test_only_peaks_the_forward_pass_sets_fit_the_activation_scale() -> None:
+    """Llama 3.1 8B on an H100 under vLLM 0.11, 8,192 batched tokens: the forward pass peaks at
+    8,192 × (3 × 14,336 + 4 × 4,096) × 2 B = 973,078,528 B at scale 1. With 1,024 sequences the
+    dummy sampler's 1,024 × 128,256 logits × 38 B = 4,990,697,472 B set the peak, and a measured
+    4.9e9 says nothing of the forward pass; with 16 sequences (77,979,648 B) a measured 1.1e9 is
+    the forward pass's: scale 1.1e9 ÷ 973,078,528 = 1.13043."""
+    engine = {"name": "vllm", "version": "0.11", "max_num_batched_tokens": 8192}
+    points = tuple(
+        _synthetic(None, 1, lambda _, v=value: {"activation_peak_bytes": v}, id=f"log-{seqs}",
+                   format="vllm-log", engine=engine | {"max_num_seqs": seqs})
+        for seqs, value in ((1024, 4.9e9), (16, 1.1e9))
+    )  # fmt: skip
+    (fit,) = calibrate(load_catalog(shipped_catalogs()), points)
+    assert fit.activation_scale == pytest.approx(1.1e9 / 973_078_528, rel=1e-9)
+    sampler_bound, forward_bound = fit.points
+    assert sampler_bound.fitted == pytest.approx(4_990_697_472, rel=1e-9)
+    assert forward_bound.fitted == pytest.approx(1.1e9, rel=1e-9)
+    # held out, the forward-bound point keeps the release's scale (the other says nothing)
+    assert forward_bound.held_out == pytest.approx(973_078_528, rel=1e-9)

@@ -403,43 +403,46 @@ def _latency(catalog: Catalog, points: list[LatencyPoint], fit: Calibration) -> 
 # Memory --------------------------------------------------------------------------------------
 
 
-def _structural_activation(estimates: Any) -> tuple[float, float]:
-    """(forward pass at scale 1, sampler term) of a row's activation peak [B]."""
-    forward = activation_peak_bytes(
-        *(estimates[name] for name in ACTIVATION_INPUTS), activation_scale=1.0,
-        sampler_bytes_per_logit=0.0,
-    )  # fmt: skip
-    sampler = estimates["activation_peak_bytes"] - forward * estimates["activation_scale"]
+def _activation_parts(estimates: Any) -> tuple[float, float]:
+    """(forward pass at scale 1, dummy sampler) of a row's activation peak [B]: the peak is the
+    larger of the forward pass × its scale and the sampler."""
+    inputs = [estimates[name] for name in ACTIVATION_INPUTS]
+    forward = activation_peak_bytes(*inputs, activation_scale=1.0, sampler_bytes_per_logit=0.0)
+    sampler = activation_peak_bytes(
+        *inputs, activation_scale=0.0, sampler_bytes_per_logit=estimates["sampler_bytes_per_logit"]
+    )
     return float(forward), float(sampler)
 
 
-def _scale(forward: np.ndarray, measured: np.ndarray, sampler: np.ndarray) -> float:
-    """The activation scale of a line through the origin [least squares]."""
-    return float(np.sum(forward * (measured - sampler)) / np.sum(forward * forward))
+def _scale(forward: np.ndarray, measured: np.ndarray, sampler: np.ndarray, assumed: float) -> float:
+    """The activation scale of a line through the origin [least squares], over the peaks the
+    forward pass sets (above the sampler's); the assumed scale where none does."""
+    chosen = measured > sampler
+    if not chosen.any():
+        return assumed
+    f, m = forward[chosen], measured[chosen]
+    return float(np.sum(f * m) / np.sum(f * f))
 
 
 def _memory(rows: list[tuple[Measurement, Any, dict[str, float]]], fit: Calibration) -> None:
     used = [(m, e, f) for m, e, f in rows if "activation_peak_bytes" in f]
     if used:
-        parts = np.array([_structural_activation(e) for _, e, _ in used])
+        parts = np.array([_activation_parts(e) for _, e, _ in used])
         measured = np.array([f["activation_peak_bytes"] for _, _, f in used])
         forward, sampler = parts[:, 0], parts[:, 1]
-        scale = _scale(forward, measured, sampler)
+        assumed = np.array([float(e["engine_activation_scale"]) for _, e, _ in used])
+        scale = _scale(forward, measured, sampler, float(assumed[0]))
         fit.activation_scale = scale
-        for i, (m, e, _) in enumerate(used):
+        for i, (m, _, _) in enumerate(used):
             rest = np.arange(len(used)) != i
-            alone = (
-                _scale(forward[rest], measured[rest], sampler[rest])
-                if rest.any()
-                else float(e["activation_scale"])
-            )
+            alone = _scale(forward[rest], measured[rest], sampler[rest], float(assumed[i]))
             fit.points.append(
                 Point(
                     m.entry.id,
                     "activation_peak_bytes",
                     float(measured[i]),
-                    float(forward[i] * scale + sampler[i]),
-                    float(forward[i] * alone + sampler[i]),
+                    max(float(forward[i] * scale), float(sampler[i])),
+                    max(float(forward[i] * alone), float(sampler[i])),
                 )
             )
     for parallel in (False, True):
