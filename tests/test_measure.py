@@ -213,8 +213,9 @@ def test_nvidia_smi_peak_in_mib() -> None:
     stats = parse_nvidia_smi(csv)
     assert stats["memory_used_bytes.max"] == 72417 * MIB
     assert stats["memory_total_bytes"] == 81559 * MIB
-    with pytest.raises(FormatError, match="line 3: memory.used 'n/a'"):
+    with pytest.raises(FormatError, match="memory.used 'n/a' is not a size") as refused:
         parse_nvidia_smi("memory.used [MiB]\n100 MiB\nn/a\n")
+    assert refused.value.line == 3
     with pytest.raises(FormatError, match="no 'memory.used' column"):
         parse_nvidia_smi("name\nH100\n")
 

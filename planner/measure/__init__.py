@@ -16,35 +16,67 @@ was measured on::
         source: https://github.com/vllm-project/vllm/issues/...
 
 :func:`load_measurements` validates the index against the catalog and parses every file; any
-problem names the file, the entry, the field or line, and what was expected.
+problem names the file, the entry, the field or line, and what was expected. A file that
+contradicts its own entry (a log printing another tensor-parallel size or engine release, a
+device of another memory size, a benchmark of another concurrency or other request lengths) is
+refused: its figures would be held against a candidate it was not measured on. A release the
+engine data has no constants for is planned with the nearest series it has, with a warning
+(:func:`measurement_warnings`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from planner.catalog import Catalog, CatalogError, Problem
+from planner.catalog import Catalog, CatalogError, Problem, _duplicates, _problems_from_validation
+from planner.catalog.engines import DEFAULT_ENGINE, series_of, series_warning
 from planner.catalog.records import Count, Engine, Entry, Id, Record
 from planner.catalog.safefile import FileProblem, read_text
-from planner.catalog.yamlsafe import YamlProblem, load
+from planner.catalog.yamlsafe import Document, YamlProblem, load
 from planner.measure.benchmarks import (
     FormatError,
     parse_nvidia_smi,
     parse_perf_export,
     parse_vllm_bench,
 )
-from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
+from planner.measure.errors import MeasurementFileError
+from planner.measure.vllm_log import LogError, Setting, log_settings, parse_vllm_log, summarise
+from planner.model.units import GIB
 
 #: The folder, inside a catalog folder, that holds measurements, and its index.
 FOLDER = "measurements"
 INDEX = "index.yaml"
 
 Format = Literal["vllm-log", "vllm-bench", "perf-export", "nvidia-smi"]
+
+#: Formats whose figures depend on the traffic: they need the concurrency they were run at.
+TRAFFIC_FORMATS = ("vllm-bench", "perf-export")
+
+#: How far a device's memory, as a measurement reports it, may lie from the catalog's
+#: (``usable_memory``, else ``memory``) before it is another device: drivers report a little
+#: less than the datasheet (79.19 GiB of an 80 GB H100's HBM3; 80 GB is 74.5 GiB).
+MEMORY_TOLERANCE = 0.10
+
+#: How far a benchmark's mean request lengths (its token totals ÷ requests completed) may lie
+#: from those its entry states: random datasets vary lengths around the setting by a few %.
+LENGTH_TOLERANCE = 0.10
+
+__all__ = [
+    "FOLDER",
+    "INDEX",
+    "FormatError",
+    "LogError",
+    "Measurement",
+    "MeasurementEntry",
+    "MeasurementFileError",
+    "load_measurements",
+    "measurement_warnings",
+]
 
 
 class MeasurementEntry(Entry):
@@ -64,28 +96,44 @@ class MeasurementEntry(Entry):
 
 
 class MeasurementsFile(Record):
-    measurements: list[MeasurementEntry] = Field(min_length=1)
+    measurements: list[MeasurementEntry] = Field(min_length=1, max_length=10_000)
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """A parsed measurement: its entry and its figures in base units (bytes, seconds, tokens)."""
+    """A parsed measurement: its entry, its figures in base units (bytes, seconds, tokens),
+    the line of each figure where the format has lines, and what a reader must know about it
+    (a release planned with another series' constants)."""
 
     entry: MeasurementEntry
     figures: dict[str, float]
     lines: dict[str, int]
+    warnings: tuple[Problem, ...] = ()
 
 
-def _log(text: str) -> tuple[dict[str, float], dict[str, int]]:
+@dataclass(frozen=True)
+class Parsed:
+    """What a file gives: figures, the line of each, and how the engine says it was started."""
+
+    figures: dict[str, float]
+    lines: dict[str, int]
+    settings: dict[str, Setting]
+
+
+def _log(text: str) -> Parsed:
     first = summarise(parse_vllm_log(text))
-    return {k: f.value for k, f in first.items()}, {k: f.line for k, f in first.items()}
+    return Parsed(
+        {k: f.value for k, f in first.items()},
+        {k: f.line for k, f in first.items()},
+        log_settings(text),
+    )
 
 
-def _flat(parse: Callable[[str], dict[str, float]]) -> Callable[[str], tuple[dict, dict]]:
-    return lambda text: (parse(text), {})
+def _flat(parse: Callable[[str], dict[str, float]]) -> Callable[[str], Parsed]:
+    return lambda text: Parsed(parse(text), {}, {})
 
 
-PARSERS: dict[str, Callable[[str], tuple[dict[str, float], dict[str, int]]]] = {
+PARSERS: dict[str, Callable[[str], Parsed]] = {
     "vllm-log": _log,
     "vllm-bench": _flat(parse_vllm_bench),
     "perf-export": _flat(parse_perf_export),
@@ -102,38 +150,51 @@ def _read(folder: Path, entry: MeasurementEntry) -> str:
     return read_text(resolved)
 
 
+def _index(index: Path) -> tuple[Document, MeasurementsFile]:
+    """The index, validated: a :class:`CatalogError` names each entry and field that is wrong
+    (unknown fields, missing ones, duplicate ids), in the catalog files' own words."""
+    display = str(index)
+    try:
+        doc = load(read_text(index))
+    except FileProblem as exc:
+        raise CatalogError([Problem(display, str(exc))]) from None
+    except YamlProblem as exc:
+        raise CatalogError([Problem(display, exc.message, line=exc.line)]) from None
+    if doc.data is None:
+        raise CatalogError([Problem(display, "the file is empty (expected measurements: [...])")])
+    try:
+        parsed = MeasurementsFile.model_validate(doc.data)
+    except ValidationError as exc:
+        problems = _problems_from_validation(display, doc, MeasurementsFile, exc)
+        raise CatalogError(_relabelled(problems)) from None
+    duplicates = _duplicates(display, doc, "measurements")
+    if duplicates:
+        raise CatalogError(_relabelled(duplicates))
+    return doc, parsed
+
+
+def _relabelled(problems: Iterable[Problem]) -> list[Problem]:
+    """The catalog's labels (``measurements 'x'``) as this index names an entry."""
+    return [
+        replace(p, entry=p.entry.replace("measurements", "measurement", 1)) if p.entry else p
+        for p in problems
+    ]
+
+
 def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
     """Every measurement listed in the catalog's ``measurements/index.yaml`` (none without it).
 
-    Raises :class:`~planner.catalog.CatalogError` listing every problem: an invalid index, an
-    entry naming hardware, a model or a precision the catalog lacks, a file that is missing,
-    outside the folder or not in its format.
+    Raises :class:`~planner.catalog.CatalogError` listing every problem: an invalid index, a
+    duplicate id, an entry naming hardware, a model or a precision the catalog lacks, a file
+    that is missing, outside the folder, not in its format, holding a figure no run could
+    give, or contradicting its entry.
     """
     folder = catalog.folder / FOLDER
     index = folder / INDEX
     if not index.is_file():
         return ()
     display = str(index)
-    try:
-        doc = load(read_text(index))
-        parsed = MeasurementsFile.model_validate(doc.data)
-    except FileProblem as exc:
-        raise CatalogError([Problem(display, str(exc))]) from None
-    except YamlProblem as exc:
-        raise CatalogError([Problem(display, exc.message, line=exc.line)]) from None
-    except ValidationError as exc:
-        raise CatalogError(
-            [
-                Problem(
-                    display,
-                    error["msg"],
-                    line=doc.line_of(tuple(error["loc"])),
-                    field=".".join(str(p) for p in error["loc"][2:]) or None,
-                    entry=_entry_of(doc.data, error["loc"]),
-                )
-                for error in exc.errors()
-            ]
-        ) from None
+    doc, parsed = _index(index)
     known = {
         "hardware": {h.id for h in catalog.hardware},
         "model": {m.id for m in catalog.models},
@@ -143,12 +204,14 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
     out = []
     for i, entry in enumerate(parsed.measurements):
         where = f"measurement '{entry.id}'"
+        missing = False
         for field, ids in known.items():
             value = getattr(entry, field)
             if value not in ids:
                 line = doc.line_of(("measurements", i, field))
                 message = f"no {field} {value!r} in the catalog; known: {', '.join(sorted(ids))}"
                 problems.append(Problem(display, message, line=line, entry=where, field=field))
+                missing = True
         try:
             text = _read(folder, entry)
         except ValueError as exc:  # the file the entry names cannot be read: say where it is named
@@ -157,25 +220,137 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
                 Problem(display, f"{entry.file}: {exc}", line=line, entry=where, field="file")
             )
             continue
+        file = str(folder / entry.file)
         try:
-            figures, lines = PARSERS[entry.format](text)
-        except (ValueError, LogError, FormatError) as exc:
-            file = str(folder / entry.file)
-            problems.append(Problem(file, f"{exc} (format {entry.format})", entry=where))
+            read = PARSERS[entry.format](text)
+        except MeasurementFileError as exc:
+            message = f"{exc} (format {entry.format})"
+            problems.append(Problem(file, message, line=exc.line, entry=where, field=exc.field))
             continue
-        out.append(Measurement(entry, figures, lines))
+        if missing:
+            continue
+        found = _contradictions(catalog, entry, read)
+        problems.extend(
+            Problem(file, message, line=line, entry=where, field=field)
+            for message, field, line in found
+        )
+        warning = series_warning(entry.engine) if entry.engine is not None else None
+        warnings = ()
+        if warning is not None:
+            line = doc.line_of(("measurements", i, "engine", "version"))
+            warnings = (Problem(display, warning, line=line, entry=where, field="engine.version"),)
+        out.append(Measurement(entry, read.figures, read.lines, warnings))
     if problems:
         raise CatalogError(problems)
     return tuple(out)
 
 
-def _entry_of(data: object, loc: tuple[int | str, ...]) -> str | None:
-    """``measurement 'id'`` for an error located inside one entry of the index."""
-    if len(loc) < 2 or not isinstance(data, dict):
-        return None
-    items = data.get("measurements")
-    if not isinstance(items, list) or not isinstance(loc[1], int) or loc[1] >= len(items):
-        return None
-    item = items[loc[1]]
-    ident = item.get("id") if isinstance(item, dict) else None
-    return f"measurement '{ident}'" if ident else f"measurement #{loc[1] + 1}"
+def measurement_warnings(measurements: Iterable[Measurement]) -> list[Problem]:
+    """What a reader must know about the measurements, in their order: each release planned
+    with another series' constants."""
+    return [warning for m in measurements for warning in m.warnings]
+
+
+Found = tuple[str, str, "int | None"]
+
+
+def _contradictions(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> list[Found]:
+    """Where a file says it was measured otherwise than its entry does: (message, field,
+    line) for each."""
+    found: list[Found] = []
+    engine = entry.engine or catalog.assumptions.engine or DEFAULT_ENGINE
+    settings, figures = read.settings, read.figures
+    if entry.format == "vllm-log" and engine.name != "vllm":
+        found.append((f"a vLLM start-up log, but its entry's engine is {engine.name}", "", None))
+    parallel = settings.get("tensor_parallel_size")
+    if parallel is not None and int(parallel.text) != entry.tensor_parallel:
+        found.append(
+            (
+                f"the engine was started with tensor_parallel_size={parallel.text}, but the index "
+                f"says tensor_parallel {entry.tensor_parallel}: its figures are per device of "
+                f"another layout; correct tensor_parallel in index.yaml",
+                "tensor_parallel_size",
+                parallel.line,
+            )
+        )
+    version = settings.get("version")
+    if version is not None and series_of(version.text) != series_of(engine.version):
+        given = "the index says" if entry.engine else "its entry gives no engine, so the plan's"
+        found.append(
+            (
+                f"the log was written by vLLM {version.text}, but {given} {engine.name} "
+                f"{engine.version}: each release sizes memory by its own constants; give "
+                f"engine: {{name: vllm, version: '{version.text}'}} in index.yaml",
+                "version",
+                version.line,
+            )
+        )
+    found.extend(_device(catalog, entry, read))
+    if entry.format in TRAFFIC_FORMATS:
+        found.extend(_traffic(entry, figures))
+    return found
+
+
+def _device(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> list[Found]:
+    """A device memory the file reports that is not the entry's hardware's."""
+    hardware = catalog.get("hardware", entry.hardware)
+    expected = hardware.usable_memory or hardware.memory
+    found: list[Found] = []
+    for name in ("total_memory_bytes", "memory_total_bytes"):
+        reported = read.figures.get(name)
+        if reported is None or abs(reported / expected - 1) <= MEMORY_TOLERANCE:
+            continue
+        found.append(
+            (
+                f"the device reports {reported / GIB:,.2f} GiB, but hardware {hardware.id} has "
+                f"{expected / GIB:,.2f} GiB (more than {MEMORY_TOLERANCE:.0%} apart): was it "
+                f"measured on another device? correct hardware in index.yaml",
+                name,
+                read.lines.get(name),
+            )
+        )
+    return found
+
+
+def _traffic(entry: MeasurementEntry, figures: dict[str, float]) -> list[Found]:
+    """A benchmark without the concurrency it ran at, or whose concurrency or mean request
+    lengths contradict its entry's."""
+    found: list[Found] = []
+    measured = figures.get("max_concurrency")
+    if entry.concurrency is None and measured is None:
+        found.append(
+            (
+                "the benchmark does not say how many requests were in flight: give concurrency "
+                "in its entry in index.yaml (the estimate it is held against depends on it)",
+                "concurrency",
+                None,
+            )
+        )
+    elif entry.concurrency is not None and measured is not None:
+        if measured != entry.concurrency:
+            found.append(
+                (
+                    f"the benchmark ran at max_concurrency {measured:g}, but the index says "
+                    f"concurrency {entry.concurrency}; correct one of them",
+                    "max_concurrency",
+                    None,
+                )
+            )
+    completed = figures.get("completed")
+    lengths = (("prompt_tokens", "total_input_tokens"), ("output_tokens", "total_output_tokens"))
+    for key, total in lengths:
+        stated = getattr(entry, key)
+        if stated is None or not completed or total not in figures:
+            continue
+        mean = figures[total] / completed
+        if abs(mean / stated - 1) > LENGTH_TOLERANCE:
+            found.append(
+                (
+                    f"the benchmark's requests averaged {mean:,.0f} {key.split('_')[0]} tokens "
+                    f"({total} ÷ completed), but the index says {key} {stated:,}: state the "
+                    f"mean measured",
+                    total,
+                    None,
+                )
+            )
+    return found

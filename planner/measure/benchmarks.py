@@ -23,11 +23,28 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from planner.model.units import BYTE_UNITS
+from planner.measure.errors import MeasurementFileError
+from planner.measure.vllm_log import MAX_DEVICE_BYTES
+from planner.model.units import BYTE_UNITS, GIB
 
 
-class FormatError(ValueError):
-    """A file that is not the format it was said to be; the message says what was expected."""
+class FormatError(MeasurementFileError):
+    """A file that is not the format it was said to be, or holds a figure no run could give;
+    ``field`` names the key and ``line`` its line, where known."""
+
+
+#: Longest latency statistic believed [ms]: a day. Longer is a unit mistake or a corrupted
+#: file, not a request that was served.
+MAX_LATENCY_MS = 86_400_000.0
+
+#: Largest rate or count believed (requests, tokens, per second or in all): 10¹²; a larger
+#: one is a corrupted file.
+MAX_COUNT = 1e12
+
+#: Largest share of a benchmark's requests that may fail: its statistics are of the requests
+#: that completed, and when more failed the survivors are not the load that was offered (the
+#: fast ones, or those that came before the server fell over).
+MAX_FAILED_FRACTION = 0.05
 
 
 #: vLLM's statistic prefixes and the name each takes here.
@@ -50,15 +67,64 @@ _VLLM_PLAIN = (
 )
 
 
-def _finite(value: Any, key: str) -> float:
+def _line_of(text: str, key: str) -> int | None:
+    """The 1-based line where ``"key"`` first stands in a JSON text (None when it does not)."""
+    at = text.find(f'"{key.split(".")[0]}"')
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}… ({len(text):,} characters)"
+
+
+def _finite(
+    value: Any,
+    key: str,
+    text: str = "",
+    *,
+    least: float = 0.0,
+    zero: bool = False,
+    most: float = MAX_COUNT,
+    whole: bool = False,
+) -> float:
+    """``value`` as a float, refused (naming ``key`` and its line in ``text``) unless it is a
+    finite number above ``least`` (or equal to it where ``zero``), at most ``most``, and whole
+    where ``whole``."""
+    line = _line_of(text, key) if text else None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FormatError(f"{key} must be a finite number, got {value!r}")
+        raise FormatError(f"{key} must be a finite number, got {_shown(value)}", key, line)
+    if value < least or (value == least and not zero):
+        relation = "at least" if zero else "above"
+        raise FormatError(f"{key} must be {relation} {least:g}, got {value!r}", key, line)
+    if value > most:
+        raise FormatError(
+            f"{key} {value:g} is past {most:g}: a unit mistake or a corrupted file", key, line
+        )
+    if whole and value != int(value):
+        raise FormatError(f"{key} must be a whole number, got {value!r}", key, line)
     return float(value)
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a key given twice (which would silently win)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise FormatError(f"{key!r} is given twice; keep one", str(key))
+        out[key] = value
+    return out
+
+
 def _object(text: str) -> Mapping[str, Any]:
+    if not text.strip():
+        raise FormatError("the file is empty (expected a JSON object)")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique)
+    except FormatError as exc:
+        raise FormatError(str(exc), exc.field, _line_of(text, exc.field or "")) from None
+    except RecursionError:
+        raise FormatError("not JSON a benchmark writes: nested too deeply") from None
     except ValueError as exc:
         raise FormatError(f"not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -79,7 +145,10 @@ def parse_vllm_bench(text: str) -> dict[str, float]:
         if match is None or value is None:
             continue
         stat = _VLLM_STATS.get(match.group(1), match.group(1))
-        out[f"{_VLLM_METRICS[match.group(2)]}.{stat}"] = _finite(value, key) / 1000
+        # a spread may be 0 (every request alike); a mean, median or percentile may not
+        spread = stat == "std"
+        ms = _finite(value, key, text, zero=spread, most=MAX_LATENCY_MS)
+        out[f"{_VLLM_METRICS[match.group(2)]}.{stat}"] = ms / 1000
     if not out:
         raise FormatError(
             "no latency statistic found (expected keys such as 'median_ttft_ms', 'p99_itl_ms')"
@@ -88,8 +157,44 @@ def parse_vllm_bench(text: str) -> dict[str, float]:
         value = data.get(key)
         if value is None or value == "inf":  # vLLM writes "inf" for "all requests at once"
             continue
-        out[key] = _finite(value, key)
+        out[key] = _finite(value, key, text, **_PLAIN_RULES.get(key, {}))
+    _completed(data, out, text)
     return out
+
+
+#: How each of vLLM's plain figures is checked beyond "a finite number above 0".
+_PLAIN_RULES: dict[str, dict[str, Any]] = {
+    "max_concurrency": {"least": 1, "zero": True, "whole": True},
+    "completed": {"zero": True, "whole": True},
+    "num_prompts": {"least": 1, "zero": True, "whole": True},
+    "total_input_tokens": {"zero": True, "whole": True},
+    "total_output_tokens": {"zero": True, "whole": True},
+}
+
+
+def _completed(data: Mapping[str, Any], figures: dict[str, float], text: str) -> None:
+    """Refuse a benchmark none of whose requests completed, or too many failed: its statistics
+    are of the survivors only (:data:`MAX_FAILED_FRACTION`)."""
+    completed = figures.get("completed")
+    if completed is None:
+        return
+    failed = data.get("failed")
+    if failed is not None:
+        failed = _finite(failed, "failed", text, zero=True, whole=True)
+    elif "num_prompts" in figures:
+        failed = max(0.0, figures["num_prompts"] - completed)
+    line = _line_of(text, "completed")
+    if completed == 0:
+        raise FormatError("no request completed: there is nothing measured", "completed", line)
+    if failed and failed / (failed + completed) > MAX_FAILED_FRACTION:
+        share = failed / (failed + completed)
+        raise FormatError(
+            f"{failed:,.0f} of {failed + completed:,.0f} requests failed ({share:.0%}, more than "
+            f"{MAX_FAILED_FRACTION:.0%}): its latencies are of the requests that survived, not "
+            f"of the load offered; measure at a load the server sustains",
+            "completed",
+            line,
+        )
 
 
 #: GenAI-Perf/AIPerf metric names and the name each takes here.
@@ -131,13 +236,19 @@ def parse_perf_export(text: str) -> dict[str, float]:
         unit = str(block.get("unit", ""))
         if name.endswith("_s"):
             if unit not in _TIME_UNITS:
-                raise FormatError(f"{key}: unit {unit!r} is not one of {', '.join(_TIME_UNITS)}")
+                raise FormatError(
+                    f"{key}: unit {_shown(unit)} is not one of {', '.join(_TIME_UNITS)}",
+                    f"{key}.unit",
+                    _line_of(text, key),
+                )
             scale = _TIME_UNITS[unit]
+            most = MAX_LATENCY_MS / 1000 / scale
         else:
-            scale = 1.0
+            scale, most = 1.0, MAX_COUNT
         for stat, label in _PERF_STATS.items():
             if block.get(stat) is not None:
-                out[f"{name}.{label}"] = _finite(block[stat], f"{key}.{stat}") * scale
+                value = _finite(block[stat], f"{key}.{stat}", text, zero=stat == "std", most=most)
+                out[f"{name}.{label}"] = value * scale
     if not out:
         raise FormatError(
             "no known metric found (expected objects such as 'time_to_first_token' with a unit)"
@@ -145,7 +256,8 @@ def parse_perf_export(text: str) -> dict[str, float]:
     return out
 
 
-_SMI_VALUE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B)?\s*$")
+#: A size as nvidia-smi prints it, spaces around already stripped (every repetition bounded).
+_SMI_VALUE = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)[ \t]{0,8}([KMGT]i?B)?")
 
 
 def parse_nvidia_smi(text: str) -> dict[str, float]:
@@ -155,7 +267,10 @@ def parse_nvidia_smi(text: str) -> dict[str, float]:
     The unit comes from the header (``memory.used [MiB]``) or the value (``12345 MiB``).
     Raises :class:`FormatError` naming the line of a value that is not a size.
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:  # a field past the reader's limit, a NUL byte...
+        raise FormatError(f"not a CSV nvidia-smi writes: {exc}") from None
     if not rows:
         raise FormatError("empty file")
     header = [h.strip() for h in rows[0]]
@@ -177,13 +292,24 @@ def parse_nvidia_smi(text: str) -> dict[str, float]:
         for line, row in enumerate(rows[1:], start=2):
             if not row or index >= len(row):
                 continue
-            match = _SMI_VALUE.match(row[index])
+            match = _SMI_VALUE.fullmatch(row[index].strip())
             unit = (match.group(2) if match else None) or (
                 head_unit.group(1) if head_unit else None
             )
             if match is None or unit not in BYTE_UNITS:
-                raise FormatError(f"line {line}: {key} {row[index].strip()!r} is not a size in MiB")
-            values.append(float(match.group(1)) * BYTE_UNITS[unit])
+                raise FormatError(
+                    f"{key} {_shown(row[index].strip())} is not a size in MiB",
+                    key,
+                    line,
+                )
+            value = float(match.group(1)) * BYTE_UNITS[unit]
+            if value > MAX_DEVICE_BYTES:
+                raise FormatError(
+                    f"{key} {value / GIB:,.0f} GiB is more than any device holds",
+                    key,
+                    line,
+                )
+            values.append(value)
         if values:
             out[name] = max(values)
     if "memory_used_bytes.max" not in out:

@@ -33,17 +33,49 @@ memory, and 2.10 GiB for CUDAGraph memory``
 (recent V1, debug level)
 ``CUDA graph pool memory: 0.69 GiB (actual)``      ``cuda_graph_bytes``
 =================================================  =============================================
+
+The engine's own account of how it was started is read too (:func:`log_settings`): its release
+(``Initializing a V1 LLM engine (v0.10.1)``, ``vLLM API server version 0.10.1``) and its
+``tensor_parallel_size=2``, for holding against what the index says it was measured on.
+
+Every pattern reads in time linear in the log: each begins with its wording's words, each
+repetition is bounded (a number of at most :data:`NUMBER_DIGITS` characters, a few spaces) and a
+number begins only where one does, so a line of a hundred thousand digits is read in one pass,
+not re-read from each of its characters. Each pattern scans the whole text once; at most
+:data:`MAX_MATCHES` lines of each wording are kept (a start-up prints each once per worker).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
 
+from planner.measure.errors import MeasurementFileError
 from planner.model.units import GIB
 
-_NUMBER = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
-_GIB = _NUMBER + r"\s*(GiB|GB)"
+#: Longest number read, in characters (digits, thousands separators, a decimal part):
+#: 449,776,000,000 is 15; a longer run of digits is no start-up figure.
+NUMBER_DIGITS = 24
+
+#: Lines of one wording kept, at most (a start-up prints each once per tensor-parallel worker).
+MAX_MATCHES = 1024
+
+#: Largest memory figure believed of one device [B]: 64 TiB, over two hundred times the
+#: largest device's memory today (288 GB); a larger one is a corrupted line, not a measurement.
+MAX_DEVICE_BYTES = 64 * 1024 * GIB
+
+#: Largest token, block or request count believed: 10¹² (a thousand times a 1 TB pool of
+#: one-byte tokens).
+MAX_COUNT = 1e12
+
+# a number starts where no digit, separator or point stands before it: a long run of digits
+# is then tried once, not from each of its characters
+_DIGITS = rf"[0-9][0-9,]{{0,{NUMBER_DIGITS}}}(?:\.[0-9]{{1,{NUMBER_DIGITS}}})?"
+_NUMBER = r"(?<![0-9,.])(" + _DIGITS + ")"
+_SPACE = r"[ \t]{0,8}"
+_UNIT = _SPACE + r"(GiB|GB)"
+_GIB = _NUMBER + _UNIT
 
 
 @dataclass(frozen=True)
@@ -55,8 +87,18 @@ class Figure:
     line: int
 
 
-class LogError(ValueError):
-    """A log that holds no start-up figure, or one whose figures contradict each other."""
+@dataclass(frozen=True)
+class Setting:
+    """How the engine says it was started: a setting's name, its text as printed, its line."""
+
+    name: str
+    text: str
+    line: int
+
+
+class LogError(MeasurementFileError):
+    """A log that holds no start-up figure, or a figure no device could have (``line`` says
+    where)."""
 
 
 def _number(text: str) -> float:
@@ -95,7 +137,10 @@ PATTERNS: list[tuple[re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         (("gpu_memory_utilization", "number"),),
     ),
     # negative where nothing is left for the cache (the engine then refuses to start)
-    (re.compile(r"Available KV cache memory: (-?" + _GIB[1:]), (("kv_pool_bytes", "gib"),)),
+    (
+        re.compile(r"Available KV cache memory: (-?" + _DIGITS + ")" + _UNIT),
+        (("kv_pool_bytes", "gib"),),
+    ),
     (re.compile(r"# (?:GPU|cuda|CUDA) blocks: " + _NUMBER), (("gpu_blocks", "number"),)),
     (re.compile(r"GPU KV cache size: " + _NUMBER + r" tokens"), (("kv_pool_tokens", "number"),)),
     (
@@ -105,17 +150,28 @@ PATTERNS: list[tuple[re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         (("max_model_len", "number"), ("max_concurrency", "number")),
     ),
     (
-        re.compile(r"Graph capturing finished in [0-9.]+ secs?, took " + _GIB),
+        re.compile(r"Graph capturing finished in [0-9.]{1,16} secs?, took " + _GIB),
         (("cuda_graph_bytes", "gib"),),
     ),
+    # one line: "Actual usage is 14.96 GiB for weight, 1.23 GiB for peak activation, ..."
     (re.compile(r"Actual usage is " + _GIB + r" for weight"), (("weights_bytes", "gib"),)),
-    (re.compile(_GIB + r" for peak activation"), (("activation_peak_bytes", "gib"),)),
-    (re.compile(_GIB + r" for non-torch memory"), (("non_torch_bytes", "gib"),)),
-    (re.compile(_GIB + r" for CUDAGraph memory"), (("cuda_graph_bytes", "gib"),)),
+    (
+        re.compile(r", (?:and )?" + _GIB + r" for peak activation"),
+        (("activation_peak_bytes", "gib"),),
+    ),
+    (re.compile(r", (?:and )?" + _GIB + r" for non-torch memory"), (("non_torch_bytes", "gib"),)),
+    (re.compile(r", (?:and )?" + _GIB + r" for CUDAGraph memory"), (("cuda_graph_bytes", "gib"),)),
     (
         re.compile(r"CUDA graph pool memory: " + _GIB + r" \(actual\)"),
         (("cuda_graph_bytes", "gib"),),
     ),
+]
+
+#: How the engine says it was started: the setting and the pattern whose group gives it.
+SETTINGS: list[tuple[str, re.Pattern[str]]] = [
+    ("version", re.compile(r"LLM engine \(v([0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,4})?)")),
+    ("version", re.compile(r"vLLM API server version ([0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,4})?)")),
+    ("tensor_parallel_size", re.compile(r"tensor_parallel_size=([0-9]{1,6})\b")),
 ]
 
 
@@ -130,23 +186,82 @@ def _values(match: re.Match[str], names: tuple[tuple[str, str], ...]) -> list[tu
     return out
 
 
+def _lines(text: str, positions: list[int]) -> list[int]:
+    """The 1-based line of each position (ascending), counting newlines once over the text."""
+    lines, line, at = [], 1, 0
+    for position in positions:
+        line += text.count("\n", at, position)
+        at = position
+        lines.append(line)
+    return lines
+
+
+def _matches(text: str, patterns: list[re.Pattern[str]]) -> list[tuple[int, int, re.Match[str]]]:
+    """(line, pattern's index, match) of the first :data:`MAX_MATCHES` matches of each pattern,
+    in the order of the log: by line, then by pattern, as a reader meets them."""
+    found = [
+        (match.start(), i, match)
+        for i, pattern in enumerate(patterns)
+        for match in islice(pattern.finditer(text), MAX_MATCHES)
+    ]
+    found.sort(key=lambda item: item[0])
+    lines = _lines(text, [start for start, _, _ in found])
+    return sorted(
+        ((line, i, match) for line, (_, i, match) in zip(lines, found, strict=True)),
+        key=lambda item: (item[0], item[1], item[2].start()),
+    )
+
+
+def _believable(figure: Figure) -> None:
+    """Refuse a figure no device could have (a corrupted or edited line), naming its line."""
+    value, name = figure.value, figure.name
+    if name.endswith("_bytes"):
+        if abs(value) > MAX_DEVICE_BYTES:
+            raise LogError(
+                f"{name} {value / GIB:,.2f} GiB is more than any device holds "
+                f"({MAX_DEVICE_BYTES / GIB:,.0f} GiB at most)",
+                name,
+                figure.line,
+            )
+    elif name == "gpu_memory_utilization":
+        if not 0 < value <= 1:
+            raise LogError(
+                f"gpu_memory_utilization {value:g} is not a share of the device's memory "
+                f"(above 0, at most 1)",
+                name,
+                figure.line,
+            )
+    elif value > MAX_COUNT:
+        raise LogError(f"{name} {value:,.0f} is past {MAX_COUNT:,.0f}", name, figure.line)
+
+
 def parse_vllm_log(text: str) -> list[Figure]:
     """Every start-up figure in a vLLM log, in order of appearance.
 
-    A figure printed more than once (one line per tensor-parallel worker) is kept each time;
-    :func:`summarise` takes the first. Raises :class:`LogError` when the log has none.
+    A figure printed more than once (one line per tensor-parallel worker) is kept each time
+    (up to :data:`MAX_MATCHES` lines of each wording); :func:`summarise` takes the first.
+    Raises :class:`LogError` when the log has none, or one no device could have.
     """
     figures: list[Figure] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        for pattern, names in PATTERNS:
-            for match in pattern.finditer(line):
-                figures.extend(Figure(n, v, number) for n, v in _values(match, names))
+    for line, i, match in _matches(text, [pattern for pattern, _ in PATTERNS]):
+        figures.extend(Figure(n, v, line) for n, v in _values(match, PATTERNS[i][1]))
     if not figures:
         raise LogError(
             "no vLLM start-up figure found (expected lines such as 'Model loading took 14.99 GiB'"
             " or 'GPU KV cache size: 449,776 tokens')"
         )
+    for figure in figures:
+        _believable(figure)
     return figures
+
+
+def log_settings(text: str) -> dict[str, Setting]:
+    """The first ``version`` and ``tensor_parallel_size`` the engine prints, with their lines
+    (none where the log does not print them)."""
+    first: dict[str, Setting] = {}
+    for line, i, match in _matches(text, [pattern for _, pattern in SETTINGS]):
+        first.setdefault(SETTINGS[i][0], Setting(SETTINGS[i][0], match.group(1), line))
+    return first
 
 
 def summarise(figures: list[Figure]) -> dict[str, Figure]:
