@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
+
+from planner.catalog.problems import plain_message, shown
 
 #: How many standard deviations a normal draw may stray from its mean.
 NORMAL_TRUNCATION_SD = 3.0
@@ -32,6 +35,29 @@ FORMS = {
 }
 
 EXPECTED = "a value, or a distribution: {low, mode, high}, {mean, sd} or {samples: [...]}"
+
+
+class DistributionError(ValueError):
+    """A distribution that cannot be read, in planner's words; ``key`` is where inside it the
+    fault lies (``("mode",)``, ``("samples", 2)``; empty for the distribution as a whole), so
+    that a catalog problem can point at that line."""
+
+    def __init__(self, message: str, key: tuple[str | int, ...] = ()):
+        where = ".".join(str(k) for k in key)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.message = message
+        self.key = key
+
+
+def _value(read: Callable[[Any], float], value: Any, *key: str | int) -> float:
+    """One value of a distribution read by the field's own parser; its complaint (a
+    validation error) becomes a :class:`DistributionError` at ``key``."""
+    try:
+        return read(value)
+    except ValidationError as error:
+        raise DistributionError(plain_message(error.errors()[0]), key) from None
+    except ValueError as error:
+        raise DistributionError(str(error), key) from None
 
 
 @dataclass(frozen=True)
@@ -84,32 +110,37 @@ def parse(
     value the field accepts."""
     form = FORMS.get(frozenset(value))
     if form is None:
-        raise ValueError(f"expected {EXPECTED}; got the keys {sorted(value)}")
+        keys = ", ".join(sorted(str(k) for k in value)) or "none"
+        raise DistributionError(f"expected {EXPECTED}; got the keys: {keys}")
     if form == "triangular":
-        low, mode, high = (read(value[k]) for k in ("low", "mode", "high"))
+        low, mode, high = (_value(read, value[k], k) for k in ("low", "mode", "high"))
         if not low <= mode <= high:
-            raise ValueError(
+            raise DistributionError(
                 f"a triangular distribution needs low ≤ mode ≤ high, got {low:g}, {mode:g}, "
                 f"{high:g}"
             )
         return Distribution("triangular", low, high, mode)
     if form == "normal":
-        mean, sd = read(value["mean"]), _spread(read, value["sd"])
+        mean, sd = _value(read, value["mean"], "mean"), _spread(read, value["sd"])
         low = mean - NORMAL_TRUNCATION_SD * sd
         high = mean + NORMAL_TRUNCATION_SD * sd
         if low < 0 or high > upper:
             limit = f"between 0 and {upper:g}" if upper < float("inf") else "at least 0"
-            raise ValueError(
+            raise DistributionError(
                 f"a normal distribution is drawn within mean ± 3 sd = {low:g} … {high:g}, "
                 f"which must be {limit}: give a smaller sd or a triangular range"
             )
         return Distribution("normal", low, high, mean, sd=sd)
     samples = value["samples"]
     if not isinstance(samples, list) or not samples:
-        raise ValueError("samples must be a non-empty list of values")
+        raise DistributionError(
+            f"samples must be a non-empty list of values, got {shown(samples)}", ("samples",)
+        )
     if len(samples) > MAX_SAMPLES:
-        raise ValueError(f"at most {MAX_SAMPLES:,} samples inline, got {len(samples):,}")
-    values = tuple(read(s) for s in samples)
+        raise DistributionError(
+            f"at most {MAX_SAMPLES:,} samples inline, got {len(samples):,}", ("samples",)
+        )
+    values = tuple(_value(read, s, "samples", i) for i, s in enumerate(samples))
     median = float(np.quantile(np.asarray(values), 0.5, method="inverted_cdf"))
     return Distribution("samples", min(values), max(values), median, samples=values)
 
@@ -123,7 +154,4 @@ def _spread(read: Callable[[Any], float], sd: Any) -> float:
     plain number for a fraction or a price); zero is allowed where the field refuses it."""
     if sd == 0 or sd == "0":
         return 0.0
-    try:
-        return read(sd)
-    except ValueError as error:
-        raise ValueError(f"sd: {error}") from None
+    return _value(read, sd, "sd")
