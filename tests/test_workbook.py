@@ -192,6 +192,8 @@ calibration:
   - hardware: mid-48gb
     engine: vllm 0.7
     bandwidth_efficiency: 0.5
+    points:
+      - {measurement: bench-old, figure: itl_s.p50, measured: 0.020, fitted: 0.020}
 """
 
 

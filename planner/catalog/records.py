@@ -18,6 +18,8 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -680,6 +682,25 @@ class Engine(Record):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _whole_prompts_fit_a_step(self) -> Engine:
+        """Without chunked prefill a prompt is prefilled in one step, so vLLM refuses a
+        ``max_model_len`` longer than the step's token budget (vLLM
+        ``SchedulerConfig._verify_args``: "max_num_batched_tokens is smaller than
+        max_model_len")."""
+        if (
+            self.chunked_prefill is False
+            and self.max_model_len is not None
+            and self.max_num_batched_tokens < self.max_model_len
+        ):
+            raise ValueError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens:,}) is smaller than "
+                f"max_model_len ({self.max_model_len:,}) with chunked_prefill off: a prompt "
+                f"is prefilled in one step, so the engine would refuse longer requests; "
+                f"raise max_num_batched_tokens, lower max_model_len or turn chunked_prefill on"
+            )
+        return self
+
     @property
     def memory_fraction(self) -> float | None:
         """The share of memory the profile gives its engine (None: the release's default)."""
@@ -732,8 +753,48 @@ class Assumptions(Uncertain):
     lead_time_months: Annotated[int, Field(strict=True, ge=0, le=60)] = 0
     discount_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
     lease_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] | None = None
-    lease_term_months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = None
+    lease_term_months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = Field(
+        default=None, validate_default=True
+    )
     hours_per_month: Positive = 730.0
+
+    @field_validator("lease_term_months")
+    @classmethod
+    def _lease_in_full(cls, term: int | None, info: ValidationInfo) -> int | None:
+        """A lease is priced by its rate and its term together; one without the other would
+        drop the lease comparison without a word."""
+        rate = info.data.get("lease_rate_per_year")
+        if (rate is None) != (term is None):
+            given, missing = (
+                ("lease_rate_per_year", "lease_term_months")
+                if term is None
+                else ("lease_term_months", "lease_rate_per_year")
+            )
+            raise ValueError(
+                f"{given} is given without {missing}: a lease is priced by its rate and its "
+                f"term together; give both, or neither to leave the lease out"
+            )
+        return term
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_batch(cls, engine: Engine | None, info: ValidationInfo) -> Engine | None:
+        """vLLM refuses to start when a step's token budget is smaller than the sequences it
+        may batch (``max_num_batched_tokens (X) must be greater than or equal to max_num_seqs
+        (Y)``: vLLM ``SchedulerConfig._verify_args``), since each running sequence takes at
+        least one token of every step."""
+        if engine is None or engine.name != "vllm":
+            return engine
+        own = engine.max_num_seqs is not None
+        limit = engine.max_num_seqs if own else info.data.get("max_batch_sequences")
+        if limit is not None and engine.max_num_batched_tokens < limit:
+            source = "max_num_seqs" if own else "the assumptions' max_batch_sequences"
+            raise ValueError(
+                f"max_num_batched_tokens ({engine.max_num_batched_tokens:,}) is smaller than "
+                f"{source} ({limit:,}): vLLM refuses to start, since every running sequence "
+                f"takes at least one token of each step"
+            )
+        return engine
 
     @property
     def batch_limit(self) -> int:
@@ -831,8 +892,10 @@ LATENCY_FIGURES = (
     "request_throughput.mean",
 )
 
-#: An efficiency as fitted: above 1 where the model overstates the bytes or FLOP of a step.
-FittedEfficiency = Annotated[float, Field(strict=True, gt=0, le=2)]
+#: An efficiency as fitted: within the bounds a hand-written one has, (0, 1]. A fit past 1
+#: says the device moved more bytes (or FLOP) than its datasheet allows, so the measurement or
+#: the model's count of bytes is wrong: ``planner calibrate`` refuses it rather than write it.
+FittedEfficiency = Fraction
 
 
 def _engine_series(value: str) -> str:
@@ -860,8 +923,9 @@ class CalibrationPoint(Record):
 
     measurement: Id
     figure: _Figure
-    measured: Annotated[float, Field(strict=True, allow_inf_nan=False)]
-    fitted: Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    # every figure compared is a time, a rate or a size: a measured 0 or less is not a measurement
+    measured: Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+    fitted: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
     held_out: Annotated[float, Field(strict=True, allow_inf_nan=False)] | None = None
     # as ``planner calibrate`` prints them; recomputed, never read
     error: Text | None = None
@@ -902,6 +966,29 @@ class Calibration(Record):
     points: list[CalibrationPoint] = Field(default=[], max_length=10_000)
     unused: list[UnusedPoint] = Field(default=[], max_length=10_000)
     notes: list[Text] = Field(default=[], max_length=100)
+
+    FITTED: ClassVar[tuple[str, ...]] = (
+        "bandwidth_efficiency",
+        "step_overhead",
+        "compute_efficiency",
+        "activation_scale",
+        "non_torch",
+        "non_torch_tensor_parallel",
+    )
+
+    @model_validator(mode="after")
+    def _fitted_to_points(self) -> Calibration:
+        """A calibrated figure is one fitted to measured points: figures without the points
+        they were fitted to are assumptions, and belong in assumptions.yaml, where the report
+        shows them as assumed."""
+        fitted = [name for name in self.FITTED if getattr(self, name) is not None]
+        if fitted and not self.points:
+            raise ValueError(
+                f"gives {', '.join(fitted)} but no measured points they were fitted to; "
+                f"planner calibrate writes both, and a figure set by hand belongs in "
+                f"assumptions.yaml, where the report shows it as assumed, not calibrated"
+            )
+        return self
 
     def latency_points(self) -> list[CalibrationPoint]:
         return [p for p in self.points if p.figure in LATENCY_FIGURES]
