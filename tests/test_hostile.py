@@ -342,6 +342,123 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ),
         ["index.yaml", "file"],
     ),
+    # engine limits and the lease, where one setting without its partner would change the plan
+    (
+        "lease rate without a term",
+        append("assumptions.yaml", "  lease_rate_per_year: 0.07\n"),
+        ["lease_rate_per_year", "without lease_term_months"],
+    ),
+    (
+        "lease term without a rate",
+        append("assumptions.yaml", "  lease_term_months: 36\n"),
+        ["lease_term_months", "without lease_rate_per_year"],
+    ),
+    (
+        "a step budget below max_num_seqs",
+        append(
+            "assumptions.yaml",
+            "  engine: {name: vllm, version: '0.11', max_num_batched_tokens: 1, max_num_seqs: 8}\n",
+        ),
+        ["max_num_batched_tokens (1)", "max_num_seqs (8)", "refuses to start"],
+    ),
+    (
+        "a step budget below the default batch",
+        append(
+            "assumptions.yaml",
+            "  engine: {name: vllm, version: '0.11', max_num_batched_tokens: 1}\n",
+        ),
+        ["max_num_batched_tokens (1)", "max_batch_sequences (256)"],
+    ),
+    (
+        "whole prompts longer than a step",
+        append(
+            "assumptions.yaml",
+            "  engine: {name: vllm, version: '0.11', chunked_prefill: false, "
+            "max_num_batched_tokens: 4096, max_model_len: 8192}\n",
+        ),
+        ["max_model_len (8,192)", "chunked_prefill off"],
+    ),
+    (
+        "max_model_len zero",
+        append("assumptions.yaml", "  engine: {name: vllm, version: '0.11', max_model_len: 0}\n"),
+        ["max_model_len"],
+    ),
+    (
+        "max_model_len past 10^15",
+        append(
+            "assumptions.yaml",
+            "  engine: {name: vllm, version: '0.11', max_model_len: 10000000000000000}\n",
+        ),
+        ["max_model_len"],
+    ),
+    (
+        "an engine planner does not know",
+        append("assumptions.yaml", "  engine: {name: vllm-ascend, version: '0.11'}\n"),
+        ["engine", "vllm", "sglang", "tensorrt-llm"],
+    ),
+    (
+        "another engine's memory argument",
+        append(
+            "assumptions.yaml",
+            "  engine: {name: vllm, version: '0.11', mem_fraction_static: 0.8}\n",
+        ),
+        ["mem_fraction_static", "gpu_memory_utilization"],
+    ),
+    (
+        "an engine release in words",
+        append("assumptions.yaml", "  engine: {name: vllm, version: latest}\n"),
+        ["engine", "version"],
+    ),
+    # calibrations that were not fitted to anything, or to nothing measurable
+    (
+        "a calibration without points",
+        write(
+            "calibration.yaml",
+            "calibration:\n  - {hardware: seed-16gib, engine: vllm 0.11, "
+            "bandwidth_efficiency: 0.8}\n",
+        ),
+        ["bandwidth_efficiency", "no measured points", "assumptions.yaml"],
+    ),
+    (
+        "a calibrated efficiency past the datasheet",
+        write(
+            "calibration.yaml",
+            "calibration:\n  - {hardware: seed-16gib, engine: vllm 0.11, "
+            "bandwidth_efficiency: 1.67, points: [{measurement: m, figure: itl_median_s, "
+            "measured: 0.02, fitted: 0.02}]}\n",
+        ),
+        ["bandwidth_efficiency", "1"],
+    ),
+    (
+        "a calibrated efficiency below zero",
+        write(
+            "calibration.yaml",
+            "calibration:\n  - {hardware: seed-16gib, engine: vllm 0.11, "
+            "bandwidth_efficiency: -3.5, points: [{measurement: m, figure: itl_median_s, "
+            "measured: 0.02, fitted: 0.02}]}\n",
+        ),
+        ["bandwidth_efficiency", "0"],
+    ),
+    (
+        "a measured zero",
+        write(
+            "calibration.yaml",
+            "calibration:\n  - {hardware: seed-16gib, engine: vllm 0.11, "
+            "bandwidth_efficiency: 0.8, points: [{measurement: m, figure: itl_median_s, "
+            "measured: 0, fitted: 0.02}]}\n",
+        ),
+        ["measured", "greater than 0"],
+    ),
+    (
+        "a measured negative",
+        write(
+            "calibration.yaml",
+            "calibration:\n  - {hardware: seed-16gib, engine: vllm 0.11, "
+            "bandwidth_efficiency: 0.8, points: [{measurement: m, figure: itl_median_s, "
+            "measured: -0.02, fitted: 0.02}]}\n",
+        ),
+        ["measured", "greater than 0"],
+    ),
 ]
 
 
@@ -422,6 +539,49 @@ def test_unusual_but_valid_input_plans(tmp_path: Path, case: str, edit: Edit, te
     assert names and all(cell.data_type == "s" for cell in names), case  # text, not a formula
     for cell in pd.read_csv(out / "results.csv", dtype=str).stack():
         assert not str(cell).startswith(("=", "+", "@")), cell
+
+
+def test_a_max_model_len_shorter_than_the_requests_serves_nothing_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """The seed's requests are 4,096 and 5,120 tokens long: an engine that accepts 100 tokens
+    refuses them all. The plan says so in the terminal, and every option says why it is out."""
+    folder = tmp_path / "catalog"
+    shutil.copytree(SEED, folder)
+    append("assumptions.yaml", "  engine: {name: vllm, version: '0.11', max_model_len: 100}\n")(
+        folder
+    )
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--catalogs", str(folder), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for workload, longest in (("seed-4k", "4,096"), ("seed-4k-prompt-1k-out", "5,120")):
+        assert f"shorter than workload {workload}'s longest request ({longest} tokens" in (
+            result.output
+        )
+    table = pd.read_csv(out / "results.csv")
+    assert not table["eligible"].any()
+    assert table["fit_reason"].str.contains("longer than the engine's max_model_len").all()
+
+
+def test_a_max_model_len_no_pool_holds_starts_no_engine(tmp_path: Path) -> None:
+    """10⁹ tokens of KV cache fit no device of the shipped catalog: vLLM would refuse to start
+    on every candidate, and the plan says so rather than plan as if it started."""
+    from planner.plan.sweep import evaluate
+
+    folder = tmp_path / "catalogs"
+    shutil.copytree(SHIPPED, folder, ignore=shutil.ignore_patterns("examples"))
+    path = folder / "assumptions.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["assumptions"]["engine"] = {"name": "vllm", "version": "0.11", "max_model_len": 10**9}
+    path.write_text(yaml.safe_dump(data))
+    results = evaluate(load_catalog(folder))
+    assert not results.table["replica_fits"].any()
+    assert (
+        results.table["fit_reason"]
+        .str.contains("weights exceed|would not start|no room", regex=True)
+        .all()
+    )
+    assert any("would start on none of them" in note for note in results.notes)
 
 
 def test_the_battery_is_large() -> None:

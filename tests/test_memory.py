@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from planner.catalog import load_catalog
+from planner.model.engine import engine_accepts_requests, engine_starts
 from planner.model.memory import (
     allocated_tokens_per_sequence,
+    fit_reason,
     fits,
     full_attention_layers,
     kv_budget_bytes,
@@ -16,6 +18,7 @@ from planner.model.memory import (
     kv_heads_per_device,
     kv_values_per_token_per_layer,
     max_sequences,
+    replica_fits,
     tokens_per_sequence,
     weight_bytes,
     weight_bytes_per_device,
@@ -139,10 +142,10 @@ def test_budget_and_concurrency_seed_paragraph_9():
     budget = kv_budget_bytes(16 * GiB, 4 * GiB, 2 * GiB, 2 * GiB, 0, np.nan)
     assert budget == 8 * GiB
     assert max_sequences(budget, 512 * MiB) == 16
-    assert fits(16, 16)
+    assert fits(16, 16, True)
     # With 1,024 promised output tokens on top of a 4,096-token prompt: 8 GiB / 640 MiB = 12.8
     assert max_sequences(budget, 640 * MiB) == 12
-    assert not fits(16, 12)
+    assert not fits(16, 12, True)
 
 
 def test_max_sequences_is_zero_when_weights_do_not_fit():
@@ -225,3 +228,33 @@ def test_shipped_models_parameters_match_published(model, published):
 
     derived = load_catalog(SHIPPED).get("models", model).parameter_count
     assert derived == pytest.approx(published, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("modelled", "pool_tokens", "max_model_len", "request_tokens", "starts", "accepts", "reason"),
+    [
+        # no engine profile: the planner's budget decides, whatever the pool
+        (0, 0, 5_120, 5_120, True, True, "fits"),
+        # an architecture that leaves the engine's pool unknown: the planner's budget decides
+        (1, float("nan"), 5_120, 5_120, True, True, "fits"),
+        # the seed's 5,120-token requests in a 100-token max_model_len: refused by the engine
+        (1, 131_072, 100, 5_120, True, False, "longer than the engine's max_model_len"),
+        # a max_model_len of 10^9 tokens needs 10^9 tokens of pool: the engine would not start
+        (1, 131_072, 10**9, 5_120, False, True, "would not start"),
+        # exactly one request of max_model_len: it starts
+        (1, 8_192, 8_192, 5_120, True, True, "fits"),
+        (1, 8_176, 8_192, 5_120, False, True, "would not start"),
+    ],
+)
+def test_engine_limits_decide_whether_a_replica_serves(
+    modelled, pool_tokens, max_model_len, request_tokens, starts, accepts, reason
+):
+    """vLLM refuses to start when its pool cannot hold one request of max_model_len, and
+    refuses requests longer than max_model_len; either way no replica serves the workload."""
+    assert engine_starts(modelled, pool_tokens, max_model_len) == starts
+    assert engine_accepts_requests(max_model_len, request_tokens) == accepts
+    one_replica = replica_fits(16, starts, accepts)
+    assert one_replica == (starts and accepts)
+    assert fits(16, 16, one_replica) == (starts and accepts)
+    why = fit_reason(4 * GiB, 16 * GiB, 16, accepts, starts, fits(16, 16, one_replica))
+    assert reason in why

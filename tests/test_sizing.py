@@ -375,6 +375,40 @@ def test_ttft_target_below_the_prefill_is_compute_bound(seed):
     )
 
 
+def test_a_ttft_target_missed_for_tiny_chunks_names_the_chunk(tmp_path):
+    """Chunks of 16 tokens prefill the 3,072-token prompt in 192 steps, each reading the 4 GiB
+    of weights (6.1 ms at 700 GB/s): at least 1.18 s, far past the 0.157 s of one whole-prompt
+    step. The miss is the chunk size's, and the reason says so."""
+    folder = make_catalog(tmp_path / "catalogs")
+    (folder / "assumptions.yaml").write_text(
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  kv_block_tokens: 1\n"
+        "  step_overhead_per_sequence: 0 us\n  simulated_requests: 100\n"
+        "  engine: {name: vllm, version: '0.11', chunked_prefill: true,"
+        " max_num_batched_tokens: 16, max_num_seqs: 16}\n"
+    )
+    catalog = load_catalog(folder)
+    result = size_candidate(catalog, row_of(evaluate(catalog).table, "tight-ttft"))
+    assert result["sim_bound"] == "chunked prefill"
+    reason = result["sim_reason"]
+    assert "prefilled in 192 steps of at most 16 tokens" in reason
+    seconds = float(reason.split("tokens (max_num_batched_tokens), ")[1].split(" s")[0])
+    assert seconds >= round(192 * WEIGHT_READ, 3)  # as printed, to the millisecond
+
+
+def test_an_engine_that_refuses_the_requests_is_an_engine_miss(tmp_path):
+    """A max_model_len of 1,000 tokens refuses the 3,072-token prompts: no replica count
+    helps, and the reason names the engine's limit rather than memory."""
+    folder = make_catalog(tmp_path / "catalogs")
+    text = (folder / "assumptions.yaml").read_text()
+    (folder / "assumptions.yaml").write_text(
+        text.replace("chunked_prefill: false}", "chunked_prefill: false, max_model_len: 1000}")
+    )
+    catalog = load_catalog(folder)
+    result = size_candidate(catalog, row_of(evaluate(catalog).table, "tight-ttft"))
+    assert result["sim_bound"] == "engine" and result["sim_runs"] == 0
+    assert "4,096 tokens is longer than its max_model_len (1,000)" in result["sim_reason"]
+
+
 def test_task_target_below_the_tool_time_names_it(seed):
     catalog, table = seed
     result = size_candidate(catalog, row_of(table, "tool-bound"))

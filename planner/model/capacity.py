@@ -200,6 +200,7 @@ def meets_targets_planned(
 @metric("", kind="text", source=SRE, group="serving")
 def target_miss_reason(
     replica_fits: Any,
+    fit_reason: Any,
     meets_ttft_target: Any,
     meets_itl_target: Any,
     meets_e2e_target: Any,
@@ -221,5 +222,5 @@ def target_miss_reason(
             ),
             "latency: time-to-first-token p95 target",
         ),
-        "memory: no room for one maximum-length sequence",
+        concat("memory: ", fit_reason),
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import floor, is_missing, maximum, minimum, where
+from planner.model.expr import floor, is_missing, is_number, maximum, minimum, where
 from planner.model.metric import derived, metric
 from planner.model.units import GIB, MIB
 
@@ -35,6 +35,7 @@ SGLANG_MEMORY = (
 )
 TRTLLM_MEMORY = "TensorRT-LLM KvCacheCreator (free_gpu_memory_fraction)"
 VLLM_BLOCKS = "vLLM kv_cache_utils: blocks = pool ÷ (block size × bytes per token)"
+VLLM_CHECK = "vLLM kv_cache_utils check_enough_kv_cache_memory (vLLM PR #2163, issue #16118)"
 
 #: The budget rules' numbers (planner.catalog.engines.BUDGET_RULES).
 SGLANG_RULE, TRTLLM_RULE = 2, 3
@@ -227,6 +228,31 @@ def engine_max_model_len(max_model_len_setting: Any, tokens_per_sequence: Any) -
     """The longest request the engine accepts: the profile's ``max_model_len``, else the
     workload's longest prompt + promised output [tokens]."""
     return where(max_model_len_setting > 0, max_model_len_setting, tokens_per_sequence)
+
+
+VLLM_LENGTH = "vLLM serving: a request past max_model_len is refused"
+
+
+@metric("", source=VLLM_LENGTH, kind="bool", group="memory")
+def engine_accepts_requests(engine_max_model_len: Any, tokens_per_sequence: Any) -> Any:
+    """Whether the engine accepts the workload's longest request: its prompt and promised
+    output within ``max_model_len`` (vLLM answers a longer one with an error, "This model's
+    maximum context length is ... tokens")."""
+    return engine_max_model_len >= tokens_per_sequence
+
+
+@metric("", source=f"{VLLM_CHECK}", kind="bool", group="memory")
+def engine_starts(engine_modelled: Any, kv_pool_tokens: Any, engine_max_model_len: Any) -> Any:
+    """Whether the engine starts: its pool holds one request of ``max_model_len`` tokens (vLLM
+    refuses to start otherwise: "To serve at least one request with the model's max seq len
+    (X), (Y GiB KV cache is needed, which is larger than the available KV cache memory").
+    Without an engine profile, or where the architecture leaves the engine's pool unknown, the
+    planner's own budget decides (``max_sequences``).
+
+    The pool's tokens count every attention layer, so a model with sliding-window layers is
+    held to a little more than the engine asks of it."""
+    modelled = (engine_modelled > 0) & is_number(kv_pool_tokens)
+    return where(modelled, kv_pool_tokens >= engine_max_model_len, True)
 
 
 @metric("requests", source=f"{VLLM_BLOCKS}: Maximum concurrency", group="memory")

@@ -226,25 +226,31 @@ def kv_bytes_at_concurrency(concurrency: Any, kv_bytes_per_sequence: Any) -> Any
 
 
 @metric("", source=PAGED, kind="bool", group="memory")
-def replica_fits(max_sequences: Any) -> Any:
-    """Whether one replica holds at least one sequence at its promised maximum length."""
-    return max_sequences >= 1
+def replica_fits(max_sequences: Any, engine_starts: Any, engine_accepts_requests: Any) -> Any:
+    """Whether one replica holds at least one sequence at its promised maximum length, in an
+    engine that starts with its ``max_model_len`` and accepts the workload's requests."""
+    return (max_sequences >= 1) & engine_starts & engine_accepts_requests
 
 
 @metric("", source=PAGED, kind="bool", group="memory")
-def fits(concurrency: Any, max_sequences: Any) -> Any:
+def fits(concurrency: Any, max_sequences: Any, replica_fits: Any) -> Any:
     """Whether the workload's concurrency fits one replica with every sequence at its maximum.
 
     Loading the weights is not enough: the cache for the promised context and output
     of every concurrent request must fit as well. An open-loop workload fits when one sequence
     does; ``replicas_needed`` then sizes the fleet.
     """
-    return where(concurrency > 0, concurrency <= max_sequences, max_sequences >= 1)
+    return replica_fits & where(concurrency > 0, concurrency <= max_sequences, True)
 
 
 @metric("", source=PAGED, kind="text", group="memory")
 def fit_reason(
-    weight_bytes_per_device: Any, memory_bytes: Any, max_sequences: Any, fits: Any
+    weight_bytes_per_device: Any,
+    memory_bytes: Any,
+    max_sequences: Any,
+    engine_accepts_requests: Any,
+    engine_starts: Any,
+    fits: Any,
 ) -> Any:
     """Why a candidate fits or not, in words."""
     return where(
@@ -254,9 +260,18 @@ def fit_reason(
             weight_bytes_per_device > memory_bytes,
             "weights exceed device memory",
             where(
-                max_sequences < 1,
-                "no room for one maximum-length sequence",
-                "concurrency exceeds KV capacity of one replica",
+                engine_accepts_requests,
+                where(
+                    max_sequences < 1,
+                    "no room for one maximum-length sequence",
+                    where(
+                        engine_starts,
+                        "concurrency exceeds KV capacity of one replica",
+                        "the engine's max_model_len needs more KV cache than its pool holds "
+                        "(it would not start)",
+                    ),
+                ),
+                "the workload's requests are longer than the engine's max_model_len",
             ),
         ),
     )

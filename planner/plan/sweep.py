@@ -16,6 +16,7 @@ import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
 from planner.catalog.engines import series_warning
+from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.tables import (
     ALL_KEYS,
@@ -85,10 +86,24 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
 
 def engine_notes(catalog: Catalog) -> list[str]:
     """What a reader must know of the engine the plan sizes its pool by: a release planned with
-    another series' constants."""
+    another series' constants, and a ``max_model_len`` shorter than a workload's longest request
+    (the engine refuses every such request, so no option serves that workload)."""
     engine = catalog.assumptions.engine
-    warning = None if engine is None else series_warning(engine)
-    return [] if warning is None else [warning]
+    if engine is None:
+        return []
+    warning = series_warning(engine)
+    notes = [] if warning is None else [warning]
+    if engine.max_model_len is not None:
+        for workload in catalog.workloads:
+            longest = length_summary(catalog, workload, "prompt")[2] + workload.max_output_tokens
+            if longest > engine.max_model_len:
+                notes.append(
+                    f"The engine's max_model_len ({engine.max_model_len:,} tokens) is shorter "
+                    f"than workload {workload.id}'s longest request ({longest:,.0f} tokens: "
+                    f"its longest prompt and promised output): the engine refuses such "
+                    f"requests, so no option serves {workload.id}"
+                )
+    return notes
 
 
 @dataclass(frozen=True)
@@ -503,8 +518,21 @@ def evaluate_plan(
         metrics=metrics,
         lookups=lookups,
         skipped=skipped_pairs(catalog),
-        notes=engine_notes(catalog),
+        notes=engine_notes(catalog) + _start_notes(catalog, table),
     )
+
+
+def _start_notes(catalog: Catalog, table: pd.DataFrame) -> list[str]:
+    """A ``max_model_len`` no candidate's pool can hold: the engine would start on none."""
+    engine = catalog.assumptions.engine
+    if engine is None or engine.max_model_len is None or "engine_starts" not in table:
+        return []
+    if len(table) == 0 or table["engine_starts"].astype(bool).any():
+        return []
+    return [
+        f"The engine's max_model_len ({engine.max_model_len:,} tokens) needs more KV cache than "
+        f"any candidate's pool holds: the engine would start on none of them"
+    ]
 
 
 def _dtype(key: np.ndarray | None, kind: str | None) -> Any:

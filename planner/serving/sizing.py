@@ -212,6 +212,11 @@ def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
     return out
 
 
+#: How much longer than one whole-prompt step the chunks of a prompt must take for the chunk
+#: size, not the arithmetic, to be named as what bounds the first token.
+CHUNKING_COSTS = 1.25
+
+
 def _bound(
     miss: Miss, cfg: SimConfig, catalog: Catalog, workload: Workload, result: SimResult
 ) -> tuple[str, str]:
@@ -221,6 +226,16 @@ def _bound(
     _, p95_output, _ = length_summary(catalog, workload, "output")
 
     def prefill() -> tuple[str, str]:
+        chunk = cfg.chunk_tokens
+        if chunk is not None and p95_prompt > chunk:
+            steps = math.ceil(p95_prompt / chunk)
+            chunked = steps * step.mixed_step_s(0, 0.0, [(0.0, float(chunk))])
+            if chunked > CHUNKING_COSTS * step.prefill_s(p95_prompt):
+                return "chunked prefill", (
+                    f"the p95 prompt of {p95_prompt:,.0f} tokens is prefilled in {steps:,} "
+                    f"steps of at most {chunk:,} tokens (max_num_batched_tokens), {chunked:.3f} "
+                    f"s at least, every step reading the weights"
+                )
         compute = step.prefill_compute_s(p95_prompt)
         memory = step.prefill_memory_s()
         kind = "compute" if compute >= memory else "bandwidth"
@@ -272,17 +287,33 @@ def _figures(result: SimResult | None) -> dict[str, float]:
     return {c: float(values[c]) for c in _FIGURES}
 
 
-def _memory_reason(row: Mapping[str, Any], need: int, have: int) -> str:
+def _memory_reason(row: Mapping[str, Any], need: int, have: int) -> tuple[str, str]:
+    """Why a replica cannot hold one maximum-length request: (bound, reason in words), the
+    bound ``engine`` where the engine's own limits refuse it, else ``memory``."""
     weights = float(row["weight_bytes_per_device"]) / GIB
     memory = float(row["memory_bytes"]) / GIB
+    longest = float(row.get("engine_max_model_len", math.nan))
+    if not bool(row.get("engine_accepts_requests", True)):
+        return "engine", (
+            f"engine: a maximum-length request of {need:,} tokens is longer than its "
+            f"max_model_len ({longest:,.0f}), so the engine refuses it"
+        )
+    if not bool(row.get("engine_starts", True)):
+        return "engine", (
+            f"engine: its max_model_len ({longest:,.0f} tokens) needs more KV cache than its "
+            f"pool holds ({float(row['kv_pool_tokens']):,.0f} tokens), so it would not start"
+        )
     if weights > memory:
-        return f"memory: weights of {weights:.1f} GiB per device exceed its {memory:.1f} GiB"
-    if not float(row["kv_budget_bytes"]) > 0:
         return (
+            "memory",
+            f"memory: weights of {weights:.1f} GiB per device exceed its {memory:.1f} GiB",
+        )
+    if not float(row["kv_budget_bytes"]) > 0:
+        return "memory", (
             f"memory: weights of {weights:.1f} GiB per device, runtime overhead and reserve leave "
             f"no room for the KV cache in {memory:.1f} GiB"
         )
-    return (
+    return "memory", (
         f"memory: a maximum-length request needs {need:,} tokens of cache; "
         f"a replica holds {max(have, 0):,}"
     )
@@ -299,11 +330,11 @@ def size_candidate(
 
     Returns a flat dict (the :data:`SIZING_COLUMNS`): ``sim_replicas_needed`` (NaN when no count
     up to the limit serves), ``sim_devices_needed`` (× tensor parallel), ``meets_targets_sim``,
-    ``sim_bound`` (``""`` when met; else ``memory``, ``bandwidth``, ``compute``, ``queueing``,
-    ``tool time`` or ``preprocessing``), ``sim_reason`` in words, the simulated figures at
-    ``sim_replicas_simulated`` replicas (NaN: the best case, one request at a time), the requests
-    measured in that run (``sim_requests``) and the simulations run (``sim_runs``). See the
-    module docstring for the search.
+    ``sim_bound`` (``""`` when met; else ``memory``, ``engine``, ``bandwidth``, ``compute``,
+    ``chunked prefill``, ``queueing``, ``tool time`` or ``preprocessing``), ``sim_reason`` in
+    words, the simulated figures at ``sim_replicas_simulated`` replicas (NaN: the best case, one
+    request at a time), the requests measured in that run (``sim_requests``) and the
+    simulations run (``sim_runs``). See the module docstring for the search.
     """
     workload = catalog.get("workloads", row["workload"])
     a = catalog.assumptions
@@ -324,7 +355,8 @@ def size_candidate(
     need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
     have = kv_budget_tokens(row)
     if not bool(row["replica_fits"]) or have < need:
-        out.update(sim_bound="memory", sim_reason=_memory_reason(row, need, have))
+        bound, reason = _memory_reason(row, need, have)
+        out.update(sim_bound=bound, sim_reason=reason)
         return out
 
     runs: dict[SimConfig, SimResult] = {}
