@@ -134,7 +134,7 @@ def _entry_label(section: str, data: Any, index: int) -> str:
     return f"{section}[{index}]"
 
 
-def _pydantic_message(error: ErrorDetails, model: type[BaseModel] | None) -> str:
+def validation_message(error: ErrorDetails, model: type[BaseModel] | None = None) -> str:
     """One validation error in planner's words (:func:`plain_message`), with what only the
     catalog knows: the fields a record allows, what an id may hold, where long samples go."""
     kind = error["type"]
@@ -280,7 +280,7 @@ def _located(
         loc = prefix + tuple(p for p in error["loc"] if not _branch_tag(p))
         fault = _distribution_fault(error, schema, loc)
         if fault is None:
-            found.append((loc, _pydantic_message(error, _model_at(schema, loc))))
+            found.append((loc, validation_message(error, _model_at(schema, loc))))
             continue
         name, where, message = fault
         found.append((where, message))
@@ -796,4 +796,5 @@ __all__ = [
     "Workload",
     "WorkloadsFile",
     "load_catalog",
+    "validation_message",
 ]

@@ -46,8 +46,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from planner.catalog import validation_message
 from planner.catalog.families import FAMILIES, VISION, VISION_DEFAULTS, WRAPPERS, Family
+from planner.catalog.problems import shown
+from planner.catalog.records import MAX_COUNT, Model
 from planner.catalog.safefile import FileProblem, read_text
 from planner.model.architecture import (
     FULL,
@@ -71,7 +75,26 @@ class UnsupportedConfig(ValueError):
         super().__init__("unsupported Hugging Face config: " + "; ".join(self.problems))
 
 
+class InvalidEntry(UnsupportedConfig):
+    """A config.json whose entry the catalog would refuse (a count past the catalog's bound, an
+    id it does not allow...); ``problems`` names each config key or option at fault."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__(problems)
+        self.args = ("the models.yaml entry would be refused: " + "; ".join(self.problems),)
+
+
 REQUIRED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")
+
+#: Most layers a config may give: the importer spells out each layer's kind (windowed or
+#: full), and the largest published models have under 200 layers.
+MAX_LAYERS = 100_000
+
+#: The config keys that count layers (a decoder's, a vision tower's).
+LAYER_KEYS = frozenset({"num_hidden_layers", "depth"})
+
+#: Longest run of digits a config.json number may have: every count a config gives fits in 18.
+MAX_DIGITS = 30
 
 _HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -98,9 +121,11 @@ class _Reader:
             if not optional:
                 self.problems.append(f"missing required field {self._name(key)}")
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        limit = MAX_LAYERS if key in LAYER_KEYS else MAX_COUNT
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= limit:
             self.problems.append(
-                f"field {self._name(key)} must be an integer >= {minimum}, got {value!r}"
+                f"field {self._name(key)} must be a whole number from {minimum} to {limit:,}, "
+                f"got {shown(value)}"
             )
             return None
         return value
@@ -124,6 +149,8 @@ def _text_section(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, str, 
     """(text-decoder section, its model_type, key prefix for messages, problems)."""
     problems: list[str] = []
     outer_type = cfg.get("model_type")
+    if outer_type is not None and not isinstance(outer_type, str):
+        return cfg, "", "", [f"`model_type` must be text, got {shown(outer_type)}"]
     if "text_config" in cfg:
         text = cfg["text_config"]
         if not isinstance(text, Mapping):
@@ -157,8 +184,10 @@ def _check_family(cfg: Mapping[str, Any], model_type: str) -> tuple[Family | Non
         ]
     problems = []
     architectures = cfg.get("architectures") or []
-    if not isinstance(architectures, list):
-        problems.append(f"`architectures` must be a list, got {architectures!r}")
+    if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        problems.append(
+            f"`architectures` must be a list of class names, got {shown(architectures)}"
+        )
     else:
         unknown = [a for a in architectures if a not in family.architectures]
         if unknown:
@@ -716,7 +745,65 @@ def model_entry_from_hf_config(
         block = getattr(arch, key)
         if block is not None:
             entry[key] = {k: v for k, v in asdict(block).items() if v is not None}
+    _check_entry(cfg, entry)
     return entry
+
+
+def _entry_source(cfg: Mapping[str, Any], path: tuple[Any, ...]) -> str:
+    """Where an entry's field came from: the config.json key it was read from (in the text
+    decoder's section for a multimodal config), or the option that gave it."""
+    options = {"id": "the id (--id, else the config's name)", "name": "--name"}
+    options |= {"revision": "--revision", "source": "`_name_or_path`"}
+    if path and path[0] in options:
+        return options[str(path[0])]
+    model_type = cfg.get("model_type")
+    prefix = "text_config." if isinstance(cfg.get("text_config"), Mapping) else ""
+    family = FAMILIES.get(str(model_type)) if not prefix else None
+    keys = ENTRY_KEYS | {"intermediate_size": family.dense_width if family else "intermediate_size"}
+    name = ".".join(str(p) for p in path)
+    if name in keys:
+        return f"config.json `{prefix}{keys[name]}` (the entry's `{name}`)"
+    if name == "encoder_parameters":
+        return "config.json `vision_config` (its tower's parameter count, `encoder_parameters`)"
+    return f"the entry's `{name}` (derived from config.json)"
+
+
+#: The config.json key each field of an imported entry is read from, where it is read as is.
+ENTRY_KEYS = {
+    "layers": "num_hidden_layers",
+    "hidden_size": "hidden_size",
+    "attention_heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "vocab_size": "vocab_size",
+    "moe.experts": "the experts count (num_local_experts, num_experts or n_routed_experts)",
+    "moe.experts_per_token": "num_experts_per_tok",
+    "moe.expert_intermediate_size": "moe_intermediate_size",
+    "moe.shared_experts": "n_shared_experts",
+    "moe.shared_expert_intermediate_size": "shared_expert_intermediate_size",
+    "moe.dense_layers": "first_k_dense_replace",
+    "mla.kv_lora_rank": "kv_lora_rank",
+    "mla.qk_rope_head_dim": "qk_rope_head_dim",
+    "mla.qk_nope_head_dim": "qk_nope_head_dim",
+    "mla.v_head_dim": "v_head_dim",
+    "mla.q_lora_rank": "q_lora_rank",
+    "sliding_window.window": "sliding_window",
+}
+
+
+def _check_entry(cfg: Mapping[str, Any], entry: dict[str, Any]) -> None:
+    """Refuse an entry that ``planner check`` would refuse: it is validated by the catalog's
+    own :class:`~planner.catalog.records.Model`, and each fault is told against the config.json
+    key (or the option) it came from."""
+    try:
+        Model.model_validate(entry)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            path = tuple(p for p in error["loc"] if not (isinstance(p, str) and "-" in p))
+            where = _entry_source(cfg, path) if path else "the entry"
+            problems.append(f"{where}: {validation_message(error)}")
+        raise InvalidEntry(list(dict.fromkeys(problems))) from None
 
 
 #: Checkpoint quantisation methods and the shipped precision that stores them.
@@ -767,17 +854,41 @@ def entry_to_yaml(entry: Mapping[str, Any], *, list_item: bool = False) -> str:
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json file into a dict (UTF-8 JSON); a file that cannot be read or is not
-    JSON raises :class:`UnsupportedConfig` saying why."""
+    """Read a config.json file into a dict (UTF-8 JSON); a file that cannot be read safely
+    (:func:`~planner.catalog.safefile.read_text`: a FIFO, a device, past the size limit), is
+    not JSON, nests past the parser's depth or writes a number of more than
+    :data:`MAX_DIGITS` digits raises :class:`UnsupportedConfig` saying why."""
     try:
-        data = json.loads(read_text(Path(path)))
+        data = json.loads(read_text(Path(path)), parse_int=_integer)
     except FileProblem as exc:
         raise UnsupportedConfig([f"cannot read it: it {exc}"]) from None
-    except ValueError as exc:  # not JSON
-        raise UnsupportedConfig([f"cannot read it: {exc}"]) from None
+    except json.JSONDecodeError as exc:
+        raise UnsupportedConfig(
+            [f"cannot read it: it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"]
+        ) from None
+    except _TooLong as exc:
+        raise UnsupportedConfig([str(exc)]) from None
+    except RecursionError:
+        raise UnsupportedConfig(
+            ["cannot read it: it nests lists or objects too deeply to be a config.json"]
+        ) from None
     if not isinstance(data, dict):
-        raise UnsupportedConfig([f"{path}: config must be a JSON object"])
+        raise UnsupportedConfig([f"config must be a JSON object, got a {type(data).__name__}"])
     return data
+
+
+class _TooLong(ValueError):
+    """A number written with more digits than any config field needs."""
+
+
+def _integer(text: str) -> int:
+    """A JSON integer, refused past :data:`MAX_DIGITS` digits (Python itself stops at 4,300
+    with a message about its own limits)."""
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise _TooLong(
+            f"holds a number of {len(text):,} digits; no config field needs more than {MAX_DIGITS}"
+        )
+    return int(text)
 
 
 class AppendRefused(Exception):
@@ -788,7 +899,7 @@ def append_model_entry(path: Path, text: str) -> None:
     """Append a ``- id: ...`` entry (:func:`entry_to_yaml`) under ``models:`` of ``path``,
     keeping the file only if the result is still a valid models.yaml with distinct ids; written
     through a temporary file and renamed into place."""
-    from planner.catalog import ModelsFile
+    from planner.catalog import ModelsFile, _problems_from_validation
     from planner.catalog.yamlsafe import YamlProblem, load
 
     current = path.read_text() if path.exists() else "models:\n"
@@ -797,9 +908,16 @@ def append_model_entry(path: Path, text: str) -> None:
     indented = "".join(f"  {line}" if line.strip() else line for line in text.splitlines(True))
     updated = current + indented
     try:
-        models = ModelsFile.model_validate(load(updated).data)
-    except (YamlProblem, ValueError) as exc:  # ValueError: pydantic's ValidationError
-        raise AppendRefused(f"{path} would not stay a valid models.yaml: {exc}") from None
+        doc = load(updated)
+        models = ModelsFile.model_validate(doc.data)
+    except YamlProblem as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise AppendRefused(f"{where} would not stay a valid models.yaml: {exc.message}") from None
+    except ValidationError as exc:
+        problems = _problems_from_validation(str(path), doc, ModelsFile, exc)
+        raise AppendRefused(
+            f"{path} would not stay a valid models.yaml:\n" + "\n".join(str(p) for p in problems)
+        ) from None
     ids = [m.id for m in models.models]
     if len(ids) != len(set(ids)):
         raise AppendRefused(f"{path} already has a model with that id")
