@@ -8,6 +8,7 @@ what was expected and what arrived; all problems are collected and reported toge
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -519,12 +520,23 @@ def _workload_files(
             except DataFileError as exc:
                 problems.append(_at(folder, docs, "workloads", i, w.id, field_name, str(exc)))
                 continue
+            if field_name == "forecast.file" and values.max() > MAX_TRAFFIC_FACTOR:
+                message = (
+                    f"{forecast.file} column {forecast.column!r} reaches {values.max():.4g} × "
+                    f"today's traffic, past the {MAX_TRAFFIC_FACTOR:,.0f} × a forecast may reach"
+                )
+                problems.append(_at(folder, docs, "workloads", i, w.id, field_name, message))
             if field_name == "output_tokens.file" and values.max() > w.max_output_tokens:
                 message = (
                     f"output lengths reach {values.max()}, above max_output_tokens "
                     f"({w.max_output_tokens})"
                 )
                 problems.append(_at(folder, docs, "workloads", i, w.id, "output_tokens", message))
+        growth = _growth_past_bound(w)
+        if growth is not None:
+            problems.append(
+                _at(folder, docs, "workloads", i, w.id, "forecast.growth_per_month", growth)
+            )
         out = w.output_tokens
         if (
             isinstance(out, int)
@@ -538,6 +550,30 @@ def _workload_files(
             message = f"output_tokens exceed max_output_tokens ({w.max_output_tokens})"
             problems.append(_at(folder, docs, "workloads", i, w.id, "output_tokens", message))
     return problems
+
+
+#: Most a forecast may multiply today's traffic by, in any month: a month's factor in a table
+#: may be no more (records.TrafficFactor), and growth compounded over the months no more either.
+MAX_TRAFFIC_FACTOR = 1e6
+
+
+def _growth_past_bound(workload: Workload) -> str | None:
+    """Why a forecast's compound growth is refused: (1 + growth)^(months − 1), its last month's
+    traffic as a multiple of today's, past :data:`MAX_TRAFFIC_FACTOR` (a load that grows so far
+    is surely a slip, and its schedule would count nodes past any purchase); None when within."""
+    forecast = workload.forecast
+    if forecast is None or not forecast.growth_per_month or forecast.months is None:
+        return None
+    growth, last = forecast.growth_per_month, forecast.months - 1
+    if growth <= 0 or last * math.log10(1 + growth) <= math.log10(MAX_TRAFFIC_FACTOR):
+        return None
+    exponent = last * math.log10(1 + growth)
+    return (
+        f"{growth:.0%} a month over {forecast.months} months multiplies today's traffic by "
+        f"(1 + {growth:g})^{last} ≈ 10^{exponent:.0f} by the last month, past the "
+        f"{MAX_TRAFFIC_FACTOR:,.0f} × a forecast may reach: give fewer months, a smaller growth, "
+        "or the factors month by month"
+    )
 
 
 #: The lists a scenario may restrict; each is named like the catalog file it refers to.

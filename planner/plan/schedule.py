@@ -246,26 +246,31 @@ def _times(count: int, usd: float) -> float:
     return count * usd if count else 0.0
 
 
+#: Owned nodes as they arrive: (month of arrival, nodes arriving that month), one pair a month at
+#: most, so that a schedule's work grows with its months, never with its node count.
+Tranches = list[tuple[int, int]]
+
+
 def _plan(
     name: str,
     hours: list[list[int]],
-    arrivals: list[int],
+    arrivals: Tranches,
     costs: NodeCosts,
     orders: list[tuple[int, int]],
     lease: tuple[float, int] | None = None,
 ) -> Plan:
-    """Owned nodes arrive as ``arrivals`` (month of each node's arrival), paid on arrival, or
-    with ``lease`` (annual rate, term) in monthly payments from arrival; any hour's need
-    (``hours``: per month, the nodes each hour of the day needs) beyond the owned nodes in
-    service is rented for that hour."""
+    """Owned nodes arrive as ``arrivals`` (month, nodes), paid on arrival, or with ``lease``
+    (annual rate, term) in monthly payments from arrival; any hour's need (``hours``: per
+    month, the nodes each hour of the day needs) beyond the owned nodes in service is rented
+    for that hour."""
     payment = lease_payment_usd(costs.capital_usd, *lease) if lease else 0.0
     owned, rented, cash = [], [], []
     for m, hourly in enumerate(hours):
-        in_service = sum(1 for a in arrivals if a <= m)
+        in_service = sum(n for a, n in arrivals if a <= m)
         if lease:
-            capital = _times(sum(1 for a in arrivals if a <= m < a + lease[1]), payment)
+            capital = _times(sum(n for a, n in arrivals if a <= m < a + lease[1]), payment)
         else:
-            capital = _times(sum(1 for a in arrivals if a == m), costs.capital_usd)
+            capital = _times(sum(n for a, n in arrivals if a == m), costs.capital_usd)
         owned.append(in_service)
         rented.append(max(max(hourly) - in_service, 0))
         node_hours = rented_node_hours(hourly, in_service)
@@ -273,32 +278,35 @@ def _plan(
         cash.append(capital + _times(in_service, costs.running_usd_per_month) + rent)
     end = len(hours)
     if lease:  # the payments still owed at the end count against the lease
-        owed = sum(max(a + lease[1] - end, 0) for a in arrivals if a < end)
+        owed = sum(n * max(a + lease[1] - end, 0) for a, n in arrivals if a < end)
         residual = 0.0 - _times(owed, payment)
     else:
         residual = sum(
-            book_value_usd(costs.capital_usd, end - a, costs.amortisation_months)
-            for a in arrivals
+            n * book_value_usd(costs.capital_usd, end - a, costs.amortisation_months)
+            for a, n in arrivals
             if a < end
         )
     return Plan(name, owned, rented, cash, orders, residual)
 
 
-def _tranches(target: list[int], lead: int) -> tuple[list[int], list[tuple[int, int]]]:
+def _tranches(target: list[int], lead: int) -> tuple[Tranches, list[tuple[int, int]]]:
     """Each node of ``target`` (nodes to own, per month) ordered ``lead`` months before the
-    month it is first wanted (month 0 at the earliest): the months they arrive, and the orders
-    (month ordered, nodes) that arrive within the horizon."""
+    month it is first wanted (month 0 at the earliest), counted by month: the tranches that
+    arrive within the horizon (month, nodes), and the orders (month ordered, nodes) that arrive
+    within it."""
     months = len(target)
-    first_wanted = [
-        next(m for m, n in enumerate(target) if n >= k)
-        for k in range(1, max(target, default=0) + 1)
-    ]
-    arrivals = [max(m - lead, 0) + lead for m in first_wanted]
+    arrivals: dict[int, int] = {}
     orders: dict[int, int] = {}
-    for m in first_wanted:
-        orders[max(m - lead, 0)] = orders.get(max(m - lead, 0), 0) + 1
-    tranches = sorted((m, n) for m, n in orders.items() if m + lead < months)
-    return [a for a in arrivals if a < months], tranches
+    wanted = 0  # nodes wanted in some month so far
+    for m, n in enumerate(target):
+        if n <= wanted:
+            continue
+        ordered = max(m - lead, 0)
+        arrivals[ordered + lead] = arrivals.get(ordered + lead, 0) + n - wanted
+        orders[ordered] = orders.get(ordered, 0) + n - wanted
+        wanted = n
+    arrived = sorted((a, n) for a, n in arrivals.items() if a < months)
+    return arrived, sorted((m, n) for m, n in orders.items() if m + lead < months)
 
 
 def schedule_plans(
@@ -319,7 +327,7 @@ def schedule_plans(
     target = list(itertools.accumulate((nodes_worth_owning(h, break_even) for h in hours), max))
     arrivals, tranches = _tranches(target, lead)
     rent = _plan("rent everything", hours, [], costs, [])
-    up_front = _plan("buy the peak up front", hours, [lead] * peak, costs, [(0, peak)])
+    up_front = _plan("buy the peak up front", hours, [(lead, peak)], costs, [(0, peak)])
     if max(target) == 0:
         schedule = _plan("rent (owning costs more a month)", hours, [], costs, [])
     elif max(target) < peak:
