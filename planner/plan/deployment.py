@@ -20,7 +20,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.model.cost import API, BUY, RENT
-from planner.plan.recommend import COST, ORDER, rank
+from planner.plan.recommend import COST, ORDER, rank, why_none
 
 
 def _number(value: Any) -> float:
@@ -90,12 +90,15 @@ class Line:
 
 @dataclass(frozen=True)
 class Ask:
-    """The plan's lines and their totals, with the workloads nothing serves."""
+    """The plan's lines and their totals, with the workloads nothing serves and why."""
 
     lines: list[Line]
     unserved: list[str] = field(default_factory=list)
     months: int = 36
     hours_per_month: float = 730.0
+    #: why each unserved workload is (by its id): the model deployment.yaml pins and why that
+    #: model has no eligible option, or why no model has one
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def facility_kw(self) -> float:
@@ -125,6 +128,7 @@ def ask(catalog: Catalog, table: pd.DataFrame) -> Ask:
     requested = _requested(catalog)
     model_order = {m.id: i for i, m in enumerate(catalog.models)}
     lines, unserved = [], []
+    reasons: dict[str, str] = {}
     for workload in catalog.workloads:
         options = winners[winners["workload"] == workload.id]
         if workload.id in requested:
@@ -137,6 +141,8 @@ def ask(catalog: Catalog, table: pd.DataFrame) -> Ask:
             how = "cheapest"
         if chosen.empty:
             unserved.append(workload.id)
+            pinned = requested.get(workload.id)
+            reasons[workload.id] = unserved_reason(table, workload.id, pinned, options)
             continue
         row = chosen.iloc[0]
         ties = tuple(
@@ -146,4 +152,26 @@ def ask(catalog: Catalog, table: pd.DataFrame) -> Ask:
         )
         lines.append(Line(workload.id, str(row["model"]), row, advice(row), how, ties))
     a = catalog.assumptions
-    return Ask(lines, unserved, a.amortisation_months, a.hours_per_month)
+    return Ask(lines, unserved, a.amortisation_months, a.hours_per_month, reasons)
+
+
+def unserved_reason(
+    table: pd.DataFrame, workload: str, pinned: str | None, winners: pd.DataFrame
+) -> str:
+    """Why ``workload`` is served by nothing: the model deployment.yaml pins (``pinned``) and
+    why none of its options is eligible (:func:`~planner.plan.recommend.why_none`: it may fit
+    no candidate at all), naming the models that would serve it were the pin removed
+    (``winners``: the workload's recommended options); else why each model has none."""
+    rows = table[table["workload"] == workload]
+    if pinned is None:
+        why = [f"{m}: {why_none(g)}" for m, g in rows.groupby("model", sort=False)]
+        return "no model has an eligible option" + (f" ({'; '.join(why)})" if why else "")
+    mine = rows[rows["model"] == pinned]
+    if mine.empty:
+        why = f"deployment.yaml pins {pinned}, which no candidate of this plan evaluates"
+    else:
+        why = f"deployment.yaml pins {pinned}, which has no eligible option: {why_none(mine)}"
+    others = list(dict.fromkeys(str(m) for m in winners["model"]))
+    if others:
+        why += f"; {', '.join(others)} would serve it were the pin removed"
+    return why

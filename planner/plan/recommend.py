@@ -167,16 +167,44 @@ def recommendations(table: pd.DataFrame) -> pd.DataFrame:
                 frame[f"{prefix}{column}"] = picked[column].to_numpy()
     none = frame["eligible"] == 0
     if none.any() and "status" in table:
-        why = {}
-        for key, group in grouped:
-            if not group["eligible"].astype(bool).any():
-                reasons = group["status"].value_counts()
-                why[key] = "; ".join(f"{n} × {reason}" for reason, n in reasons.items())
+        why = {
+            key: why_none(group)
+            for key, group in grouped
+            if not group["eligible"].astype(bool).any()
+        }
         frame["why_none"] = [why.get(k, np.nan) for k in keys]
     for column in ("hardware", "precision", "runner_up_hardware", "runner_up_precision"):
         if column in frame:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     return frame
+
+
+#: How a reason opens when no option of a model holds even one replica in memory.
+FITS_NOTHING = "fits no candidate"
+
+
+def why_none(group: pd.DataFrame) -> str:
+    """Why none of a workload × model group's options is eligible: each reason with its count
+    (``2 × cost: price missing``); where no option holds even one replica in memory, said first
+    (:data:`FITS_NOTHING`), and where the weights alone outgrow every device at every
+    tensor-parallel size tried, said so with the closest option's figures [GiB]."""
+    reasons = group["status"].value_counts()
+    counted = "; ".join(f"{n} × {reason}" for reason, n in reasons.items() if n)
+    if "replica_fits" not in group or group["replica_fits"].astype(bool).any():
+        return counted
+    weights = pd.to_numeric(group["weight_gib_per_device"], errors="coerce")
+    memory = pd.to_numeric(group["memory_gib"], errors="coerce")
+    if not (weights > memory).all():
+        return f"{FITS_NOTHING} (not one replica fits in memory): {counted}"
+    closest = group.loc[(weights / memory).idxmin()]
+    sizes = ", ".join(str(int(t)) for t in sorted(group["tensor_parallel"].unique()))
+    return (
+        f"{FITS_NOTHING}: its weights alone exceed every device's memory at every "
+        f"tensor-parallel size tried ({sizes}); the closest, {closest['hardware']} at TP "
+        f"{int(closest['tensor_parallel'])} with {closest['precision']}, needs "
+        f"{float(closest['weight_gib_per_device']):,.1f} GiB of weights per device in "
+        f"{float(closest['memory_gib']):,.1f} GiB"
+    )
 
 
 def closing_line(table: pd.DataFrame) -> str:
@@ -209,4 +237,5 @@ __all__ = [
     "ranked",
     "recommendations",
     "verdicts",
+    "why_none",
 ]
