@@ -37,6 +37,7 @@ from planner.serving.sizing import (
     SIZING_COLUMNS,
     best_case_config,
     kv_budget_tokens,
+    prefill_steps,
     queue_timeout_s,
     select_candidates,
     sim_config,
@@ -393,6 +394,36 @@ def test_a_ttft_target_missed_for_tiny_chunks_names_the_chunk(tmp_path):
     assert "prefilled in 192 steps of at most 16 tokens" in reason
     seconds = float(reason.split("tokens (max_num_batched_tokens), ")[1].split(" s")[0])
     assert seconds >= round(192 * WEIGHT_READ, 3)  # as printed, to the millisecond
+
+
+@pytest.mark.parametrize(
+    ("requests", "prompt", "chunk", "steps"),
+    [
+        (2000, 3072, 1, 6_144_000),  # a token a step: every prompt token its own step
+        (2000, 3072, 16, 384_000),
+        (2000, 3072, 8192, 2000),  # a prompt shorter than the chunk still takes its step
+        (2000, 3072, None, 2000),  # whole prompts: one step each
+    ],
+)
+def test_prefill_steps_by_hand(requests, prompt, chunk, steps):
+    assert prefill_steps(requests, prompt, chunk) == steps
+
+
+def test_a_simulation_too_large_to_run_is_refused_before_it_starts(tmp_path):
+    """A step budget of one token prefills 400 prompts of 3,072 tokens in 1,228,800 steps: the
+    candidate is not simulated (bounded work), and the reason says what to change."""
+    folder = make_catalog(tmp_path / "catalogs")
+    (folder / "assumptions.yaml").write_text(
+        "assumptions:\n  runtime_overhead: 2 GiB\n  reserve: 2 GiB\n  kv_block_tokens: 1\n"
+        "  simulated_requests: 400\n  engine: {name: vllm, version: '0.11', "
+        "chunked_prefill: true, max_num_batched_tokens: 1, max_num_seqs: 1}\n"
+    )
+    catalog = load_catalog(folder)
+    result = size_candidate(catalog, row_of(evaluate(catalog).table, "tight-ttft"))
+    assert result["sim_bound"] == "simulation size" and result["sim_runs"] == 0
+    assert not result["meets_targets_sim"]
+    assert "about 1,228,800 steps" in result["sim_reason"]
+    assert "raise max_num_batched_tokens or lower simulated_requests" in result["sim_reason"]
 
 
 def test_an_engine_that_refuses_the_requests_is_an_engine_miss(tmp_path):

@@ -106,6 +106,7 @@ from planner.serving.configs import (
     QUEUE_TIMEOUT_TARGET_MULTIPLE,
     _finite,
     best_case_config,
+    chunk_tokens,
     kv_budget_tokens,
     queue_timeout_s,
     sim_config,
@@ -210,6 +211,19 @@ def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
     if not result.rejected_fraction <= ceiling:
         out.append(Miss("rejected", result.rejected_fraction, ceiling))
     return out
+
+
+#: The most prefill steps one simulation may take (each a Python step of the event loop, some
+#: 10⁵ a second here): a step budget of a few tokens would otherwise keep a run busy for hours.
+MAX_PREFILL_STEPS = 300_000
+
+
+def prefill_steps(requests: int, prompt_tokens_mean: float, chunk: int | None) -> float:
+    """Steps a simulation takes to prefill every prompt at least: the prompts' tokens over the
+    step's token budget ``chunk`` (one step a prompt without chunked prefill) [steps]."""
+    if chunk is None:
+        return float(requests)
+    return requests * max(prompt_tokens_mean / chunk, 1.0)
 
 
 #: How much longer than one whole-prompt step the chunks of a prompt must take for the chunk
@@ -330,11 +344,12 @@ def size_candidate(
 
     Returns a flat dict (the :data:`SIZING_COLUMNS`): ``sim_replicas_needed`` (NaN when no count
     up to the limit serves), ``sim_devices_needed`` (× tensor parallel), ``meets_targets_sim``,
-    ``sim_bound`` (``""`` when met; else ``memory``, ``engine``, ``bandwidth``, ``compute``,
-    ``chunked prefill``, ``queueing``, ``tool time`` or ``preprocessing``), ``sim_reason`` in
-    words, the simulated figures at ``sim_replicas_simulated`` replicas (NaN: the best case, one
-    request at a time), the requests measured in that run (``sim_requests``) and the
-    simulations run (``sim_runs``). See the module docstring for the search.
+    ``sim_bound`` (``""`` when met; else ``memory``, ``engine``, ``simulation size``,
+    ``bandwidth``, ``compute``, ``chunked prefill``, ``queueing``, ``tool time`` or
+    ``preprocessing``), ``sim_reason`` in words, the simulated figures at
+    ``sim_replicas_simulated`` replicas (NaN: the best case, one request at a time), the
+    requests measured in that run (``sim_requests``) and the simulations run (``sim_runs``).
+    See the module docstring for the search.
     """
     workload = catalog.get("workloads", row["workload"])
     a = catalog.assumptions
@@ -357,6 +372,20 @@ def size_candidate(
     if not bool(row["replica_fits"]) or have < need:
         bound, reason = _memory_reason(row, need, have)
         out.update(sim_bound=bound, sim_reason=reason)
+        return out
+    chunk = chunk_tokens(a)
+    requests = n_requests or a.simulated_requests
+    steps = prefill_steps(requests, length_summary(catalog, workload, "prompt")[0], chunk)
+    if steps > MAX_PREFILL_STEPS:
+        out.update(
+            sim_bound="simulation size",
+            sim_reason=(
+                f"not simulated: prefilling {requests:,} requests' prompts in chunks of "
+                f"{chunk:,} tokens (max_num_batched_tokens) takes about {steps:,.0f} steps, past "
+                f"the {MAX_PREFILL_STEPS:,} a simulation may take; raise "
+                f"max_num_batched_tokens or lower simulated_requests"
+            ),
+        )
         return out
 
     runs: dict[SimConfig, SimResult] = {}
