@@ -37,6 +37,8 @@ from planner.resources import shipped_catalogs
         (True, 0.0354, 0.05),  # 1.2816 × 3.54 % = 4.5 %, under the 5 % floor
         (True, math.nan, 0.05),  # calibrated without latency points: the floor
         (False, 0.10, 0.30),  # uncalibrated: the assumed band, whatever a stale rms says
+        # an infinite error (a measured 0) says nothing: the uncalibrated band, never infinity
+        (True, math.inf, 0.30),
     ],
 )
 def test_the_latency_band(calibrated: bool, rms: float, expected: float) -> None:
@@ -81,6 +83,13 @@ def _catalog_with(tmp_path: Path, calibration: str, engine: str | None = None) -
     return folder
 
 
+#: A fitted figure and the point it was fitted to, as a calibration entry gives them.
+FITTED = (
+    "bandwidth_efficiency: 0.7, points: [{measurement: a, figure: itl_s.p50, measured: 0.01, "
+    "fitted: 0.01}]"
+)
+
+
 @pytest.mark.parametrize(
     ("calibration", "words"),
     [
@@ -89,9 +98,28 @@ def _catalog_with(tmp_path: Path, calibration: str, engine: str | None = None) -
             "calibration[0] field 'hardware': no hardware entry 'no-such-gpu'",
         ),
         (
-            "calibration:\n  - {hardware: h100-sxm-80gb, engine: vllm 0.11}\n"
-            "  - {hardware: h100-sxm-80gb, engine: vllm 0.11, bandwidth_efficiency: 0.7}\n",
+            f"calibration:\n  - {{hardware: h100-sxm-80gb, engine: vllm 0.11, {FITTED}}}\n"
+            f"  - {{hardware: h100-sxm-80gb, engine: vllm 0.11, {FITTED}}}\n",
             "calibration[1] field 'engine': a second calibration of h100-sxm-80gb on vllm 0.11",
+        ),
+        # a fitted figure has the bounds a hand-written one has, and needs its points
+        (
+            "calibration:\n  - {hardware: h100-sxm-80gb, engine: vllm 0.11, "
+            "bandwidth_efficiency: 1.5, points: [{measurement: a, figure: itl_s.p50, "
+            "measured: 0.01, fitted: 0.01}]}\n",
+            "calibration[0] field 'bandwidth_efficiency'",
+        ),
+        (
+            "calibration:\n  - {hardware: h100-sxm-80gb, engine: vllm 0.11, "
+            "bandwidth_efficiency: 0.7}\n",
+            "calibration[0]: gives bandwidth_efficiency but no measured points",
+        ),
+        # a measured 0 has no relative error: its band would be infinite
+        (
+            "calibration:\n  - {hardware: h100-sxm-80gb, engine: vllm 0.11, "
+            "bandwidth_efficiency: 0.7, points: [{measurement: a, figure: itl_s.p50, "
+            "measured: 0, fitted: 0.01}]}\n",
+            "calibration[0] field 'points.0.measured'",
         ),
         (
             "calibration:\n  - {hardware: h100-sxm-80gb, engine: vllm, step_overhead: 2 ms}\n",
@@ -251,6 +279,8 @@ calibration:
   - hardware: a100-sxm-80gb
     engine: vllm 0.7
     non_torch: 0.5 GiB
+    points:
+      - {measurement: c, figure: non_torch_bytes, measured: 536870912, fitted: 536870912}
 """
     calibration = calibration.replace("SERIES", DEFAULT_ENGINE_SERIES)
     catalog = load_catalog(_catalog_with(tmp_path, calibration))
@@ -372,11 +402,13 @@ def test_only_compute_bound_prompts_of_two_lengths_fit_the_compute_efficiency(
                    id=f"prompt-{i}-{p}")
         for i, p in enumerate(prompts)
     )  # fmt: skip
+    if not fitted:  # nothing fitted: a calibration of nothing is refused, saying what to measure
+        with pytest.raises(CatalogError, match="nothing fitted: .*compute efficiency stays"):
+            calibrate(load_catalog(shipped_catalogs()), points)
+        return
     (fit,) = calibrate(load_catalog(shipped_catalogs()), points)
-    assert (fit.compute_efficiency is not None) == fitted
+    assert fit.compute_efficiency is not None
     assert len(fit.points) == len(prompts) and not fit.unused  # used all the same
-    if not fitted:
-        assert any("compute efficiency stays assumed" in note for note in fit.notes)
 
 
 def test_only_peaks_the_forward_pass_sets_fit_the_activation_scale() -> None:

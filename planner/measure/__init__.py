@@ -40,6 +40,7 @@ from planner.catalog.safefile import FileProblem, read_text
 from planner.catalog.yamlsafe import Document, YamlProblem, load
 from planner.measure.benchmarks import (
     FormatError,
+    figure_lines,
     parse_nvidia_smi,
     parse_perf_export,
     parse_vllm_bench,
@@ -129,15 +130,19 @@ def _log(text: str) -> Parsed:
     )
 
 
-def _flat(parse: Callable[[str], dict[str, float]]) -> Callable[[str], Parsed]:
-    return lambda text: Parsed(parse(text), {}, {})
+def _json(format: str, parse: Callable[[str], dict[str, float]]) -> Callable[[str], Parsed]:
+    def read(text: str) -> Parsed:
+        figures = parse(text)
+        return Parsed(figures, figure_lines(format, text, figures), {})
+
+    return read
 
 
 PARSERS: dict[str, Callable[[str], Parsed]] = {
     "vllm-log": _log,
-    "vllm-bench": _flat(parse_vllm_bench),
-    "perf-export": _flat(parse_perf_export),
-    "nvidia-smi": _flat(parse_nvidia_smi),
+    "vllm-bench": _json("vllm-bench", parse_vllm_bench),
+    "perf-export": _json("perf-export", parse_perf_export),
+    "nvidia-smi": lambda text: Parsed(parse_nvidia_smi(text), {}, {}),
 }
 
 
@@ -240,6 +245,11 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
             line = doc.line_of(("measurements", i, "engine", "version"))
             warnings = (Problem(display, warning, line=line, entry=where, field="engine.version"),)
         out.append(Measurement(entry, read.figures, read.lines, warnings))
+    if not problems:
+        from planner.measure.compare import faster_than_possible  # compare needs this module
+
+        tolerance = catalog.assumptions.calibrated_band_floor
+        problems.extend(faster_than_possible(catalog, out, tolerance))
     if problems:
         raise CatalogError(problems)
     return tuple(out)
@@ -287,7 +297,7 @@ def _contradictions(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> 
         )
     found.extend(_device(catalog, entry, read))
     if entry.format in TRAFFIC_FORMATS:
-        found.extend(_traffic(entry, figures))
+        found.extend(_traffic(entry, figures, read.lines))
     return found
 
 
@@ -312,7 +322,9 @@ def _device(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> list[Fou
     return found
 
 
-def _traffic(entry: MeasurementEntry, figures: dict[str, float]) -> list[Found]:
+def _traffic(
+    entry: MeasurementEntry, figures: dict[str, float], lines: dict[str, int]
+) -> list[Found]:
     """A benchmark without the concurrency it ran at, or whose concurrency or mean request
     lengths contradict its entry's."""
     found: list[Found] = []
@@ -333,7 +345,7 @@ def _traffic(entry: MeasurementEntry, figures: dict[str, float]) -> list[Found]:
                     f"the benchmark ran at max_concurrency {measured:g}, but the index says "
                     f"concurrency {entry.concurrency}; correct one of them",
                     "max_concurrency",
-                    None,
+                    lines.get("max_concurrency"),
                 )
             )
     completed = figures.get("completed")
@@ -350,7 +362,7 @@ def _traffic(entry: MeasurementEntry, figures: dict[str, float]) -> list[Found]:
                     f"({total} ÷ completed), but the index says {key} {stated:,}: state the "
                     f"mean measured",
                     total,
-                    None,
+                    lines.get(total),
                 )
             )
     return found

@@ -315,3 +315,36 @@ def parse_nvidia_smi(text: str) -> dict[str, float]:
     if "memory_used_bytes.max" not in out:
         raise FormatError("no memory.used value below the header")
     return out
+
+
+def _vllm_key(figure: str) -> str:
+    """The key of ``vllm bench`` JSON a figure was read from (``itl_s.p50``: ``median_itl_ms``)."""
+    metric, _, stat = figure.partition(".")
+    names = {v: k for k, v in _VLLM_METRICS.items()}
+    if metric not in names:
+        return figure
+    stats = {v: k for k, v in _VLLM_STATS.items()}
+    return f"{stats.get(stat, stat)}_{names[metric]}_ms"
+
+
+def _perf_key(figure: str) -> str:
+    """The metric object of a perf export a figure was read from (``ttft_s.p50``:
+    ``time_to_first_token``)."""
+    metric = figure.partition(".")[0]
+    return next((k for k, v in _PERF_METRICS.items() if v == metric), metric)
+
+
+def file_key(format: str, figure: str) -> str:
+    """The key a figure stands under in a file of ``format`` (a log's figures are named as
+    here): ``median_itl_ms`` for vLLM's ``itl_s.p50``."""
+    if format == "vllm-bench":
+        return _vllm_key(figure)
+    if format == "perf-export":
+        return _perf_key(figure)
+    return figure
+
+
+def figure_lines(format: str, text: str, figures: dict[str, float]) -> dict[str, int]:
+    """The 1-based line of each figure of a JSON benchmark in its file, where the key stands."""
+    lines = {figure: _line_of(text, file_key(format, figure)) for figure in figures}
+    return {figure: line for figure, line in lines.items() if line is not None}

@@ -29,6 +29,16 @@ Per hardware × engine release:
 
 Every figure of every measurement is either a point of a fit, with its fitted and held-out
 estimates, or listed as unused with the reason.
+
+**Refusals.** A fitted figure is searched within the bounds the calibration file holds it to
+(the records of :mod:`planner.catalog.records`: an efficiency in (0, 1]), and the calibration
+is validated as ``planner check`` validates the file, so ``planner calibrate`` never writes
+one that check refuses. A fit held at a bound while a point still lies past it by more than
+the band floor (:data:`~planner.catalog.records.Assumptions`'s ``calibrated_band_floor``) is no
+fit: the data contradicts the model (a step faster than the device's bandwidth allows for the
+bytes it reads, at the datasheet's full rate), and :func:`calibrate` raises
+:class:`~planner.catalog.CatalogError` naming the figure, the bound and each point pulling past
+it, rather than clip it silently.
 """
 
 from __future__ import annotations
@@ -40,14 +50,28 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import yaml
+from pydantic import ValidationError
 from scipy.optimize import least_squares
 
-from planner.catalog import Catalog
+from planner.catalog import Catalog, CatalogError, Problem, _problems_from_validation
 from planner.catalog.engines import series_of, step_overhead_per_sequence
-from planner.catalog.records import LATENCY_FIGURES
-from planner.measure import Measurement
-from planner.measure.compare import COMPARED, _engine, estimate_rows, measured_figures
+from planner.catalog.records import LATENCY_FIGURES, CalibrationFile
+from planner.catalog.yamlsafe import load
+from planner.measure import FOLDER, Measurement
+from planner.measure.benchmarks import file_key
+from planner.measure.compare import (
+    COMPARED,
+    MOST_EFFICIENCY,
+    _engine,
+    estimate_rows,
+    measured_figures,
+    shown,
+    slowness,
+    users,
+)
 from planner.model.engine import activation_peak_bytes
+from planner.model.units import GIB
 
 #: The least share of datasheet bandwidth a fitted decode step is said to sustain. Memory-bound
 #: decode kernels reach 60–90 % of HBM bandwidth; points that ask for less are steps dominated
@@ -55,12 +79,23 @@ from planner.model.engine import activation_peak_bytes
 #: every weight read with it, prefill included).
 LEAST_BANDWIDTH_EFFICIENCY = 0.5
 
-#: Bounds of the fitted figures: efficiencies as the calibration file accepts them (above 1
-#: where the model overstates a step's bytes or FLOP), an overhead of at most a second.
+
+#: Bounds of the fitted figures: efficiencies within those the calibration file accepts, an
+#: overhead of at most a second.
 BOUNDS = {
-    "bandwidth_efficiency": (LEAST_BANDWIDTH_EFFICIENCY, 2.0),
-    "compute_efficiency": (0.01, 2.0),
+    "bandwidth_efficiency": (LEAST_BANDWIDTH_EFFICIENCY, MOST_EFFICIENCY),
+    "compute_efficiency": (0.01, MOST_EFFICIENCY),
     "step_overhead": (0.0, 1.0),
+}
+
+#: The bounds a fit may not rest on while a point lies past them: every end but the bandwidth
+#: efficiency's least, where a slower step is fitted as fixed costs instead.
+HARD_BOUNDS = {
+    ("bandwidth_efficiency", "most"),
+    ("compute_efficiency", "least"),
+    ("compute_efficiency", "most"),
+    ("step_overhead", "least"),
+    ("step_overhead", "most"),
 }
 
 #: How many times the decode and prompt figures are fitted in turn, at most.
@@ -152,6 +187,22 @@ class Calibration:
     points: list[Point] = field(default_factory=list)
     unused: list[Unused] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Why no calibration of this hardware may be written (a point past a bound).
+    refusals: list[Problem] = field(default_factory=list)
+
+    def fitted(self) -> bool:
+        """Whether any figure was fitted (a calibration without one calibrates nothing)."""
+        return any(
+            value is not None
+            for value in (
+                self.bandwidth_efficiency,
+                self.step_overhead_s,
+                self.compute_efficiency,
+                self.activation_scale,
+                self.non_torch_bytes,
+                self.non_torch_tensor_parallel_bytes,
+            )
+        )
 
     def latency_points(self) -> list[Point]:
         return [p for p in self.points if p.figure in LATENCY_FIGURES]
@@ -398,6 +449,98 @@ def _latency(catalog: Catalog, points: list[LatencyPoint], fit: Calibration) -> 
         fit.compute_efficiency = figures["compute_efficiency"]
     for p, estimate, out in zip(points, fitted, held_out, strict=True):
         fit.points.append(Point(p.measurement.entry.id, p.figure, p.measured, float(estimate), out))
+    tolerance = catalog.assumptions.calibrated_band_floor
+    fit.refusals.extend(_past_bounds(catalog, figures, free, points, fitted, tolerance))
+    if not fit.refusals:
+        fit.notes.extend(_misses(points, fitted, tolerance))
+
+
+#: What a point past each bound says, by the way the bound blocks the fit: "faster" where the
+#: plan at the bound is still slower than measured, "slower" where still faster.
+_PAST = {
+    ("bandwidth_efficiency", "most"): (
+        "faster",
+        "faster than the device's bandwidth allows for the bytes a step reads",
+    ),
+    ("compute_efficiency", "most"): (
+        "faster",
+        "faster than the device's compute allows for the prompt's arithmetic",
+    ),
+    ("step_overhead", "least"): (
+        "faster",
+        "faster than the plan allows even with no fixed time per step",
+    ),
+    ("compute_efficiency", "least"): ("slower", "slower than any compute efficiency explains"),
+    ("step_overhead", "most"): ("slower", "slower than any fixed time per step explains"),
+}
+
+
+def _past_bounds(
+    catalog: Catalog,
+    figures: dict[str, float],
+    free: Sequence[str],
+    points: Sequence[LatencyPoint],
+    fitted: np.ndarray,
+    tolerance: float,
+) -> list[Problem]:
+    """A problem for each point that a figure held at a bound of :data:`HARD_BOUNDS` leaves
+    more than ``tolerance`` past it: the points contradict the model there."""
+    out = []
+    for name in free:
+        for end, bound in zip(("least", "most"), BOUNDS[name], strict=True):
+            if (name, end) not in HARD_BOUNDS or not math.isclose(
+                figures[name], bound, rel_tol=1e-4, abs_tol=1e-9
+            ):
+                continue
+            way, words = _PAST[(name, end)]
+            for point, estimate in zip(points, fitted, strict=True):
+                ratio = slowness(point.figure, point.measured, float(estimate))
+                past = ratio > 1 + tolerance if way == "faster" else ratio < 1 - tolerance
+                if not past:
+                    continue
+                what = COMPARED[point.figure][2].split(" (")[0]
+                out.append(
+                    Problem(
+                        str(catalog.folder / FOLDER / point.measurement.entry.file),
+                        f"{name} would have to go past {_bound(name, bound)} to fit: its {what} "
+                        f"{shown(point.figure, point.measured)} at {users(point.measurement)} "
+                        f"is {words} (the plan gives {shown(point.figure, float(estimate))} at "
+                        f"that bound, "
+                        f"{float(estimate) / point.measured - 1:+.0%}); the measurements "
+                        f"contradict the model, so no calibration is written: check the entry's "
+                        f"hardware, model, precision, tensor_parallel and concurrency, or "
+                        f"remove it from index.yaml",
+                        line=point.measurement.lines.get(point.figure),
+                        entry=f"measurement '{point.measurement.entry.id}'",
+                        field=file_key(point.measurement.entry.format, point.figure),
+                    )
+                )
+    return out
+
+
+def _bound(name: str, bound: float) -> str:
+    if name == "step_overhead":
+        return f"{bound * 1e3:g} ms"
+    if name.endswith("efficiency") and bound == MOST_EFFICIENCY:
+        return f"{bound:g} (the datasheet's full rate, the most the calibration file takes)"
+    return f"{bound:g}"
+
+
+def _misses(points: Sequence[LatencyPoint], fitted: np.ndarray, tolerance: float) -> list[str]:
+    """Notes on the points a fit within its bounds misses by more than ``tolerance``: the
+    points disagree with each other more than the model explains."""
+    out = []
+    for point, estimate in zip(points, fitted, strict=True):
+        error = float(estimate) / point.measured - 1
+        if abs(error) > tolerance:
+            out.append(
+                f"the fit misses {point.measurement.entry.id}'s {point.figure} "
+                f"({shown(point.figure, point.measured)} at {users(point.measurement)}) by "
+                f"{error:+.1%} in "
+                f"sample: the points disagree more than the model explains (another setup, or "
+                f"run-to-run spread); the held-out error, and so the band, carries it"
+            )
+    return out
 
 
 # Memory --------------------------------------------------------------------------------------
@@ -468,9 +611,68 @@ def _memory(rows: list[tuple[Measurement, Any, dict[str, float]]], fit: Calibrat
 # The whole calibration -----------------------------------------------------------------------
 
 
-def _unused_reason(figure: str, log: bool) -> str:
-    """Why a figure is not fitted; ``log``: it comes from an engine's start-up log (where
-    ``max_concurrency`` is what the pool holds, not a benchmark's setting)."""
+def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[Calibration]:
+    """One calibration per hardware × engine release that the measurements cover, in the order
+    first met; every figure of every measurement is either a point or listed as unused.
+
+    Raises :class:`~planner.catalog.CatalogError` when a fit rests on a bound with a point
+    past it, when nothing could be fitted, or when the calibration would not pass ``planner
+    check`` (each problem names the measurement, the figure and the bound).
+    """
+    groups: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for measurement in measurements:
+        profile = _engine(catalog, measurement)
+        key = (measurement.entry.hardware, f"{profile.name} {series_of(profile.version)}")
+        groups[key].append(measurement)
+    out = []
+    for (hardware, engine), group in groups.items():
+        fit = Calibration(hardware, engine)
+        fit.notes.extend(dict.fromkeys(w.message for m in group for w in m.warnings))
+        latency: list[LatencyPoint] = []
+        memory = []
+        estimates = estimate_rows(catalog, group)
+        for measurement, estimate in zip(group, estimates, strict=True):
+            figures = measured_figures(catalog, measurement)
+            kept = {}
+            for figure, value in figures.items():
+                reason = _unused_reason(figure, value, measurement, estimate)
+                if reason is not None:
+                    fit.unused.append(Unused(measurement.entry.id, figure, reason))
+                elif figure in LATENCY_FIGURES:
+                    latency.append(LatencyPoint(measurement, figure, value))
+                else:
+                    kept[figure] = value
+            if kept:
+                memory.append((measurement, estimate, kept))
+        _latency(catalog, latency, fit)
+        if memory:
+            _memory(memory, fit)
+        out.append(fit)
+    refusals = [problem for fit in out for problem in fit.refusals]
+    if refusals:
+        raise CatalogError(refusals)
+    _check(out)
+    return out
+
+
+#: The memory figures a calibration fits.
+MEMORY_FIGURES = ("activation_peak_bytes", "non_torch_bytes")
+
+
+def _unused_reason(
+    figure: str, value: float, measurement: Measurement, estimate: Any
+) -> str | None:
+    """Why a measured figure is not a point of a fit (None where it is one)."""
+    if figure in LATENCY_FIGURES or figure in MEMORY_FIGURES:
+        if value <= 0:
+            return (
+                f"measured {value:g}: a relative error of a measured 0 (or less) has no "
+                f"meaning, so it cannot be a point"
+            )
+        if figure in MEMORY_FIGURES or math.isfinite(float(estimate[COMPARED[figure][0]])):
+            return None
+        return "the plan has no estimate for this candidate as measured"
+    log = measurement.entry.format == "vllm-log"
     if figure in SETTINGS or (figure == "max_concurrency" and not log):
         return "a setting of the run, not a measured figure"
     if figure in COMPARED_ONLY:
@@ -481,39 +683,44 @@ def _unused_reason(figure: str, log: bool) -> str:
     )
 
 
-def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[Calibration]:
-    """One calibration per hardware × engine release that the measurements cover, in the order
-    first met; every figure of every measurement is either a point or listed as unused."""
-    groups: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
-    for measurement in measurements:
-        profile = _engine(catalog, measurement)
-        key = (measurement.entry.hardware, f"{profile.name} {series_of(profile.version)}")
-        groups[key].append(measurement)
-    out = []
-    for (hardware, engine), group in groups.items():
-        fit = Calibration(hardware, engine)
-        latency: list[LatencyPoint] = []
-        memory = []
-        estimates = estimate_rows(catalog, group)
-        for measurement, estimate in zip(group, estimates, strict=True):
-            figures = measured_figures(catalog, measurement)
-            for figure, value in figures.items():
-                if figure in LATENCY_FIGURES:
-                    if math.isfinite(float(estimate[COMPARED[figure][0]])) and value > 0:
-                        latency.append(LatencyPoint(measurement, figure, value))
-                    else:
-                        reason = "the plan has no estimate for this candidate as measured"
-                        fit.unused.append(Unused(measurement.entry.id, figure, reason))
-                elif figure not in ("activation_peak_bytes", "non_torch_bytes"):
-                    reason = _unused_reason(figure, measurement.entry.format == "vllm-log")
-                    fit.unused.append(Unused(measurement.entry.id, figure, reason))
-            if "activation_peak_bytes" in figures or "non_torch_bytes" in figures:
-                memory.append((measurement, estimate, figures))
-        _latency(catalog, latency, fit)
-        if memory:
-            _memory(memory, fit)
-        out.append(fit)
-    return out
+#: Where a calibration planner calibrate refuses to write would have gone, in its problems.
+NOT_WRITTEN = "calibration.yaml (not written)"
+
+
+def _why_nothing(fit: Calibration) -> str:
+    """Why a fit has no figure: what its points could not separate, else why none was used."""
+    if fit.notes:
+        return "; ".join(fit.notes)
+    reasons = dict.fromkeys(f"{u.figure}: {u.reason}" for u in fit.unused)
+    return "no figure a calibration fits was measured (" + "; ".join(reasons) + ")"
+
+
+def _check(fits: list[Calibration]) -> None:
+    """Raise :class:`~planner.catalog.CatalogError` unless the calibration document passes
+    the records ``planner check`` reads calibration.yaml with."""
+    document = calibration_document(fits)
+    if not document["calibration"]:
+        raise CatalogError(
+            [
+                Problem(NOT_WRITTEN, f"{fit.hardware} on {fit.engine}: nothing fitted: {why}")
+                for fit in fits
+                for why in [_why_nothing(fit)]
+            ]
+        )
+    try:
+        CalibrationFile.model_validate(document)
+    except ValidationError as exc:
+        doc = load(yaml.safe_dump(document, sort_keys=False))
+        problems = _problems_from_validation(NOT_WRITTEN, doc, CalibrationFile, exc)
+        raise CatalogError(
+            [
+                replace(
+                    problem,
+                    message=f"planner check would refuse what the fit gives: {problem.message}",
+                )
+                for problem in problems
+            ]
+        ) from None
 
 
 def _quantity(value: float | None, unit: str, scale: float = 1.0, digits: int = 4) -> Any:
@@ -526,12 +733,13 @@ def _rounded(value: float | None, digits: int = 4) -> float | None:
 
 def calibration_document(fits: list[Calibration]) -> dict[str, Any]:
     """The fits as a YAML-ready document: the fitted figures in catalog units (those no point
-    informs are left out), every point used with its fitted and held-out estimates and errors,
-    every figure not used with why, and what the points could not separate."""
-    from planner.model.units import GIB
-
+    informs are left out; a fit with none is left out whole), every point used with its fitted
+    and held-out estimates and errors, every figure not used with why, and what the points
+    could not separate."""
     entries = []
     for fit in fits:
+        if not fit.fitted():
+            continue  # a calibration without a fitted figure calibrates nothing
         figures = {
             "bandwidth_efficiency": _rounded(fit.bandwidth_efficiency),
             # to the microsecond: the plan must read each fitted point as the fit does
@@ -574,6 +782,8 @@ def summary(fits: list[Calibration]) -> list[str]:
     for fit in fits:
         used, unused = len(fit.points), len(fit.unused)
         line = f"{fit.hardware} on {fit.engine}: {used} figure(s) used, {unused} not used"
+        if not fit.fitted():
+            line += "; nothing fitted, so no calibration of it is written"
         inside, outside = fit.rms(held_out=False), fit.rms(held_out=True)
         if inside is not None and outside is not None:
             line += (

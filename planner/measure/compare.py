@@ -9,15 +9,17 @@ engine defaults), and a closed-loop workload of its concurrency and lengths.
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
 
-from planner.catalog import Catalog, Workload
+from planner.catalog import Catalog, Problem, Workload
 from planner.catalog.engines import DEFAULT_ENGINE
-from planner.catalog.records import Engine
-from planner.measure import Measurement
+from planner.catalog.records import LATENCY_FIGURES, Engine, FittedEfficiency
+from planner.measure import FOLDER, Measurement
+from planner.measure.benchmarks import file_key
 from planner.plan.assumptions import GLOBALS
 from planner.plan.columns import ALL_KEYS
 from planner.plan.sweep import evaluate_plan
@@ -213,3 +215,85 @@ def comparison(catalog: Catalog, measurements: tuple[Measurement, ...]) -> pd.Da
                 }
             )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _most(annotation: typing.Any) -> float:
+    """The largest value a record's field type takes (its ``le`` or ``lt``), inf where none."""
+    for info in typing.get_args(annotation)[1:]:
+        for rule in getattr(info, "metadata", []):
+            for name in ("le", "lt"):
+                if getattr(rule, name, None) is not None:
+                    return float(getattr(rule, name))
+    return math.inf
+
+
+#: The largest efficiency the calibration file takes (records.FittedEfficiency: 1, the
+#: datasheet's full rate).
+MOST_EFFICIENCY = _most(FittedEfficiency)
+
+#: The most favourable figures a calibration may give: the datasheet's full bandwidth and
+#: compute, no fixed time per step or per sequence.
+FASTEST = {
+    "bandwidth_efficiency": MOST_EFFICIENCY,
+    "compute_efficiency": MOST_EFFICIENCY,
+    "step_overhead": 0.0,
+    "step_overhead_per_sequence": 0.0,
+}
+
+
+def slowness(figure: str, measured: float, estimate: float) -> float:
+    """How many times slower an estimate is than what was measured (a rate's ratio inverted):
+    above 1, the plan is slower than the measurement."""
+    rate = "/s" in COMPARED[figure][1]
+    return measured / estimate if rate else estimate / measured
+
+
+def shown(figure: str, value: float) -> str:
+    """A measured or estimated figure as a reader reads it: a time in ms, a rate per second."""
+    unit = COMPARED[figure][1]
+    return f"{value * 1e3:,.3g} ms" if unit == "s" else f"{value:,.4g} {unit}"
+
+
+def users(measurement: Measurement) -> str:
+    """The requests in flight a measurement was taken at, in words."""
+    count = measurement.entry.concurrency or int(measurement.figures.get("max_concurrency", 1))
+    return f"{count:,} user{'s' if count != 1 else ''}"
+
+
+def faster_than_possible(
+    catalog: Catalog, measurements: Sequence[Measurement], tolerance: float
+) -> list[Problem]:
+    """A problem for each latency or throughput figure faster, by more than ``tolerance``, than
+    the plan allows its candidate at :data:`FASTEST`: no calibration could reach it, so the
+    measurement contradicts the model (or its entry names another candidate)."""
+    timed = [m for m in measurements if any(f in LATENCY_FIGURES for f in m.figures)]
+    if not timed:
+        return []
+    # an earlier calibration's figures would stand in for these: set it aside
+    assumptions = catalog.assumptions.model_copy(update=FASTEST)
+    fastest = replace(catalog, calibration=(), assumptions=assumptions)
+    problems = []
+    for measurement, row in zip(timed, estimate_rows(fastest, timed), strict=True):
+        for figure, value in measured_figures(catalog, measurement).items():
+            if figure not in LATENCY_FIGURES or value <= 0:
+                continue
+            estimate = float(row[COMPARED[figure][0]])
+            if not math.isfinite(estimate) or slowness(figure, value, estimate) <= 1 + tolerance:
+                continue
+            problems.append(
+                Problem(
+                    str(catalog.folder / FOLDER / measurement.entry.file),
+                    f"its {COMPARED[figure][2].split(' (')[0]} {shown(figure, value)} at "
+                    f"{users(measurement)} is faster than the device allows: at the datasheet's "
+                    f"full bandwidth and compute, with no fixed time per step, the plan needs "
+                    f"{shown(figure, estimate)} for the bytes a step reads and its arithmetic; "
+                    f"no calibration can reach it. Check the entry's hardware, model, "
+                    f"precision, tensor_parallel and concurrency (speculative decoding or "
+                    f"prefix caching, which planner does not model, also do this), or remove "
+                    f"it from index.yaml",
+                    line=measurement.lines.get(figure),
+                    entry=f"measurement '{measurement.entry.id}'",
+                    field=file_key(measurement.entry.format, figure),
+                )
+            )
+    return problems

@@ -26,6 +26,11 @@ Z90 = 1.2816
 
 CALIBRATED = "calibration.yaml for this hardware, else the assumption"
 
+#: A root-mean-square relative error no finite calibration gives [fraction]: at or past it (an
+#: infinite one) the calibration says nothing of the error, and the band is the uncalibrated
+#: one. Finite in the workbook too (Excel's largest number is 9.99e307).
+MEANINGLESS_RMS = 1e300
+
 
 def _fitted_else(fitted: Any, assumed: Any) -> Any:
     return where(is_missing(fitted), assumed, fitted)
@@ -87,11 +92,14 @@ def latency_band_fraction(
     Calibrated: max(1.2816 × the fit's held-out root-mean-square relative error, the floor);
     the floor stands for what a handful of points cannot show (run-to-run spread, other
     lengths).
-    Uncalibrated: the assumed band of the uncalibrated model.
+    Uncalibrated, or calibrated with an error no finite fit gives (an infinite one, from a
+    measured 0, which calibration.yaml refuses): the assumed band of the uncalibrated model,
+    so no estimate's band, device count or replica count is ever infinite.
     """
     rms = where(is_missing(calibration_rms_fraction), 0, calibration_rms_fraction)
     calibrated = maximum(Z90 * rms, calibrated_band_floor_fraction)
-    return where(latency_calibrated, calibrated, uncalibrated_band_fraction)
+    usable = latency_calibrated & (rms < MEANINGLESS_RMS)
+    return where(usable, calibrated, uncalibrated_band_fraction)
 
 
 def _upper(value: Any, band: Any) -> Any:
