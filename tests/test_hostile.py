@@ -342,6 +342,51 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ),
         ["index.yaml", "file"],
     ),
+    # gaps in data files: a blank line inside the data is a missing value, named by its line
+    (
+        "a gap in a lengths file",
+        lambda folder: (
+            (folder / "lengths.csv").write_text("p\n3000\n\n3100\n"),
+            replace_text("workloads.yaml", PROMPT, "prompt_tokens: {file: lengths.csv, column: p}")(
+                folder
+            ),
+        ),
+        ["lengths.csv", "line 3 holds nothing"],
+    ),
+    (
+        "a word in a lengths file",
+        lambda folder: (
+            (folder / "lengths.csv").write_text("p\n3000\n3100\nlong\n"),
+            replace_text("workloads.yaml", PROMPT, "prompt_tokens: {file: lengths.csv, column: p}")(
+                folder
+            ),
+        ),
+        ["lengths.csv", "line 4 holds 'long'"],
+    ),
+    (
+        "a gap in a forecast file",
+        lambda folder: (
+            (folder / "growth.csv").write_text("f\n1\n1.2\n\n1.5\n"),
+            replace_text(
+                "workloads.yaml",
+                PROMPT,
+                "prompt_tokens: 3072\n    forecast: {file: growth.csv, column: f}",
+            )(folder),
+        ),
+        ["growth.csv", "line 4 holds nothing"],
+    ),
+    (
+        "a trace that goes back in time",
+        lambda folder: (
+            (folder / "trace.csv").write_text("arrival_s\n0\n1.5\n1.0\n"),
+            replace_text(
+                "workloads.yaml",
+                "concurrency: 16",
+                "arrival: {pattern: trace, file: trace.csv}",
+            )(folder),
+        ),
+        ["trace.csv", "non-decreasing", "line 4 holds '1.0'"],
+    ),
     # engine limits and the lease, where one setting without its partner would change the plan
     (
         "lease rate without a term",

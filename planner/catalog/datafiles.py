@@ -25,11 +25,23 @@ def _read_csv(folder: Path, file: str) -> pd.DataFrame:
     if not path.is_relative_to(folder.resolve()):
         raise DataFileError(f"{file} is outside the catalog folder")
     try:
-        return pd.read_csv(io.BytesIO(read_regular(path)))
+        # a blank line inside the data is a gap (a missing value), not nothing: kept as a row
+        frame = pd.read_csv(io.BytesIO(read_regular(path)), skip_blank_lines=False)
     except FileProblem as exc:
         raise DataFileError(f"cannot read {file}: it {exc}") from None
     except (OSError, ValueError) as exc:
         raise DataFileError(f"cannot read {file}: {exc}") from None
+    filled = np.flatnonzero(frame.notna().any(axis=1).to_numpy())
+    return frame.iloc[: filled[-1] + 1 if len(filled) else 0]  # blank lines at the end go
+
+
+def _first_bad(bad: np.ndarray, raw: pd.Series) -> str:
+    """Where the first bad value is, as a reader finds it in the file: its line (the header is
+    line 1) and what it holds."""
+    row = int(np.flatnonzero(bad)[0])
+    held = raw.iloc[row]
+    shown = "nothing" if pd.isna(held) else repr(str(held)[:40])
+    return f"line {row + 2} holds {shown}"
 
 
 def read_column(folder: Path, file: str, column: str) -> np.ndarray:
@@ -37,9 +49,14 @@ def read_column(folder: Path, file: str, column: str) -> np.ndarray:
     frame = _read_csv(folder, file)
     if column not in frame.columns:
         raise DataFileError(f"{file} has no column {column!r}; columns: {', '.join(frame.columns)}")
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy()
-    if len(values) == 0 or not np.all(np.isfinite(values)) or np.any(values < 1):
-        raise DataFileError(f"{file} column {column!r} must hold positive numbers")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+    if len(values) == 0:
+        raise DataFileError(f"{file} column {column!r} must hold positive numbers; it is empty")
+    bad = ~np.isfinite(values) | (values < 1)
+    if bad.any():
+        raise DataFileError(
+            f"{file} column {column!r} must hold positive numbers; {_first_bad(bad, frame[column])}"
+        )
     return np.round(values).astype(int)
 
 
@@ -50,14 +67,14 @@ def read_trace(folder: Path, file: str) -> pd.DataFrame:
         raise DataFileError(
             f"{file} needs a column 'arrival_s'; columns: {', '.join(frame.columns)}"
         )
-    times = pd.to_numeric(frame["arrival_s"], errors="coerce").to_numpy()
-    if (
-        len(times) == 0
-        or not np.all(np.isfinite(times))
-        or np.any(np.diff(times) < 0)
-        or times[0] < 0
-    ):
-        raise DataFileError(f"{file} column 'arrival_s' must be non-negative and non-decreasing")
+    times = pd.to_numeric(frame["arrival_s"], errors="coerce").to_numpy(float)
+    expected = f"{file} column 'arrival_s' must be non-negative and non-decreasing"
+    if len(times) == 0:
+        raise DataFileError(f"{expected}; it is empty")
+    bad = ~np.isfinite(times) | (times < 0)
+    bad[1:] |= times[1:] < times[:-1]
+    if bad.any():
+        raise DataFileError(f"{expected}; {_first_bad(bad, frame['arrival_s'])}")
     for column in ("prompt_tokens", "output_tokens"):
         if column in frame.columns:
             read_column(folder, file, column)
@@ -70,8 +87,10 @@ def read_factors(folder: Path, file: str, column: str) -> np.ndarray:
     if column not in frame.columns:
         raise DataFileError(f"{file} has no column {column!r}; columns: {', '.join(frame.columns)}")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
-    if not 1 <= len(values) <= 240 or not np.all(np.isfinite(values)) or np.any(values <= 0):
-        raise DataFileError(
-            f"{file} column {column!r} must hold 1 to 240 positive numbers (one a month)"
-        )
+    expected = f"{file} column {column!r} must hold 1 to 240 positive numbers (one a month)"
+    if not 1 <= len(values) <= 240:
+        raise DataFileError(f"{expected}; it holds {len(values):,}")
+    bad = ~np.isfinite(values) | (values <= 0)
+    if bad.any():
+        raise DataFileError(f"{expected}; {_first_bad(bad, frame[column])}")
     return values
