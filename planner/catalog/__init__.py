@@ -336,9 +336,33 @@ def _read(path: Path, display: str) -> tuple[Document | None, str | None, list[P
         doc = load(text)
     except YamlProblem as exc:
         return None, digest, [Problem(display, exc.message, line=exc.line)]
+    except ValueError as exc:  # a date YAML recognises that no calendar has (2024-13-45)
+        line, value = _bad_date(text)
+        message = f"{value!r} is written as a date but is not one ({exc})" if value else str(exc)
+        return None, digest, [Problem(display, f"invalid YAML: {message}", line=line)]
     if doc.data is None:
         return None, digest, [Problem(display, "the file is empty")]
     return doc, digest, []
+
+
+def _bad_date(text: str) -> tuple[int | None, str | None]:
+    """The line and text of the first scalar YAML reads as a date (``2024-13-45``) that is no
+    date; (None, None) when there is none."""
+    import yaml
+
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":timestamp"):
+            try:
+                yaml.SafeLoader("").construct_yaml_timestamp(node)
+            except ValueError:
+                return node.start_mark.line + 1, node.value
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(v for pair in node.value for v in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None, None
 
 
 def _duplicates(name: str, doc: Document, section: str) -> list[Problem]:
