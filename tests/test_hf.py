@@ -604,3 +604,32 @@ def test_unknown_wrapper_names_the_known_ones():
         assert known in problem
     with pytest.raises(UnsupportedConfig, match="vision tower of model_type 'llava'"):
         vision_parameters_from_hf_config(cfg)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        # 32 query heads cannot share 5 KV heads: the record's grouped-query rule refuses it
+        ({"num_key_value_heads": 5}, "attention_heads (32) must be a multiple of kv_heads (5)"),
+        ({"vocab_size": 10**16}, "`vocab_size` must be a whole number from 1 to"),
+    ],
+)
+def test_an_imported_entry_is_one_check_accepts(change: dict, words: str) -> None:
+    """What import-hf would print is validated by the catalog's own Model record, and a fault
+    is told against the config.json key it came from."""
+    cfg = config("llama-3.1-8b") | change
+    with pytest.raises(UnsupportedConfig) as caught:
+        model_entry_from_hf_config(cfg, "llama")
+    assert words in str(caught.value)
+
+
+def test_an_imported_id_the_catalog_refuses_is_refused() -> None:
+    with pytest.raises(UnsupportedConfig) as caught:
+        model_entry_from_hf_config(config("llama-3.1-8b"), "Bad ID")
+    assert "the id (--id, else the config's name): must match the pattern" in str(caught.value)
+    assert "Input should" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_fixture_imports_as_an_entry_check_accepts(name: str) -> None:
+    Model.model_validate(model_entry_from_hf_config(config(name), "m"))

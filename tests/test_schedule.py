@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -521,3 +522,19 @@ def test_what_one_node_down_leaves(nodes: int, spares: int, words: str) -> None:
     from planner.outputs.sections import node_down
 
     assert node_down(nodes, spares) == words
+
+
+def test_a_schedule_counts_nodes_by_tranche_not_one_by_one() -> None:
+    """A need of 1, 3, 3 and then 10¹² nodes, bought with no lead time at 240,000 USD a node
+    and never rented (renting costs more): 1 node arrives in month 0, 2 in month 1 and
+    10¹² − 3 in month 3, paid on arrival; the work does not grow with the node count."""
+    nodes = [1, 3, 3, 10**12]
+    started = time.monotonic()
+    plans = schedule_plans(nodes, 0, COSTS)
+    assert time.monotonic() - started < 1
+    schedule = plans["schedule"]
+    assert schedule.owned == [1, 3, 3, 10**12]
+    assert schedule.orders == [(0, 1), (1, 2), (3, 10**12 - 3)]
+    assert schedule.cash_usd[3] == pytest.approx((10**12 - 3) * 240_000 + 10**12 * 1_000)
+    assert plans["up_front"].orders == [(0, 10**12)]
+    assert plans["up_front"].owned == [10**12] * 4
