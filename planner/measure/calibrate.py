@@ -386,26 +386,21 @@ def fit_latency(
     # move every step; a compute-bound decode step needs the arithmetic the prompts fix)
     free = [n for n in chosen.free if n != "compute_efficiency"]
     figures = dict(start)
-    fixed_costs = False
+    overhead_fitted = False
     for _ in range(ALTERNATIONS):
         before = dict(figures)
         if free:
-            figures, overhead_only = _decode(predict, decode, free, figures)
-            if overhead_only:
-                notes.append(
-                    f"the decode steps are slower than any kernel reading at "
-                    f"{LEAST_BANDWIDTH_EFFICIENCY:.0%} of the datasheet bandwidth: the "
-                    f"efficiency is held there and the rest fitted as step overhead (fixed "
-                    f"costs)"
-                )
-                fixed_costs = True
+            figures, note = _decode(predict, decode, free, figures)
+            if note is not None:
+                notes.append(note)
+                overhead_fitted = True
         if "compute_efficiency" in chosen.free:
             figures = _solve(predict, prompts, ["compute_efficiency"], figures)
         if not free or "compute_efficiency" not in chosen.free:
             break
         if all(math.isclose(figures[n], before[n], rel_tol=1e-6) for n in figures):
             break
-    if fixed_costs and "step_overhead" not in free:
+    if overhead_fitted and "step_overhead" not in free:
         free.append("step_overhead")
     if "compute_efficiency" in chosen.free:
         free.append("compute_efficiency")
@@ -417,16 +412,36 @@ def _decode(
     points: Sequence[LatencyPoint],
     free: list[str],
     start: dict[str, float],
-) -> tuple[dict[str, float], bool]:
+) -> tuple[dict[str, float], str | None]:
     """The bandwidth efficiency (and overhead, where ``free``) fitted to the decode points, and
-    whether the steps were too slow for any kernel: fixed costs, which only the overhead can
-    carry (the efficiency then held at :data:`LEAST_BANDWIDTH_EFFICIENCY`)."""
+    a note where the efficiency alone could not carry them and the overhead was fitted
+    instead, the efficiency held at a bound: steps too slow for any kernel (fixed costs; held
+    at :data:`LEAST_BANDWIDTH_EFFICIENCY`), or too fast for the assumed overhead at the
+    datasheet's full rate (held at :data:`~planner.measure.compare.MOST_EFFICIENCY`)."""
     figures = _solve(predict, points, free, start)
-    held = figures["bandwidth_efficiency"] <= LEAST_BANDWIDTH_EFFICIENCY * (1 + 1e-6)
-    if not held or "step_overhead" in free:
-        return figures, False
-    start = figures | {"bandwidth_efficiency": LEAST_BANDWIDTH_EFFICIENCY}
-    return _solve(predict, points, ["step_overhead"], start), True
+    if "step_overhead" in free:
+        return figures, None
+    efficiency = figures["bandwidth_efficiency"]
+    if efficiency <= LEAST_BANDWIDTH_EFFICIENCY * (1 + 1e-6):
+        held = LEAST_BANDWIDTH_EFFICIENCY
+        note = (
+            f"the decode steps are slower than any kernel reading at {held:.0%} of the "
+            f"datasheet bandwidth: the efficiency is held there and the rest fitted as step "
+            f"overhead (fixed costs)"
+        )
+    elif efficiency >= MOST_EFFICIENCY * (1 - 1e-6):
+        held = MOST_EFFICIENCY
+        note = (
+            f"the decode steps are faster than the assumed step overhead "
+            f"({start['step_overhead'] * 1e3:g} ms) allows at the datasheet's full bandwidth: "
+            f"the efficiency is held at {held:g} and the step overhead fitted below the "
+            f"assumption"
+        )
+    else:
+        return figures, None
+    return _solve(
+        predict, points, ["step_overhead"], figures | {"bandwidth_efficiency": held}
+    ), note
 
 
 def _latency(catalog: Catalog, points: list[LatencyPoint], fit: Calibration) -> None:
