@@ -101,6 +101,11 @@ MAX_COUNT = 10**15
 
 Count = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
 
+#: The most steps one simulation may take (each a step of its Python event loop, some 10⁴ to
+#: 10⁵ a second here): every request takes a prefill step at least, so this bounds
+#: ``simulated_requests`` too, and a run stays within minutes.
+MAX_SIMULATION_STEPS = 300_000
+
 #: Most length samples written inline in a catalog (a CSV file has no count limit).
 MAX_SAMPLES = 1_000_000
 
@@ -443,7 +448,8 @@ class Model(Entry):
         if self.sliding_window is None:
             return 0
         pattern = self.sliding_window.pattern
-        return sum(pattern[i % len(pattern)] == "S" for i in range(self.layers))
+        whole, rest = divmod(self.layers, len(pattern))  # the pattern repeats over the layers
+        return whole * pattern.count("S") + pattern[:rest].count("S")
 
     @property
     def mla_kv_dim(self) -> int:
@@ -732,7 +738,7 @@ class Assumptions(Uncertain):
     max_rejected_fraction: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.001
     max_batch_sequences: Count = 256
     engine: Engine | None = None
-    simulated_requests: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 2000
+    simulated_requests: Annotated[int, Field(strict=True, ge=0, le=MAX_SIMULATION_STEPS)] = 2000
     seed: CountOrZero = 0
     margin: Fraction = 0.10
     # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated

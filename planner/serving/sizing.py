@@ -95,6 +95,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.units import GB, GIB
@@ -211,11 +212,6 @@ def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
     if not result.rejected_fraction <= ceiling:
         out.append(Miss("rejected", result.rejected_fraction, ceiling))
     return out
-
-
-#: The most prefill steps one simulation may take (each a Python step of the event loop, some
-#: 10⁵ a second here): a step budget of a few tokens would otherwise keep a run busy for hours.
-MAX_PREFILL_STEPS = 300_000
 
 
 def prefill_steps(requests: int, prompt_tokens_mean: float, chunk: int | None) -> float:
@@ -376,13 +372,13 @@ def size_candidate(
     chunk = chunk_tokens(a)
     requests = n_requests or a.simulated_requests
     steps = prefill_steps(requests, length_summary(catalog, workload, "prompt")[0], chunk)
-    if steps > MAX_PREFILL_STEPS:
+    if steps > MAX_SIMULATION_STEPS:
         out.update(
             sim_bound="simulation size",
             sim_reason=(
                 f"not simulated: prefilling {requests:,} requests' prompts in chunks of "
                 f"{chunk:,} tokens (max_num_batched_tokens) takes about {steps:,.0f} steps, past "
-                f"the {MAX_PREFILL_STEPS:,} a simulation may take; raise "
+                f"the {MAX_SIMULATION_STEPS:,} a simulation may take; raise "
                 f"max_num_batched_tokens or lower simulated_requests"
             ),
         )
