@@ -606,6 +606,7 @@ def test_a_max_model_len_shorter_than_the_requests_serves_nothing_and_says_why(
     table = pd.read_csv(out / "results.csv")
     assert not table["eligible"].any()
     assert table["fit_reason"].str.contains("longer than the engine's max_model_len").all()
+    assert table["status"].str.startswith("engine: the workload's requests are longer").all()
 
 
 def test_a_max_model_len_no_pool_holds_starts_no_engine(tmp_path: Path) -> None:

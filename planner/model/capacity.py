@@ -201,12 +201,16 @@ def meets_targets_planned(
 def target_miss_reason(
     replica_fits: Any,
     fit_reason: Any,
+    engine_accepts_requests: Any,
+    engine_starts: Any,
     meets_ttft_target: Any,
     meets_itl_target: Any,
     meets_e2e_target: Any,
     meets_task_target: Any,
 ) -> Any:
-    """The first reason a candidate misses its targets, in words ("meets targets" otherwise)."""
+    """The first reason a candidate misses its targets, in words ("meets targets" otherwise):
+    a replica that cannot hold a request (``memory:``, or ``engine:`` where the engine's
+    ``max_model_len`` refuses it), else the first latency target missed."""
     return where(
         replica_fits,
         where(
@@ -222,5 +226,5 @@ def target_miss_reason(
             ),
             "latency: time-to-first-token p95 target",
         ),
-        concat("memory: ", fit_reason),
+        concat(where(engine_accepts_requests & engine_starts, "memory: ", "engine: "), fit_reason),
     )
