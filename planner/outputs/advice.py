@@ -163,6 +163,11 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         "alternatives": alternatives,
         "ties": ties,
         "unserved": [catalog.get("workloads", w).label for w in ask.unserved],
+        "unserved_reasons": [
+            f"{catalog.get('workloads', w).label}: {ask.reasons[w]}"
+            for w in ask.unserved
+            if w in ask.reasons
+        ],
         "prepared_by": catalog.prepared_by or "",
     }
 

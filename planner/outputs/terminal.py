@@ -103,5 +103,5 @@ def print_ask(catalog: Catalog, results: Results, console: Console | None = None
         )
     for text in page["ties"]:
         console.print(f"Tie: {text}.", markup=False, highlight=False)
-    if page["unserved"]:
-        console.print(f"Not served: {', '.join(page['unserved'])}.", markup=False)
+    for text in page["unserved_reasons"] or page["unserved"]:
+        console.print(f"Not served: {text}.", markup=False, highlight=False)

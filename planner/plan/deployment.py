@@ -161,11 +161,12 @@ def unserved_reason(
     """Why ``workload`` is served by nothing: the model deployment.yaml pins (``pinned``) and
     why none of its options is eligible (:func:`~planner.plan.recommend.why_none`: it may fit
     no candidate at all), naming the models that would serve it were the pin removed
-    (``winners``: the workload's recommended options); else why each model has none."""
+    (``winners``: the workload's recommended options); else why no option of any model is
+    eligible, each reason with its count."""
     rows = table[table["workload"] == workload]
     if pinned is None:
-        why = [f"{m}: {why_none(g)}" for m, g in rows.groupby("model", sort=False)]
-        return "no model has an eligible option" + (f" ({'; '.join(why)})" if why else "")
+        why = why_none(rows) if len(rows) else ""
+        return "no model has an eligible option" + (f" ({why})" if why else "")
     mine = rows[rows["model"] == pinned]
     if mine.empty:
         why = f"deployment.yaml pins {pinned}, which no candidate of this plan evaluates"
