@@ -630,6 +630,33 @@ def test_a_max_model_len_no_pool_holds_starts_no_engine(tmp_path: Path) -> None:
     assert any("would start on none of them" in note for note in results.notes)
 
 
+@pytest.mark.parametrize(
+    ("file", "addition", "field"),
+    [
+        ("hardware.yaml", "    price: {purchase_usd: 0}\n", "price.purchase_usd"),
+        ("hardware.yaml", "    price: {cloud_usd_per_hour: 0.0}\n", "price.cloud_usd_per_hour"),
+        ("assumptions.yaml", "  electricity_usd_per_kwh: 0\n", "electricity_usd_per_kwh"),
+    ],
+)
+def test_a_price_of_zero_is_accepted_and_said(
+    tmp_path: Path, file: str, addition: str, field: str
+) -> None:
+    """A free device or free power is possible, so it plans, but it decides the answer: check
+    warns at the field's line, and the report lists it with the risks."""
+    from planner.outputs.report import input_cautions
+
+    folder = tmp_path / "catalog"
+    shutil.copytree(SEED, folder)
+    append(file, addition)(folder)
+    result = CliRunner().invoke(main, ["check", "--catalogs", str(folder)])
+    assert result.exit_code == 0, result.output
+    line = len((folder / file).read_text().splitlines())  # the line just appended
+    assert f"{file}:{line}:" in result.output and f"field '{field}'" in result.output
+    assert "a price of 0 makes it free" in result.output
+    cautions = input_cautions(load_catalog(folder))
+    assert any(field in c and c.startswith("Input warning: ") for c in cautions)
+
+
 def test_the_battery_is_large() -> None:
     """At least 60 hostile inputs, besides the faults and the random values."""
     assert len(CASES) >= 60

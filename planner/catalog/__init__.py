@@ -479,8 +479,45 @@ def load_catalog(folder: str | Path) -> Catalog:
             _parameter_warnings(folder, parsed, docs)
             + _engine_warnings(folder, parsed, docs)
             + _calibration_warnings(folder, parsed, docs)
+            + _free_warnings(folder, parsed, docs)
         ),
     )
+
+
+#: Why a price of zero is worth a warning: it is accepted, and it decides the plan.
+FREE = (
+    "a price of 0 makes it free, so it wins every comparison of cost it enters; give the "
+    "price paid, or leave the field out where it is not known"
+)
+
+
+def _free_warnings(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """Prices given as zero: a device, a rental, a hosted API or electricity that costs
+    nothing is accepted (a gift is possible) but changes the answer, so it is said."""
+    warnings = []
+    for i, device in enumerate(parsed["hardware"].hardware):  # type: ignore[attr-defined]
+        for name in ("purchase_usd", "cloud_usd_per_hour"):
+            if device.price is not None and getattr(device.price, name) == 0:
+                warnings.append(_at(folder, docs, "hardware", i, device.id, f"price.{name}", FREE))
+    if "api_offers" in parsed:
+        for i, offer in enumerate(parsed["api_offers"].api_offers):  # type: ignore[attr-defined]
+            for name in ("input_usd_per_million_tokens", "output_usd_per_million_tokens"):
+                if getattr(offer, name) == 0:
+                    warnings.append(_at(folder, docs, "api_offers", i, offer.id, name, FREE))
+    assumptions = parsed["assumptions"].assumptions  # type: ignore[attr-defined]
+    if assumptions.electricity_usd_per_kwh == 0:
+        warnings.append(
+            Problem(
+                _display(folder, "assumptions"),
+                FREE,
+                line=docs["assumptions"].line_of(("assumptions", "electricity_usd_per_kwh")),
+                entry="assumptions",
+                field="electricity_usd_per_kwh",
+            )
+        )
+    return warnings
 
 
 #: Largest relative difference tolerated between a published and a derived parameter count.

@@ -155,6 +155,18 @@ def cited(metrics: list[Metric]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+
+def input_cautions(catalog: Catalog) -> list[str]:
+    """What the reader must know of the inputs: the engine's notes, then every warning the
+    catalog raised (an input planner accepted but that may not mean what was meant), each once
+    and as a sentence without its closing full stop (the template adds it)."""
+    notes = engine_notes(catalog)
+    for warning in catalog.warnings:
+        if warning.message not in notes:
+            notes.append(f"Input warning: {warning}".rstrip("."))
+    return notes
+
+
 def context(
     catalog: Catalog,
     results: Results,
@@ -183,9 +195,10 @@ def context(
         "not_modelled": NOT_MODELLED,
         "policies": policy_lines(catalog),
         "skipped": results.skipped,
-        # the engine's note stands with the risks, the run's others with the options lost
+        # the engine's notes and the catalog's warnings stand with the risks, the run's others
+        # with the options lost
         "run_notes": [n for n in results.notes if n not in engine_notes(catalog)],
-        "engine_notes": engine_notes(catalog),
+        "engine_notes": input_cautions(catalog),
         "price_gaps": price_gaps(catalog),
         "sources": sources(catalog),
         "references": cited(results.metrics),
