@@ -466,21 +466,29 @@ def edit_with_openpyxl(path: Path, changes: list[tuple[str, str, Any]], out: Pat
     book.save(out)
 
 
-def add_option(path: Path, device: list[Any], copy_row: int | None, out: Path) -> int:
+def add_option(
+    path: Path, device: list[Any], copy_row: int | None, out: Path, *, last: bool = False
+) -> int:
     """Type a device into the Hardware sheet's first free row with openpyxl and, when
     ``copy_row`` is given, copy that Plan row into the Plan's first free row (formulas moved as
-    Excel's copy and paste moves them) with the new device's id; returns the Plan row written."""
+    Excel's copy and paste moves them) with the new device's id; returns the Plan row written.
+    With ``last``, the device and the Plan row go into the last of the spare rows instead."""
     book = openpyxl.load_workbook(path)
     hardware = book["Hardware"]
-    hardware.append(
-        [None if pd.isna(v) else (v.item() if hasattr(v, "item") else v) for v in device]
-    )
+    row = hardware.max_row + 1
+    if last:
+        row = hardware.max_row + workbook.SPARE_ROWS  # the header, the entries, the spare rows
+    for column, value in enumerate(device, start=1):
+        if not pd.isna(value):
+            hardware.cell(row, column, value.item() if hasattr(value, "item") else value)
     table = hardware.tables["Hardware"]
     table.ref = table.autoFilter.ref = (
         f"A1:{get_column_letter(hardware.max_column)}{hardware.max_row}"
     )
     plan = book["Plan"]
     new = next(r for r in range(2, plan.max_row + 1) if plan.cell(r, 1).value is None)
+    if last:
+        new += workbook.SPARE_ROWS - 1
     if copy_row is not None:
         for cell in plan[copy_row]:
             value = cell.value
@@ -607,6 +615,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     add_option(files["rich"], device, None, files["device-only"])
     files["added"] = folder / "added.xlsx"
     added_row = add_option(files["rich"], device, plan_row(rich.table, COPIED), files["added"])
+    files["added-last"] = folder / "added-last.xlsx"
+    add_option(files["rich"], device, plan_row(rich.table, COPIED), files["added-last"], last=True)
 
     # one option simulated; then its device's bandwidth or its price edited in the workbook
     best = recommend.recommendations(rich.table).set_index(["workload", "model"])
@@ -1082,6 +1092,28 @@ def test_an_added_option_is_computed_and_ranked(
     assert summary[3][0] == "Input ids in no Plan row: none"
 
 
+def test_an_option_in_the_last_spare_rows_is_computed_and_ranked(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """The ranges end below the spare rows, not at the sheet's end: a device typed on the last
+    spare row of Hardware, and a Plan row for it on the Plan's last spare row, still compute in
+    full and are ranked."""
+    n = len(built.rich.table)
+    rows = computed_values(recalculated["added-last"], "Plan")
+    last = n + 1 + workbook.SPARE_ROWS  # the header, the candidates, the spare rows
+    assert rows[last] == [None] * len(rows[0])  # one past the spare rows: empty
+    added = expected_plan(built.added)
+    position = plan_row(built.added.table, (NEW_DEVICE["id"], *COPIED[1:])) - 2
+    row = added.iloc[[position]]
+    assert_plan_equals([rows[0], rows[last - 1], rows[-1]], row.reset_index(drop=True))
+    assert_plan_equals(rows[: n + 1] + [rows[-1]], built.rich)
+    summary = computed_values(recalculated["added-last"], "Summary")
+    assert_recommendation(summary, pd.concat([expected_plan(built.rich), row], ignore_index=True))
+    winner = summary_by_group(summary)[(COPIED[3], COPIED[1])]["recommended"]
+    assert winner["hardware"] == NEW_DEVICE["id"]
+    assert summary[3][0] == "Input ids in no Plan row: none"
+
+
 def test_an_input_id_in_no_plan_row_is_flagged(built: Built, recalculated: dict[str, Path]) -> None:
     assert cached(built.files["rich"], "Summary")[3][0] == "Input ids in no Plan row: none"
     summary = computed_values(recalculated["device-only"], "Summary")
@@ -1162,6 +1194,49 @@ def test_formulas_call_only_functions_excel_2016_has(built: Built, name: str) ->
     assert {"COUNTIFS", "INDEX", "MATCH", "MIN"} <= called
     assert called <= EXCEL_2016, called - EXCEL_2016
     assert "_xlfn" not in texts
+
+
+#: A reference to whole columns or whole rows (``$D:$D``, ``'Hardware'!A:W``, ``1:1``), which
+#: engines scan to the sheet's end: a quoted text or a sheet name is removed before the search.
+WHOLE_COLUMNS_OR_ROWS = re.compile(
+    r"(?<![A-Za-z0-9_$.])\$?(?:[A-Z]{1,3}:\$?[A-Z]{1,3}|\d+:\$?\d+)(?![A-Za-z0-9_(])"
+)
+
+
+def whole_references(path: Path) -> list[str]:
+    """Every whole-column or whole-row reference in the formulas of a workbook: its cells'
+    formulas, conditional formats, validations and defined names (print titles excepted: rows
+    and columns repeated on each page are whole by nature)."""
+    found = []
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.namelist():
+            if not member.endswith(".xml"):
+                continue
+            xml = archive.read(member).decode()
+            texts = re.findall(r"<(?:\w+:)?f(?: [^>]*)?>([^<]*)</(?:\w+:)?f>", xml)
+            texts += re.findall(r"<formula[12]?>([^<]*)</formula[12]?>", xml)
+            texts += re.findall(r"<definedName (?![^>]*_xlnm.Print_Titles)[^>]*>([^<]*)<", xml)
+            for text in texts:
+                bare = re.sub(r"&quot;.*?&quot;|\"[^\"]*\"|'[^']*'!|\w+!", "", text)
+                found += [f"{member}: {m}" for m in WHOLE_COLUMNS_OR_ROWS.findall(bare)]
+    return found
+
+
+@pytest.mark.parametrize("text", ["$D:$D", "'Hardware'!$D:$D", "Plan!DR:DR", "A:W", "$1:$1", "2:3"])
+def test_a_whole_column_or_row_is_found(tmp_path: Path, text: str) -> None:
+    book = openpyxl.Workbook()
+    book.active["A1"] = f'=IF(1,"a:b",INDEX({text},1))'
+    book.save(tmp_path / "whole.xlsx")
+    assert whole_references(tmp_path / "whole.xlsx") == [
+        f"xl/worksheets/sheet1.xml: {text.split('!')[-1]}"
+    ]
+
+
+@pytest.mark.parametrize("name", ["seed", "rich", "sim", "engine"])
+def test_no_formula_reads_whole_columns_or_rows(built: Built, name: str) -> None:
+    """Every range stops at the last spare row: an engine written to Excel's rules need not
+    hold a million rows per reference, and Excel's array formulas stay quick."""
+    assert not whole_references(built.files[name])
 
 
 def _hidden_columns(path: Path, sheet: str) -> set[str]:

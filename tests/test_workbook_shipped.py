@@ -24,6 +24,7 @@ from test_workbook import (
     cached,
     edit_with_openpyxl,
     summary_by_group,
+    whole_references,
 )
 
 from planner.catalog import load_catalog
@@ -53,6 +54,10 @@ def recalculated(shipped: tuple[Results, Path], request: pytest.FixtureRequest) 
     _, path = shipped
     out = path.parent / request.param
     return recalculate_many([path], out, engine=request.param)[0]
+
+
+def test_no_formula_reads_whole_columns_or_rows(shipped: tuple[Results, Path]) -> None:
+    assert not whole_references(shipped[1])
 
 
 def test_the_shipped_run_simulates_and_recommends(shipped: tuple[Results, Path]) -> None:

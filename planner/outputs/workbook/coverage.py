@@ -10,7 +10,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.utils import get_column_letter, quote_sheetname
 
 from planner.outputs.workbook.cells import HEADER_FONT, HELPER_FONT, MISFIT_FILL, _formula_cell
-from planner.outputs.workbook.plan import SPARE_ROWS, PlanLayout
+from planner.outputs.workbook.plan import PlanLayout, column_range, rows_end
 from planner.outputs.workbook.summary import SummaryColumns, SummarySheet, plan_name
 from planner.plan.sweep import Results
 from planner.plan.tables import KEYS
@@ -32,8 +32,9 @@ def unplanned_ids_row(
     cells: dict[int, tuple[Any, Any]] = {}
     parts, totals, found = [], [], []
     for i, (key, name) in enumerate(sheets):
-        column_a = f"{quote_sheetname(name)}!$A:$A"
-        ids = f"{quote_sheetname(name)}!$A$2:$A${len(results.inputs.sheets[name]) + 1 + SPARE_ROWS}"
+        end = rows_end(len(results.inputs.sheets[name]))
+        column_a = column_range(name, "A", end)
+        ids = f"{quote_sheetname(name)}!$A$2:$A${end}"
         missing = f'({ids}<>"")*ISNA(MATCH({ids},{plan_name(key)},0))'
         at = first_helper + 2 * i
         count_at, first_at = (f"{get_column_letter(c)}{row}" for c in (at, at + 1))

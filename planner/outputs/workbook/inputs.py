@@ -117,14 +117,13 @@ def simulated_formulas(
     def at(column: str) -> str:
         return f"${get_column_letter(names.index(column) + 1)}{{r}}"
 
-    candidate = layout.letters[CANDIDATE]
     plan_row = at("plan_row")
     checks = [
         (
             name,
             _same_value(
                 at(simulation_input_column(name)),
-                f"INDEX(Plan!${layout.letters[name]}:${layout.letters[name]},{plan_row})",
+                f"INDEX({layout.rows(name)},{plan_row})",
             ),
         )
         for name in SIMULATION_INPUTS
@@ -137,7 +136,7 @@ def simulated_formulas(
     ids = frame["id"].tolist()
     formulas: dict[str, tuple[str, Callable[[int], Any]]] = {
         "plan_row": (
-            f"=MATCH($A{{r}},Plan!${candidate}:${candidate},0)",
+            f"=MATCH($A{{r}},{layout.rows(CANDIDATE)},0)",
             lambda i: rows.get(ids[i], math.nan),
         ),
         "sim_inputs_unchanged": (

@@ -57,8 +57,22 @@ def hidden_columns(results: Results) -> list[str]:
     return [n for n in results.table.columns if n in restated and units[n] in HIDDEN_BASE_UNITS]
 
 
-def _sheet_range(sheet: str, letter: str) -> str:
-    return f"{quote_sheetname(sheet)}!${letter}:${letter}"
+def rows_end(n_rows: int) -> int:
+    """The last row that ranges over a sheet of ``n_rows`` data rows (below its header) cover:
+    the data and :data:`SPARE_ROWS` more, so that an entry typed below is found; never a whole
+    column, which engines scan to row 1,048,576."""
+    return min(max(n_rows, 1) + 1 + SPARE_ROWS, MAX_ROWS)
+
+
+def column_range(sheet: str, letter: str, last_row: int) -> str:
+    """Column ``letter`` of ``sheet`` from row 1 to ``last_row`` (``'Hardware'!$D$1:$D$1012``):
+    from row 1, so that MATCH over it gives, and INDEX into it takes, sheet row numbers."""
+    return f"{quote_sheetname(sheet)}!${letter}$1:${letter}${last_row}"
+
+
+def _sheet_range(results: Results, sheet: str, letter: str) -> str:
+    """Column ``letter`` of input sheet ``sheet``: its entries and the spare rows below."""
+    return column_range(sheet, letter, rows_end(len(results.inputs.sheets[sheet])))
 
 
 def lookup_expression(lookup: Lookup, results: Results) -> Raw:
@@ -73,29 +87,30 @@ def lookup_expression(lookup: Lookup, results: Results) -> Raw:
     """
     if lookup.key == CANDIDATE:  # a figure of the simulation: text where there is none
         value = _lookup_value(lookup, results).template
-        return Raw(f'IF(ISNA({_match_row(lookup)}),"{NOT_SIMULATED}",{value})', (lookup.key,))
+        match_row = _match_row(lookup, results)
+        return Raw(f'IF(ISNA({match_row}),"{NOT_SIMULATED}",{value})', (lookup.key,))
     return _lookup_value(lookup, results)
 
 
-def _match_row(lookup: Lookup) -> str:
+def _match_row(lookup: Lookup, results: Results) -> str:
     """The row of the input sheet whose id is the Plan row's ``lookup.key``."""
-    return f"MATCH({{{lookup.key}}},{_sheet_range(lookup.sheet, 'A')},0)"
+    return f"MATCH({{{lookup.key}}},{_sheet_range(results, lookup.sheet, 'A')},0)"
 
 
 def _lookup_value(lookup: Lookup, results: Results) -> Raw:
     """:func:`lookup_expression` without the candidate lookup's "not simulated"."""
     columns = [c.name for c in results.inputs.columns[lookup.sheet]]
     sheet = quote_sheetname(lookup.sheet)
-    match_row = _match_row(lookup)
+    match_row = _match_row(lookup, results)
     scale = "" if lookup.scale == 1 else f"*{_number(lookup.scale)}"
     if lookup.column_from is None:
         letter = get_column_letter(columns.index(lookup.column) + 1)
-        value = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
+        value = f"INDEX({_sheet_range(results, lookup.sheet, letter)},{match_row})"
         if lookup.kind == "text":
             return Raw(f'{value}&""', (lookup.key,))
         if lookup.fallback_column is not None:
             letter = get_column_letter(columns.index(lookup.fallback_column) + 1)
-            fallback = f"INDEX({_sheet_range(lookup.sheet, letter)},{match_row})"
+            fallback = f"INDEX({_sheet_range(results, lookup.sheet, letter)},{match_row})"
             otherwise = f'IF({fallback}="",NA(),{fallback}{scale})'
             return Raw(f'IF({value}="",{otherwise},{value}{scale})', (lookup.key,))
         if _has_blanks(results, lookup):
@@ -104,8 +119,9 @@ def _lookup_value(lookup: Lookup, results: Results) -> Raw:
 
     def by_header(name: str) -> str:
         last = get_column_letter(len(columns))
-        header = f'MATCH({{{name}}}&"{lookup.column}",{sheet}!$1:$1,0)'
-        return f"INDEX({sheet}!$A:${last},{match_row},{header})"
+        end = rows_end(len(results.inputs.sheets[lookup.sheet]))
+        header = f'MATCH({{{name}}}&"{lookup.column}",{sheet}!$A$1:${last}$1,0)'
+        return f"INDEX({sheet}!$A$1:${last}${end},{match_row},{header})"
 
     names: tuple[str, ...] = (lookup.key, lookup.column_from)
     first = by_header(lookup.column_from)
@@ -209,7 +225,12 @@ class PlanLayout:
     @property
     def range_end(self) -> int:
         """The last row the Summary's ranges cover: the data and :data:`SPARE_ROWS` more."""
-        return min(self.last_row + SPARE_ROWS, MAX_ROWS)
+        return rows_end(self.n_rows)
+
+    def rows(self, name: str) -> str:
+        """Column ``name`` from row 1 to :attr:`range_end` (``Plan!$D$1:$D$1009``), for MATCH
+        and INDEX by sheet row."""
+        return column_range("Plan", self.letters[name], self.range_end)
 
     def column(self, name: str) -> str:
         """The cells of column ``name`` that the Summary reads, data and spare rows, absolute

@@ -367,8 +367,7 @@ def ranking_formulas(
 
 
 def _plan_value(layout: PlanLayout, column: str, plan_row: str) -> str:
-    letter = layout.letters[column]
-    return f"INDEX(Plan!${letter}:${letter},{plan_row})"
+    return f"INDEX({layout.rows(column)},{plan_row})"
 
 
 def _shown_value(value: Any) -> Any:
