@@ -78,6 +78,10 @@ EXPECTED = {
         moe=MoE(60, 4, 1408, shared_experts=1, shared_expert_intermediate_size=5632),
     ),
     "qwen3-30b-a3b": Architecture(48, 2048, 6144, 32, 4, 128, 151936, moe=MoE(128, 8, 768)),
+    # Qwen3-Coder 30B-A3B: Qwen3-30B-A3B's shape with a narrower dense width no layer uses
+    "qwen3-coder-30b-a3b": Architecture(
+        48, 2048, 5472, 32, 4, 128, 151936, moe=MoE(128, 8, 768)
+    ),
     "deepseek-v3": Architecture(
         61, 7168, 18432, 128, 128, 192, 129280,
         moe=MoE(256, 8, 2048, shared_experts=1, dense_layers=3, router_bias=True),
