@@ -130,7 +130,7 @@ def test_explain_shows_the_seed_arithmetic(seed_dir: Path):
     assert "671 088 640 B = 640.00 MiB (671.09 MB) = 640 MiB" in text
     assert "8 589 934 592 B = 8.00 GiB (8.59 GB)" in text
     assert "= 12 sequences" in text
-    assert "= IF(16 > 0, 16 ≤ 12, 12 ≥ 1)\n  = False" in text
+    assert "= AND(True, IF(16 > 0, 16 ≤ 12, TRUE()))\n  = False" in text
     # the latency arithmetic follows: 4 GiB read at 700 GB/s
     assert "= 4 294 967 296 ÷ (700 000 000 000 × 1)" in text
     assert "not measured latency" in text

@@ -49,9 +49,9 @@ def test_70b_in_bf16_needs_tensor_parallel_on_h100(shipped):
     assert tp.loc[2, "kv_budget_bytes"] == 7_450_910_720
     assert tp.loc[2, "kv_bytes_per_sequence"] == 838_860_800
     assert tp.loc[2, "max_sequences"] == 8
-    # closed loop of 64 users at up to 8 per replica: 8 replicas of 2 devices
-    assert tp.loc[2, "replicas_needed"] == 8
-    assert tp.loc[2, "devices_needed"] == 16
+    # closed loop of 2,048 users at up to 8 per replica: 256 replicas of 2 devices
+    assert tp.loc[2, "replicas_needed"] == 256
+    assert tp.loc[2, "devices_needed"] == 512
 
 
 def test_tp_beyond_the_first_that_serves_is_not_listed(shipped):
