@@ -190,7 +190,12 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
                 ),
             )
     end = _summary_charts(sheet, results, layout, columns, groups, first)
-    _print_setup(ws, f"A1:{last_visible}{end}")
+    _print_setup(
+        ws,
+        f"A1:{last_visible}{end}",
+        title_rows=f"{header_row}:{header_row}",
+        title_cols=f"A:{option}",  # the workload, the model and which option
+    )
     return sheet.cache
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Alignment, Font, PatternFill
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.filters import AutoFilter
 from openpyxl.worksheet.formula import ArrayFormula
@@ -236,17 +236,72 @@ def _new_sheet(wb: Workbook, name: str, tab: str) -> Any:
     return ws
 
 
+#: The paper the workbook prints on: A4, as the report (OOXML's paper size 9).
+PAPER_SIZE = "9"
+
+#: Printable width of a landscape A4 page within :func:`_print_setup`'s margins [pt]:
+#: 297 mm less 0.4 in each side.
+PRINTABLE_WIDTH_PT = 297 / 25.4 * 72 - 2 * 0.4 * 72
+
+#: The smallest print scale a sheet is fitted to: 11 pt text prints at 8.8 pt or more. A sheet
+#: too wide for one page at this scale prints across as many pages as its columns need.
+MIN_PRINT_SCALE = 0.8
+
+#: Excel's width of a column left unset [characters].
+DEFAULT_WIDTH = 8.43
+
+
+def width_pt(characters: float) -> float:
+    """A column's printed width at 100 % [pt] from its width in characters of Calibri 11
+    (7 pixels a character and 5 of padding, at 96 pixels an inch)."""
+    return (characters * 7 + 5) * 0.75
+
+
+def _letters(first: str, last: str) -> list[str]:
+    low, high = column_index_from_string(first), column_index_from_string(last)
+    return [get_column_letter(i) for i in range(low, high + 1)]
+
+
+def _printed_width(ws: Any, letters: Iterable[str]) -> float:
+    """The width of the columns ``letters`` as printed at 100 %, hidden ones left out [pt]."""
+    total = 0.0
+    for letter in letters:
+        dimension = ws.column_dimensions.get(letter)
+        if dimension is not None and dimension.hidden:
+            continue
+        width = dimension.width if dimension is not None and dimension.width else DEFAULT_WIDTH
+        total += width_pt(width)
+    return total
+
+
+def pages_across(ws: Any, columns: str, title_cols: str | None = None) -> int:
+    """How many landscape pages side by side print the columns ``columns`` (``A:AD``) at
+    :data:`MIN_PRINT_SCALE` or larger, with ``title_cols`` repeated on each page."""
+    first, last = columns.split(":")
+    titles = title_cols.split(":") if title_cols else None
+    repeated = _printed_width(ws, _letters(*titles)) if titles else 0.0
+    total = _printed_width(ws, _letters(first, last))
+    page = PRINTABLE_WIDTH_PT / MIN_PRINT_SCALE
+    if total <= page:
+        return 1
+    return max(1, math.ceil((total - repeated) / max(page - repeated, page / 4)))
+
+
 def _print_setup(
     ws: Any,
     area: str,
     *,
-    pages_wide: int = 1,
     title_rows: str | None = None,
     title_cols: str | None = None,
 ) -> None:
-    """Landscape, ``pages_wide`` pages across and as many down as needed, a print area."""
+    """Landscape A4 with a print area, scaled to fit its width on as few pages across as keep
+    the text at :data:`MIN_PRINT_SCALE` or larger, as many pages down as needed; ``title_rows``
+    and ``title_cols`` (``1:1``, ``A:C``) repeat on every page."""
     ws.page_setup.orientation = "landscape"
-    ws.page_setup.fitToWidth = pages_wide
+    ws.page_setup.paperSize = PAPER_SIZE
+    first, last = (re.sub(r"\d", "", corner) for corner in area.split(":"))
+    ws.page_setup.fitToWidth = pages_across(ws, f"{first}:{last}", title_cols)
+    ws.page_setup.pageOrder = "overThenDown"  # a row's pages follow each other
     ws.page_setup.fitToHeight = 0
     ws.page_margins.left = ws.page_margins.right = 0.4
     ws.page_margins.top = ws.page_margins.bottom = 0.5

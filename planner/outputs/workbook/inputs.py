@@ -89,9 +89,8 @@ def _write_input_sheet(
             _non_negative(ws, f"{letter}2:{letter}{last_row}", c.name)
     _table(ws, name, [c.name for c in columns], len(frame))
     printed = min(recorded, default=len(columns) + 1) - 1
-    pages = 2 if name == SIMULATED else 1  # its verdicts in words need the width
     area = f"A1:{get_column_letter(printed)}{last_row}"
-    _print_setup(ws, area, pages_wide=pages, title_rows="1:1", title_cols="A:A")
+    _print_setup(ws, area, title_rows="1:1", title_cols="A:A")
     return cache
 
 

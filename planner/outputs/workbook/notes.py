@@ -159,7 +159,7 @@ def _plan_dictionary(results: Results) -> list[tuple[str, str, str, str, str]]:
 
 def _write_notes(wb: Workbook, results: Results) -> None:
     ws = _new_sheet(wb, "Notes", "A5A5A5")
-    widths = _widths(ws, [30, 11, 55, 60, 28])
+    widths = _widths(ws, [28, 10, 50, 55, 27])  # one landscape page across
     rows: list[list[Any]] = [
         [_text_cell(ws, "planner: how to read this workbook", font=TITLE_FONT)],
         [],

@@ -21,6 +21,7 @@ from planner.outputs.workbook.cells import (
     HIDDEN_BASE_UNITS,
     MISFIT_FILL,
     OUTPUT_TAB,
+    PAPER_SIZE,
     _cell,
     _fit_row,
     _formula_cell,
@@ -280,6 +281,7 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
     formulas = plan_formulas(results)
     units = column_units(results)
     ws = _new_sheet(wb, "Plan", OUTPUT_TAB)
+    ws.sheet_properties.pageSetUpPr.fitToPage = False  # hundreds of columns: print at 100 %
     ws.freeze_panes = f"{layout.first_computed}2"
     formats = {n: number_format(units.get(n, ""), table[n].head(1000)) for n in layout.names}
     shown = shown_plan(results)
@@ -308,6 +310,11 @@ def _write_plan(wb: Workbook, results: Results, layout: PlanLayout) -> PlanRows:
     ws.auto_filter.ref = area
     rows.note = (layout.range_end + 2, PLAN_PRINT_NOTE.format(rows=layout.n_rows))
     ws.print_area = f"A{rows.note[0]}:H{rows.note[0]}"
+    # a part of the Plan that someone sets as the print area prints at full size, landscape,
+    # with the header and the key columns on every page
+    ws.page_setup.orientation, ws.page_setup.paperSize = "landscape", PAPER_SIZE
+    ws.print_title_rows = "1:1"
+    ws.print_title_cols = f"A:{get_column_letter(len(layout.keys))}"
     return rows
 
 
