@@ -290,6 +290,9 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
     catalog = _load(catalogs)
     try:
         measurements = load_measurements(catalog)
+        if measurements:
+            fits = fit(catalog, measurements)
+            text = yaml.safe_dump(calibration_document(fits), sort_keys=False)
     except CatalogError as exc:
         click.echo(f"{len(exc.problems)} problem(s) in the measurements:", err=True)
         for problem in exc.problems:
@@ -301,8 +304,6 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
             err=True,
         )
         sys.exit(EXIT_INVALID)
-    fits = fit(catalog, measurements)
-    text = yaml.safe_dump(calibration_document(fits), sort_keys=False)
     for line in summary(fits):
         click.echo(line, err=True)
     if out is None:

@@ -22,7 +22,6 @@ import yaml
 from click.testing import CliRunner, Result
 from test_hostile import replace_text, special, write
 
-from planner.catalog import CatalogError
 from planner.cli import main
 from planner.resources import shipped_catalogs
 
@@ -404,17 +403,12 @@ def _calibrate(folder: Path) -> tuple[Result, Path]:
 
 
 def _refused_by_calibrate(result: Result, out: Path, words: list[str]) -> None:
-    """Nothing written, exit 1, the words said. Until planner/cli.py turns a CatalogError from
-    the fit into its message (as it does one from loading), the refusal arrives as that
-    exception: its text is checked here, the message by the xfail test below."""
+    """Nothing written, exit 1, no traceback, the words said."""
     assert result.exit_code == 1, result.output
     assert not out.exists()
-    said = result.output
-    if not isinstance(result.exception, SystemExit):
-        assert isinstance(result.exception, CatalogError), repr(result.exception)
-        said += str(result.exception)
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
     for word in words:
-        assert word in said, (word, said)
+        assert word in result.output, (word, result.output)
 
 
 @pytest.mark.parametrize(
@@ -532,11 +526,6 @@ def test_an_unknown_release_is_planned_with_the_nearest_and_said(tmp_path: Path)
     assert yaml.safe_load(out.read_text())["calibration"][0]["engine"] == "vllm 0.99"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planner/cli.py's calibrate catches CatalogError around load_measurements only, "
-    "not around the fit: a refused fit reaches the terminal as a traceback until it does",
-)
 def test_a_refused_fit_is_a_message_not_a_traceback(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     _points(folder, {"one": (1, 10.0), "many": (32, 8.0)})
