@@ -256,6 +256,21 @@ NEW_DEVICE: dict[str, Any] = {
 COPIED = ("big-80gib", "invented-7b", "bf16", "chat", 1)
 
 
+#: The optional inputs the rich catalog's mid-48gb lacks (its Plan rows show "n/a" where they
+#: count), as finance would type them.
+FILLED: dict[str, Any] = {
+    "interconnect_bandwidth": "64 GB/s",
+    "price": {"purchase_usd": 7000.0, "cloud_usd_per_hour": 0.8},
+}
+
+
+def filled_catalog(source: Path, folder: Path) -> Path:
+    """``source`` with :data:`FILLED` given to mid-48gb."""
+    shutil.copytree(source, folder)
+    _edit_yaml(folder, "hardware", lambda d: _entry(d, "hardware", "mid-48gb").update(FILLED))
+    return folder
+
+
 def added_catalog(source: Path, folder: Path) -> Path:
     """``source`` with :data:`NEW_DEVICE` appended to hardware.yaml."""
     shutil.copytree(source, folder)
@@ -303,6 +318,9 @@ def same(expected: Any, got: Any) -> bool:
 
 NOT_SIMULATED = "not simulated"
 
+#: What a Plan cell shows where the planner has no number (an optional input left out).
+MISSING = "n/a"
+
 
 def expected_plan(results: Results) -> pd.DataFrame:
     """What every Plan cell should compute: the planner's table, where a simulated figure of a
@@ -319,6 +337,17 @@ def expected_plan(results: Results) -> pd.DataFrame:
             assert column[~listed].isna().all()
             column[~listed] = NOT_SIMULATED
             table[lookup.name] = column
+    # a computed number the planner does not have reads "n/a", never the error #N/A
+    keys = set(results.key_columns)
+    for name in table.columns:
+        column = table[name]
+        if name in keys or column.dtype == bool:
+            continue
+        missing = np.array([isinstance(v, float) and math.isnan(v) for v in column], dtype=bool)
+        if missing.any():
+            column = column.astype(object)
+            column[missing] = MISSING
+            table[name] = column
     return table
 
 
@@ -575,6 +604,7 @@ class Built:
     smaller: Results  # that option's device with 1 GiB less memory, same simulated figures
     dearer: Results  # that option's device at ten times the price, same simulated figures
     engine: Results  # the rich catalog with a serving engine profile (see ENGINE)
+    filled: Results  # the rich catalog with FILLED given to the device that lacked them
     #: the same with SGLang's and TensorRT-LLM's profiles (their own budget rules)
     engines: dict[str, Results] = dataclasses.field(default_factory=dict)
 
@@ -637,6 +667,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     for name, after in (("sim-smaller", smaller), ("sim-dearer", dearer)):
         files[name] = folder / f"{name}.xlsx"
         edit_with_openpyxl(files["sim"], input_changes(simulated, after), files[name])
+    # the device without interconnect or prices gets them, typed into the workbook
+    filled_dir = filled_catalog(rich_dir, folder / "filled-catalog")
+    filled = evaluate(load_catalog(filled_dir))
+    files["filled"] = folder / "filled.xlsx"
+    edit_with_openpyxl(files["rich"], input_changes(rich, filled), files["filled"])
     engine = evaluate(load_catalog(engine_catalog(rich_dir, folder / "engine-catalog")))
     files["engine"] = write_workbook(engine, folder / "engine.xlsx")
     engines = {}
@@ -659,6 +694,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         smaller,
         dearer,
         engine,
+        filled,
         engines,
     )
 
@@ -1028,6 +1064,30 @@ def test_a_price_edit_changes_the_recommendation(
     assert_plan_equals(computed_values(recalculated["priced"], "Plan"), built.priced)
 
 
+def test_a_missing_input_reads_n_a_until_it_is_typed(
+    built: Built, recalculated: dict[str, Path]
+) -> None:
+    """Where an optional input is missing (mid-48gb has no interconnect and no price), the Plan
+    shows "n/a", never an error value; typed into the workbook, the inputs give the numbers the
+    planner computes from the catalog with them."""
+    changes = input_changes(built.rich, built.filled)
+    assert {sheet for sheet, _, _ in changes} == {"Hardware"} and len(changes) == 3
+    for name, results in (("rich", built.rich), ("filled", built.filled)):
+        rows = computed_values(recalculated[name], "Plan")
+        assert_plan_equals(rows, results)
+        errors = [v for row in rows for v in row if isinstance(v, str) and v.startswith("#")]
+        assert not errors, errors[:5]
+    before = computed_values(recalculated["rich"], "Plan")
+    after = computed_values(recalculated["filled"], "Plan")
+    header = before[0]
+    mid = [i for i, row in enumerate(before) if row[0] == "mid-48gb"]
+    for column in ("capital_usd", "cloud_usd_per_month", "interconnect_bytes_per_s"):
+        at = header.index(column)
+        assert {before[i][at] for i in mid} == {MISSING}, column
+        assert all(isinstance(after[i][at], float | int) for i in mid), column
+    assert_recommendation(computed_values(recalculated["filled"], "Summary"), built.filled.table)
+
+
 def test_catalog_text_survives_the_engine_as_text(recalculated: dict[str, Path]) -> None:
     for name in ("rich", "edited"):
         book = openpyxl.load_workbook(recalculated[name])
@@ -1172,12 +1232,13 @@ def test_a_never_simulated_winner_is_shown_as_such(
     assert winner["simulation"] == "not simulated"
 
 
-#: Every function the workbook's formulas may call: each is in Excel 2016 (and Excel 2007), in
-#: LibreOffice and in Gnumeric. No dynamic arrays, no _xlfn.-prefixed newer functions.
+#: Every function the workbook's formulas may call: each is in Excel 2016 (all but IFNA in Excel
+#: 2007), in LibreOffice and in Gnumeric. No dynamic arrays, no other _xlfn.-prefixed function.
 EXCEL_2016 = {
     "ABS", "AND", "COUNTIFS", "EXP", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "LARGE",
     "MATCH", "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM",
     "SUMPRODUCT", "TEXT", "TRUE",
+    "IFNA",  # Excel 2013: a file stores it as _xlfn.IFNA, as every function newer than 2007
 }  # fmt: skip
 
 
@@ -1193,7 +1254,8 @@ def test_formulas_call_only_functions_excel_2016_has(built: Built, name: str) ->
     called = set(re.findall(r"([A-Z][A-Z0-9._]*)\(", re.sub(r'"[^"]*"', '""', texts)))
     assert {"COUNTIFS", "INDEX", "MATCH", "MIN"} <= called
     assert called <= EXCEL_2016, called - EXCEL_2016
-    assert "_xlfn" not in texts
+    assert "_xlfn.IFNA(" in texts
+    assert not re.findall(r"_xlfn\.(?!IFNA\()", texts)  # no other newer function
 
 
 #: A reference to whole columns or whole rows (``$D:$D``, ``'Hardware'!A:W``, ``1:1``), which

@@ -27,7 +27,7 @@ Cached values: openpyxl writes formulas without results, so a file viewer that d
 calculate would show empty cells. After openpyxl has saved the workbook, :func:`write_workbook`
 therefore writes every Plan formula's value into the file itself (the Python value of the same
 metric, which is by construction what the formula computes: ``TRUE``/``FALSE`` as booleans, text
-as text, NaN as ``#N/A``), and the Summary's values from the same ranking the formulas express
+as text, NaN as "n/a"), and the Summary's values from the same ranking the formulas express
 (:func:`recommendation_groups`, from :func:`planner.plan.recommend.rank`).
 The workbook also asks Excel to recalculate everything on open (``fullCalcOnLoad``).
 

@@ -90,8 +90,10 @@ EDITING_TEXT = [
     "Excel recalculates the whole workbook when it opens it. LibreOffice shows the values stored "
     "by the planner (the same numbers) and recomputes whatever an edit changes; Data > Calculate > "
     "Recalculate Hard (Ctrl+Shift+F9) recomputes everything.",
-    "A cell showing #N/A (n/a on the Summary) has no input to compute from, e.g. a device without "
-    "a price or a rate for the precision's compute format (a blank cell on the Hardware sheet). "
+    "A number cell showing n/a has no input to compute from, e.g. a device without a price or a "
+    "rate for the precision's compute format (a blank cell on the Hardware sheet); typing the "
+    "input fills it in. Inside the formulas a missing value is #N/A, so that it cannot be "
+    "taken for a number. "
     "A missing break_even_month on the Summary reads 'never' where renting costs no more per "
     "month than operating owned devices.",
     "Printing: the workbook prints the Summary with its charts, the input sheets and these Notes. "
@@ -115,7 +117,7 @@ SUMMARY_TEXT = [
     "The grey helper columns do the ranking: each is an array formula MIN(IF(...)) over the Plan "
     "(the option's cost_usd, devices_needed and itl_load_s, then its Plan row, 0 for none). "
     "Every other cell reads the Plan row they find with INDEX. n/a: the Plan has no value "
-    "(#N/A), e.g. no rental price or no break-even.",
+    "(n/a there too), e.g. no rental price or no break-even.",
     "For speed the helpers scan only the Plan rows that held the group when the planner wrote the "
     "workbook, while 'group in its Plan rows' is TRUE; after the Plan has been sorted it turns "
     "FALSE and they scan the whole Plan (right, only slower); so does a group with a row added "
@@ -140,7 +142,7 @@ def _notes_row(ws: Any, values: Iterable[str], **style: Any) -> list[WriteOnlyCe
 def _lookup_in_words(lk: Lookup) -> str:
     column = f"<{lk.column_from}>{lk.column}" if lk.column_from else lk.column
     scale = f" × {_number(lk.scale)}" if lk.scale != 1 else ""
-    blank = "; #N/A where that cell is blank" if lk.column_from else ""
+    blank = "; n/a where that cell is blank" if lk.column_from else ""
     return f"{lk.sheet}!{column} of the row's {lk.key} id{scale}{blank}"
 
 

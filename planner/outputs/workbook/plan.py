@@ -17,6 +17,7 @@ from openpyxl.utils import get_column_letter, quote_sheetname
 from planner.model.capacity import NOT_SIMULATED
 from planner.model.expr import Raw, to_excel
 from planner.model.metric import Metric
+from planner.outputs.formatting import NOT_AVAILABLE
 from planner.outputs.workbook.cells import (
     HIDDEN_BASE_UNITS,
     MISFIT_FILL,
@@ -150,12 +151,42 @@ def _global_ref(name: str) -> str | None:
     return None
 
 
+def number_columns(results: Results) -> list[str]:
+    """The computed Plan columns that hold numbers: where the planner has none (NaN), their
+    cell shows :data:`NOT_AVAILABLE` rather than ``#N/A``, which reads as a broken sheet."""
+    keys = set(results.key_columns)
+    table = results.table
+    return [
+        n
+        for n in table.columns
+        if n not in keys
+        and pd.api.types.is_numeric_dtype(table[n])
+        and not pd.api.types.is_bool_dtype(table[n])
+    ]
+
+
+def shown_missing(formula: str) -> str:
+    """A number column's formula (without ``=``) that shows a missing value as "n/a"
+    (``IFNA``, Excel 2013 and later; only ``#N/A`` is replaced, so a ``#DIV/0!`` still shows)."""
+    return f'_xlfn.IFNA({formula},"{NOT_AVAILABLE}")'
+
+
+def read_number(cell: str) -> str:
+    """A reference to a cell of a number column (:func:`number_columns`) as the formulas read
+    it: its "n/a" back to ``#N/A``, so that a missing value flows through every formula as the
+    planner's NaN does (a text would be skipped by MIN and compare greater than any number)."""
+    return f'IF({cell}="{NOT_AVAILABLE}",NA(),{cell})'
+
+
 def plan_formulas(results: Results) -> dict[str, str]:
     """For each computed Plan column, its formula with ``{r}`` standing for the row number."""
     letters = letters_of(list(results.table.columns))
     keys = set(results.key_columns)
+    numbers = set(number_columns(results))
 
     def ref(name: str) -> str:
+        if name in numbers:
+            return read_number(f"{letters[name]}{{r}}")
         if name in letters:
             prefix = "$" if name in keys else ""
             return f"{prefix}{letters[name]}{{r}}"
@@ -171,6 +202,8 @@ def plan_formulas(results: Results) -> dict[str, str]:
         formulas[lookup.name] = to_excel(lookup_expression(lookup, results), ref)
     for m in results.metrics:
         formulas[m.name] = to_excel(m.expression(), ref)
+    for name in numbers & formulas.keys():
+        formulas[name] = "=" + shown_missing(formulas[name][1:])
     return formulas
 
 
@@ -258,20 +291,23 @@ class PlanRows:
 def shown_plan(results: Results) -> pd.DataFrame:
     """The values the Plan's cells compute: the planner's table, except that a figure of the
     serving simulation reads "not simulated" for a candidate that was not (see
-    :func:`lookup_expression`)."""
+    :func:`lookup_expression`), and a missing number reads "n/a" (:func:`number_columns`)."""
     table = results.table
-    simulated_ids = set(results.inputs.sheets[SIMULATED]["id"])
-    if CANDIDATE not in table:
-        return table
-    missing = ~table[CANDIDATE].isin(simulated_ids).to_numpy()
-    if not missing.any():
-        return table
     shown = table.copy()
-    for lookup in results.lookups:
-        if lookup.key == CANDIDATE and lookup.name in shown:
-            column = shown[lookup.name].astype(object)
-            column[missing] = NOT_SIMULATED
-            shown[lookup.name] = column
+    if CANDIDATE in table:
+        simulated_ids = set(results.inputs.sheets[SIMULATED]["id"])
+        missing = ~table[CANDIDATE].isin(simulated_ids).to_numpy()
+        for lookup in results.lookups:
+            if missing.any() and lookup.key == CANDIDATE and lookup.name in shown:
+                column = shown[lookup.name].astype(object)
+                column[missing] = NOT_SIMULATED
+                shown[lookup.name] = column
+    for name in number_columns(results):
+        nan = shown[name].isna().to_numpy()
+        if nan.any():
+            column = shown[name].astype(object)
+            column[nan] = NOT_AVAILABLE
+            shown[name] = column
     return shown
 
 

@@ -33,7 +33,7 @@ from planner.outputs.workbook.cells import (
     _text_cell,
     _widths,
 )
-from planner.outputs.workbook.plan import PlanLayout
+from planner.outputs.workbook.plan import PlanLayout, read_number
 from planner.plan.assumptions import GLOBALS
 from planner.plan.schedule import (
     HOURS,
@@ -197,7 +197,7 @@ def _block(
     assert forecast is not None
 
     def plan(column: str) -> str:
-        return f"Plan!${layout.letters[column]}${plan_row}"
+        return read_number(f"Plan!${layout.letters[column]}${plan_row}")
 
     title = f"{s.workload.id}: {row['candidate']} ({s.plans['schedule'].name})"
     rows.add([_text_cell(ws, title, font=TITLE_FONT)])
