@@ -65,3 +65,38 @@ def test_kv_spare_at_the_forecast_load_by_hand():
 )
 def test_a_margin_below_the_assumption_is_tight(headroom, spare, tight):
     assert bool(tight_margin(np.array([headroom]), np.array([spare]), 0.10)[0]) is tight
+
+
+# -- the top of the latency band -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("planned", "calls", "tool", "band", "upper"),
+    [
+        (8.0, 3, 1.0, 0.30, 9.8),  # 6 s of model time × 1.3 + 2 s of tools
+        (10.0, 1, 5.0, 0.30, 13.0),  # one call: no tool time between calls
+        (8.0, 3, 1.0, 0.0, 8.0),  # no band: as planned
+    ],
+)
+def test_task_upper_widens_the_model_time_only(planned, calls, tool, band, upper):
+    from planner.model.calibration import task_upper_s
+
+    assert task_upper_s(planned, calls, tool, band) == pytest.approx(upper)
+
+
+@pytest.mark.parametrize(
+    ("task_upper", "task_target", "meets"),
+    [
+        (9.8, 10.0, True),
+        (9.8, 9.5, False),  # met as planned (8 s), missed at the top of the band
+        (9.8, math.nan, True),  # no task target
+    ],
+)
+def test_a_task_target_missed_at_the_band_is_caught(task_upper, task_target, meets):
+    """Every other latency is well within its target: the task target alone decides."""
+    from planner.model.calibration import meets_targets_upper
+
+    assert (
+        bool(meets_targets_upper(True, 0.5, 1.0, 0.02, 0.05, 3.0, 10.0, task_upper, task_target))
+        is meets
+    )
