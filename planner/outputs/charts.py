@@ -469,45 +469,6 @@ def _short(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
-# Cost comparison ------------------------------------------------------------------------------
-
-
-def cost_chart(rows: pd.DataFrame, labels: list[str], prefix: str) -> str:
-    """Owning (TCO spread over the amortisation period) against renting, per month, in USD."""
-    n = len(rows)
-    top_in, bottom_in = 0.15, 0.75
-    with _style():
-        fig = _figure(top_in + bottom_in + 0.34 * max(n, 1))
-        ax = fig.add_subplot()
-        _place(fig, left=_labels_in(labels), bottom=bottom_in, top=top_in)
-        y = np.arange(n)[::-1]
-        owned = rows["owned_usd_per_month"].to_numpy(float)
-        cloud = rows["cloud_usd_per_month"].to_numpy(float)
-        ax.barh(
-            y + 0.19, owned, height=0.36, color="#3f6fb0", label="owning: TCO ÷ amortisation months"
-        )
-        ax.barh(
-            y - 0.19,
-            np.nan_to_num(cloud),
-            height=0.36,
-            color="#d9a400",
-            label="renting the same devices around the clock",
-        )
-        for yi, o, c in zip(y, owned, cloud, strict=True):
-            ax.text(o, yi + 0.19, f" {o:,.0f}", va="center", fontsize=6.5)
-            text = f" {c:,.0f}" if _finite(c) else " no rental price"
-            ax.text(c if _finite(c) else 0, yi - 0.19, text, va="center", fontsize=6.5)
-        top = np.nanmax(np.concatenate([owned, cloud, [1.0]]))
-        ax.set_xlim(0, top * 1.22)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.set_xlabel("USD per month")
-        ax.set_yticks(y, labels)
-        ax.set_ylim(-0.6, n - 0.4)
-        ax.grid(axis="y", visible=False)
-        fig.legend(loc="lower center", ncols=2, frameon=False, bbox_to_anchor=(0.5, 0.0))
-        return to_svg(fig, prefix)
-
-
 # Capacity over time ---------------------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ from planner.outputs.advice import ask_context, sensitivity_text
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
 from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.sections import (
+    LEADING_MODELS,
     NOT_MODELLED,
     assumption_rows,
     bill_of_materials,
@@ -48,6 +49,7 @@ from planner.outputs.sections import (
     measured_rows,
     policy_lines,
     price_gaps,
+    risk_lines,
     schedule_sections,
     simulation_summary,
     sources,
@@ -55,6 +57,7 @@ from planner.outputs.sections import (
     uncertainty_section,
     workload_sections,
 )
+from planner.plan.deployment import Ask
 from planner.plan.recommend import ranked
 from planner.plan.sensitivity import CHANGES, what_changes
 from planner.plan.sweep import Results, engine_notes
@@ -66,6 +69,14 @@ LOG = logging.getLogger(__name__)
 
 #: Rows of a baseline section shown in the PDF; the rest are in the diff's own files.
 BASELINE_ROWS = 25
+
+#: Lines of a list that grows with the catalog (missing prices, skipped combinations) shown in
+#: the PDF; the rest are counted.
+LIST_ROWS = 10
+
+#: The paper sizes the report is laid out for, by name: the CSS ``@page`` size. A4 unless the
+#: caller asks for another.
+PAPERS = {"A4": "A4", "Letter": "letter"}
 
 
 class RefusedURL(ValueError):
@@ -155,6 +166,30 @@ def cited(metrics: list[Metric]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def bounded(lines: list[str], limit: int = LIST_ROWS, where: str = "the catalogs") -> list[str]:
+    """The first ``limit`` lines of a list, and a line counting the rest (where to find them)."""
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"… and {len(lines) - limit:,} more (see {where})"]
+
+
+def compared(catalog: Catalog, workloads: list[dict[str, Any]], plan: Ask) -> dict[str, Any]:
+    """The catalog entries the report shows (the hardware and models of the ask's lines and of
+    each workload's leading options), in catalog order, with how many others there are."""
+    hardware = {line.row["hardware"] for line in plan.lines}
+    models = {line.model for line in plan.lines}
+    for item in workloads:
+        hardware |= {r["hardware"] for r in item["summary"] if r.get("hardware")}
+        models |= {r["model"] for r in item["summary"]}
+    shown_hardware = [h for h in catalog.hardware if h.id in hardware]
+    shown_models = [m for m in catalog.models if m.id in models]
+    return {
+        "hardware": shown_hardware,
+        "models": shown_models,
+        "more_hardware": len(catalog.hardware) - len(shown_hardware),
+        "more_models": len(catalog.models) - len(shown_models),
+    }
+
 
 def input_cautions(catalog: Catalog) -> list[str]:
     """What the reader must know of the inputs: the engine's notes, then every warning the
@@ -172,20 +207,28 @@ def context(
     results: Results,
     baseline: Baseline | None = None,
     derived: Outlook | None = None,
+    paper: str = "A4",
 ) -> dict[str, Any]:
     """Everything the template shows, prepared as plain values (the template does no arithmetic);
-    ``derived`` is the results' :class:`Outlook` where the caller has it already."""
+    ``derived`` is the results' :class:`Outlook` where the caller has it already; ``paper`` a
+    key of :data:`PAPERS`."""
     table = results.table
     ranks = ranked(table)
     derived = derived or outlook(catalog, table)
     plan = derived.plan
+    workloads = workload_sections(catalog, table, ranks, plan)
+    shown = compared(catalog, workloads, plan)
     return {
         "title": "Inference capacity plan",
+        "paper": {"name": paper, "css": PAPERS[paper]},
+        "leading_models": LEADING_MODELS,
+        "compared": shown,
+        "margins": risk_lines(catalog, plan, len(derived.measurements)),
         "date": dt.date.today().isoformat(),
         "version": __version__,
         "catalog": catalog,
         "files": sorted(catalog.files.items()),
-        "workloads": workload_sections(catalog, table, ranks),
+        "workloads": workloads,
         "lost": lost_table(ranks, catalog.workloads),
         "simulation": simulation_summary(ranks),
         "baseline": baseline_context(baseline),
@@ -194,13 +237,13 @@ def context(
         "amortisation_months": catalog.assumptions.amortisation_months,
         "not_modelled": NOT_MODELLED,
         "policies": policy_lines(catalog),
-        "skipped": results.skipped,
+        "skipped": bounded(list(results.skipped), where="results.csv and the workbook"),
         # the engine's notes and the catalog's warnings stand with the risks, the run's others
         # with the options lost
         "run_notes": [n for n in results.notes if n not in engine_notes(catalog)],
         "engine_notes": input_cautions(catalog),
-        "price_gaps": price_gaps(catalog),
-        "sources": sources(catalog),
+        "price_gaps": bounded(price_gaps(catalog), where="hardware.yaml and planner check"),
+        "sources": sources(catalog, shown["hardware"], shown["models"]),
         "references": cited(results.metrics),
         "ask": ask_context(plan, catalog),
         "sensitivity": {
@@ -227,10 +270,17 @@ def render_html(
     results: Results,
     baseline: Baseline | None = None,
     derived: Outlook | None = None,
+    paper: str = "A4",
 ) -> str:
-    """The report as HTML (autoescaped)."""
-    env = environment()
-    return env.get_template(TEMPLATE).render(**context(catalog, results, baseline, derived))
+    """The report as HTML (autoescaped), laid out for ``paper`` (a key of :data:`PAPERS`)."""
+    return html_from_context(context(catalog, results, baseline, derived, paper))
+
+
+def html_from_context(values: dict[str, Any], paper: str | None = None) -> str:
+    """The report's HTML from its :func:`context` (on another ``paper`` where given)."""
+    if paper is not None:
+        values = values | {"paper": {"name": paper, "css": PAPERS[paper]}}
+    return environment().get_template(TEMPLATE).render(**values)
 
 
 def write_pdf(html: str, path: str | Path) -> list[str]:
@@ -255,8 +305,10 @@ def write_report(
     path: str | Path,
     baseline: Baseline | None = None,
     derived: Outlook | None = None,
+    paper: str = "A4",
 ) -> Path:
-    """Render the report to PDF at ``path``; resources outside the templates are refused."""
+    """Render the report to PDF at ``path`` on ``paper`` (A4 or Letter); resources outside the
+    templates are refused."""
     path = Path(path)
-    write_pdf(render_html(catalog, results, baseline, derived), path)
+    write_pdf(render_html(catalog, results, baseline, derived, paper), path)
     return path

@@ -23,7 +23,7 @@ from planner.outputs.advice import (
     margin_text,
 )
 from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
-from planner.plan.deployment import API, BUY, RENT, Ask, advice
+from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 from planner.plan.schedule import HOURS, PLANS, GrowthCase, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
@@ -147,24 +147,63 @@ def _plural(n: Any, word: str) -> str:
     return f"{count(n)} {word}{'' if finite(n) and float(n) == 1 else 's'}"
 
 
+def _option_words(row: pd.Series, catalog: Catalog) -> str:
+    """An option in words: ``Llama 3.1 70B on 4 devices × NVIDIA B200 (1 node; 2 replicas of
+    tensor parallel 2 at nvfp4)``."""
+    hardware = catalog.get("hardware", row["hardware"]).label
+    model = catalog.get("models", row["model"]).label
+    return (
+        f"{model} on {_plural(row['devices_needed'], 'device')} × {hardware} "
+        f"({_plural(row['nodes_needed'], 'node')}; {_plural(replicas(row), 'replica')}"
+        f" of tensor parallel {int(row['tensor_parallel'])} at {row['precision']})"
+    )
+
+
 def summary_sentence(
-    workload: Workload, winners: pd.DataFrame, catalog: Catalog, why: list[str]
+    workload: Workload,
+    winners: pd.DataFrame,
+    catalog: Catalog,
+    why: list[str],
+    line: Line | None = None,
+    reason: str | None = None,
 ) -> str:
-    """The recommendation for a workload in a few sentences: the option, buy or rent, the API."""
-    if winners.empty:
+    """The recommendation for a workload in a few sentences: the option, buy or rent, the API.
+
+    With the ask's ``line`` for the workload, the sentences speak of the line's option (the
+    model deployment.yaml names, where it names one) and give the cheapest other model only as
+    an alternative; where the ask leaves the workload unserved, ``reason`` (the ask's) says why.
+    """
+    if line is None and reason:
+        verb = "Nothing qualifies for" if winners.empty else "Nothing in the ask serves"
+        return f"{verb} {workload.label}: {reason}."
+    if winners.empty and line is None:
         reasons = "; ".join(why) if why else "no candidate was evaluated"
         return f"Nothing qualifies for {workload.label}: {reasons}."
-    best = winners.sort_values(ORDER, kind="stable").iloc[0]  # the cheapest model's winner
+    ordered = winners.sort_values(ORDER, kind="stable")
+    best = line.row if line is not None else ordered.iloc[0]  # else the cheapest model's winner
     months = catalog.assumptions.amortisation_months
-    hardware = catalog.get("hardware", best["hardware"]).label
-    model = catalog.get("models", best["model"]).label
     targets = targets_met(best)
     verb = {API: "call the API rather than deploy", RENT: "rent", BUY: "buy"}[advice(best)]
+    if line is not None and line.chosen_by == "deployment.yaml":
+        opening = f"For {workload.label}, deployment.yaml names {_option_words(best, catalog)}"
+    else:
+        opening = (
+            f"For {workload.label}, the cheapest qualifying option is "
+            f"{_option_words(best, catalog)}"
+        )
+    others = ordered[ordered["model"] != best["model"]]
+    alternative = ""
+    if line is not None and line.chosen_by == "deployment.yaml" and len(others):
+        cheapest = others.iloc[0]
+        cheaper = float(cheapest["cost_usd"]) < float(best["cost_usd"])
+        alternative = (
+            f"The cheapest other qualifying model, an alternative deployment.yaml does not name, "
+            f"is {_option_words(cheapest, catalog)} at {usd(cheapest['cost_usd'])} USD over "
+            f"{months} months against {usd(best['cost_usd'])} USD"
+            + (" (cheaper)." if cheaper else ".")
+        )
     return (
-        f"For {workload.label}, the cheapest qualifying option is {model} on "
-        f"{_plural(best['devices_needed'], 'device')} × {hardware} "
-        f"({_plural(best['nodes_needed'], 'node')}; {_plural(replicas(best), 'replica')}"
-        f" of tensor parallel {int(best['tensor_parallel'])} at {best['precision']}): {verb}. "
+        f"{opening}: {verb}. "
         + buy_or_rent_sentence(best, months)
         + api_sentence(best, catalog)
         + (f"It meets {', '.join(targets)}" if targets else "The workload sets no latency target")
@@ -173,6 +212,7 @@ def summary_sentence(
             if was_simulated(best)
             else "; sized in closed form (not simulated)."
         )
+        + (f" {alternative}" if alternative else "")
     )
 
 
@@ -186,6 +226,7 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "revision": model.revision or "",
         "role": row.get("role", "recommended"),
         "option": candidate_label(row),
+        "hardware": row["hardware"],
         "hardware_label": catalog.get("hardware", row["hardware"]).label,
         "devices": count(row["devices_needed"]),
         "nodes": count(row["nodes_needed"]),
@@ -375,14 +416,13 @@ def _charts(
     """The charts and their tables for one workload (``None`` where there is nothing to plot).
 
     Memory shows every featured option; concurrency, latency and the simulation table the one
-    per model (recommended, or closest); cost the recommended ones.
+    per model (recommended, or closest). Costs are a table (the cost rows), not a chart.
     """
     out: dict[str, Any] = {
         "memory_svg": None,
         "memory_rows": [],
         "concurrency_svg": None,
         "latency_svg": None,
-        "cost_svg": None,
         "simulation": [],
     }
     if shown.empty:
@@ -395,18 +435,36 @@ def _charts(
     labels = [short_label(r) for _, r in main.iterrows()]
     out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))
     out["simulation"] = simulation_rows(main)
-    if not winners.empty:
-        win_labels = [short_label(r) for _, r in winners.iterrows()]
-        out["cost_svg"] = Markup(charts.cost_chart(winners, win_labels, f"w{index}k"))
     return out
 
 
+#: Models the appendix shows per workload: the cheapest eligible ones, each with its best option
+#: (and runner-up in the memory chart), and the ask's own model where it is not among them; the
+#: rest are in results.csv and the workbook.
+LEADING_MODELS = 5
+
+
+def leading(recs: pd.DataFrame, winners: pd.DataFrame, line: Line | None) -> list[str]:
+    """The models a workload's appendix shows (:data:`LEADING_MODELS` of them at most, the
+    ask's model added): those with an eligible option, cheapest first (``recs``:
+    :func:`recommendations` of the workload; ``winners``: its recommended options)."""
+    eligible = set(winners["model"])
+    ordered = recs.sort_values(ORDER[0], na_position="last", kind="stable")
+    models = [m for m in ordered["model"] if m in eligible][:LEADING_MODELS]
+    if line is not None and line.model not in models:
+        models.append(line.model)
+    return models
+
+
 def workload_sections(
-    catalog: Catalog, table: pd.DataFrame, ranks: pd.DataFrame
+    catalog: Catalog, table: pd.DataFrame, ranks: pd.DataFrame, plan: Ask | None = None
 ) -> list[dict[str, Any]]:
-    """Everything the report shows about each workload, in catalog order."""
+    """Everything the report shows about each workload, in catalog order: the sentence of the
+    ask's line (``plan``), and the tables and charts of its leading models (:func:`leading`)."""
     recs = recommendations(table)
     shown_all = featured(ranks)
+    lines = {line.workload: line for line in plan.lines} if plan is not None else {}
+    reasons = plan.reasons if plan is not None else {}
     items = []
     for index, workload in enumerate(catalog.workloads):
         rows = table[table["workload"] == workload.id]
@@ -420,13 +478,29 @@ def workload_sections(
             for _, r in recs_w.iterrows()
             if r["model"] not in set(winners["model"])
         ]
+        line = lines.get(workload.id)
+        models = leading(recs_w, winners, line)
+        shown = shown[shown["role"] != "runner-up"]  # each model's best option only
+        if models:  # the leading models' options; else the closest options of a few models
+            shown = shown[shown["model"].isin(models)]
+        else:
+            shown = shown[shown["model"].isin(list(dict.fromkeys(shown["model"]))[:LEADING_MODELS])]
+        summary = _summary_rows(recs_w, winners, catalog)
+        listed = [r for r in summary if r["none"] is None and r["model"] in models]
+        unqualified = [r for r in summary if r["none"] is not None]
         items.append(
             {
                 "workload": workload,
                 "anchor": f"w{index}",
-                "sentence": summary_sentence(workload, winners, catalog, why),
+                "sentence": summary_sentence(
+                    workload, winners, catalog, why, line, reasons.get(workload.id)
+                ),
                 "targets": target_text(workload),
-                "summary": _summary_rows(recs_w, winners, catalog),
+                "summary": listed + unqualified[:LEADING_MODELS],
+                "more": {
+                    "eligible": len(set(winners["model"]) - set(models)),
+                    "unqualified": max(0, len(unqualified) - LEADING_MODELS),
+                },
                 "record": workload_record(catalog, workload, rows),
                 "cost_rows": [
                     _option_row(r, catalog)
@@ -434,7 +508,7 @@ def workload_sections(
                 ],
                 "n_candidates": len(rows),
                 "n_eligible": int(rows["eligible"].astype(bool).sum()),
-                **_charts(catalog, workload, shown, winners, index),
+                **_charts(catalog, workload, shown, shown[shown["role"] == "recommended"], index),
             }
         )
     return items
@@ -552,11 +626,15 @@ def price_gaps(catalog: Catalog) -> list[str]:
     return gaps
 
 
-def sources(catalog: Catalog) -> list[tuple[str, list[Any]]]:
-    """Each catalog file's entries, for the appendix of sources."""
+def sources(
+    catalog: Catalog, hardware: list[Any] | None = None, models: list[Any] | None = None
+) -> list[tuple[str, list[Any]]]:
+    """Each catalog file's entries, for the appendix of sources: the ``hardware`` and ``models``
+    the report shows where given (the rest are in their catalog files), every precision and
+    workload."""
     return [
-        ("Hardware", list(catalog.hardware)),
-        ("Models", list(catalog.models)),
+        ("Hardware", list(catalog.hardware if hardware is None else hardware)),
+        ("Models", list(catalog.models if models is None else models)),
         ("Precisions", list(catalog.precisions)),
         ("Workloads", list(catalog.workloads)),
     ]
@@ -712,6 +790,11 @@ def schedule_sections(
                     f"{usd(costs.rent_usd_per_month)} rented"
                 ),
                 "plan": chosen.name,
+                "today": count(found.nodes[0]),
+                "peak": count(max(found.nodes)),
+                "cash": usd(chosen.total_usd),
+                "net": usd(chosen.net_usd),
+                "rent_cash": usd(found.plans["rent"].total_usd),
                 "profile": (
                     None
                     if forecast.daily_profile is None
@@ -738,11 +821,7 @@ def schedule_sections(
                     for key in PLANS
                     if key in found.plans
                 ],
-                "payback": (
-                    "Buying does not pay for itself against renting within the horizon."
-                    if payback is None
-                    else f"Buying pays for itself against renting from month {payback} on."
-                ),
+                "payback": payback_words(found, payback),
                 "svg": Markup(
                     charts.schedule_chart(found.nodes, chosen.owned, chosen.rented, f"s{index}s")
                 ),
@@ -760,6 +839,39 @@ def schedule_sections(
             }
         )
     return out
+
+
+def payback_words(found: WorkloadSchedule, payback: int | None) -> str:
+    """The schedule against renting every node, in two sentences: whether the cash paid catches
+    up with renting's within the horizon (``payback``: :meth:`WorkloadSchedule.payback_month`),
+    and the net comparison, with the book value of the owned nodes at the end counted."""
+    schedule, rent = found.plans["schedule"], found.plans["rent"]
+    if payback is not None:
+        cash = f"In cash, buying pays for itself against renting from month {payback} on."
+    elif schedule.total_usd > rent.total_usd:
+        cash = (
+            f"In cash paid within the horizon, buying does not catch up with renting: "
+            f"{usd(schedule.total_usd)} USD against {usd(rent.total_usd)} USD."
+        )
+    else:
+        cash = (
+            f"In cash, the schedule pays no more than renting: {usd(schedule.total_usd)} USD "
+            f"against {usd(rent.total_usd)} USD."
+        )
+    if schedule.residual_usd <= 0:
+        return cash
+    net = (
+        f"With the owned nodes' book value at the end counted ({usd(schedule.residual_usd)} "
+        f"USD), the schedule nets {usd(schedule.net_usd)} USD against renting's "
+        f"{usd(rent.net_usd)} USD"
+    )
+    if schedule.net_usd < rent.net_usd:
+        net += f": {usd(rent.net_usd - schedule.net_usd)} USD less."
+    elif schedule.net_usd > rent.net_usd:
+        net += f": {usd(schedule.net_usd - rent.net_usd)} USD more."
+    else:
+        net += ": the same."
+    return f"{cash} {net}"
 
 
 def tornado_section(result: tuple[float, float, list[Bar]]) -> dict[str, Any]:
@@ -814,6 +926,60 @@ def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
     return rows
 
 
+def risk_lines(catalog: Catalog, plan: Ask, measured: int) -> list[str]:
+    """The ask's margins and risks in plain words, for the decision part: per line, what is
+    tight, how far its latency may be off and whether the top of that band misses a target,
+    how it was sized and what one node down leaves; then what every figure rests on
+    (``measured``: how many measurements the catalog holds)."""
+    out = []
+    a = catalog.assumptions
+    for line in plan.lines:
+        label = catalog.get("workloads", line.workload).label
+        row = line.row
+        words = []
+        margin = margin_text(row, a.margin)
+        if margin:
+            words.append(margin)
+        if line.advice == API:
+            words.append("served by the hosted API: no devices, the provider's latency")
+            out.append(f"{label} ({line.model}): " + "; ".join(words) + ".")
+            continue
+        band = float(row["latency_band_fraction"])
+        basis = "calibrated on measurements" if bool(row["latency_calibrated"]) else "assumed"
+        if bool(row["meets_targets_upper"]):
+            words.append(f"latency may be {band:.0%} slower ({basis}) and still meets its targets")
+        else:
+            words.append(f"latency {band:.0%} slower ({basis}) would miss a target")
+        if line.devices_upper > line.devices:
+            words.append(
+                f"{count(line.devices_upper)} devices rather than {count(line.devices)} at "
+                "the top of that band"
+            )
+        words.append(
+            "sized by the serving simulation"
+            if was_simulated(row)
+            else "sized in closed form only, with no queueing: a floor"
+        )
+        forecast = catalog.get("workloads", line.workload).forecast
+        spares = forecast.spare_nodes if forecast else 0
+        down = node_down(line.nodes, spares)
+        words.append(
+            "with a node down the targets hold"
+            if down == "targets hold"
+            else f"with a node down: {down}"
+        )
+        out.append(f"{label} ({line.model}): " + "; ".join(words) + ".")
+    out.append(
+        f"Every figure is an estimate from datasheets and assumptions; {count(measured)} "
+        f"measurement{'s' if measured != 1 else ''} of a device "
+        f"{'is' if measured == 1 else 'are'} in the catalog (see What to measure next)."
+        if measured
+        else "Every figure is an estimate from datasheets and assumptions: no measurement of a "
+        "device is in the catalog. Measure before buying (see What to measure next)."
+    )
+    return out
+
+
 def node_down(nodes: float, spares: int) -> str:
     """What one node down leaves of a line: the targets hold with spare nodes (N+k, k ≥ 1);
     else the service is gone (one node) or short of the capacity it was sized for."""
@@ -834,12 +1000,24 @@ def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None
     were the cheapest in at least one draw in ten; None without draws."""
     if bands is None:
         return None
-    purchases = bands.purchases.set_index(["workload", "model"])
+    purchases = bands.purchases
+    if not {"workload", "model"} <= set(purchases.columns):  # no draw had a winner at all
+        purchases = pd.DataFrame(columns=["workload", "model"])
+    purchases = purchases.set_index(["workload", "model"])
     options = leading_options(bands, least_share=0.1)
     lines: list[dict[str, Any]] = []
     for line in plan.lines:
-        if (line.workload, line.model) not in purchases.index:
-            lines.append({"workload": line.workload, "model": line.model, "served": "0 %"})
+        if (line.workload, line.model) not in purchases.index:  # the line won in no draw
+            lines.append(
+                {
+                    "workload": line.workload,
+                    "model": line.model,
+                    "served": f"{0:.0%}",
+                    "devices": "none",
+                    "cost": "none",
+                    "options": [],
+                }
+            )
             continue
         p: Any = purchases.loc[(line.workload, line.model)]
         chosen = options[(options["workload"] == line.workload) & (options["model"] == line.model)]
