@@ -58,9 +58,7 @@ def test_force_never_replaces_a_folder_planner_did_not_write(tmp_path: Path) -> 
         main, ["run", "--catalogs", str(catalogs), "--out", str(catalogs), "--force"]
     )
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
-    assert "not a run folder planner wrote" in result.output and "nothing was changed" in (
-        result.output
-    )
+    assert "is the catalog folder" in result.output and "nothing was changed" in result.output
     assert _tree(catalogs) == before
     assert [p.name for p in tmp_path.iterdir()] == ["catalogs"]  # no staging folder either
 
@@ -87,7 +85,9 @@ def test_force_refuses_a_run_holding_a_file_planner_did_not_write(
         (lambda run: (run / "manifest.json").unlink(), False),
         (lambda run: (run / "manifest.json").write_text("[]"), False),
         (lambda run: (run / "manifest.json").write_text('{"files": []}'), False),
-        (lambda run: (run / "diff.csv").write_text("kind\n"), True),  # a baseline run's diff
+        (lambda run: (run / "diff.csv").write_text("kind\n"), False),  # not listed: not ours
+        (lambda run: (run / "catalogs" / "notes.txt").write_text("mine"), False),  # any depth
+        (lambda run: (run / "catalogs" / "mine").mkdir(), False),  # an empty folder too
         (lambda run: _fifo(run / "manifest.json"), False),  # never read, never waited on
     ],
 )
