@@ -268,3 +268,38 @@ def test_an_uncertain_prompt_length_moves_the_devices_as_worked_by_hand(tmp_path
     assert option.devices_needed_p90 == 2
     frame_share = _share_needing(tmp_path, 1, 300)
     assert frame_share == pytest.approx(0.2, abs=0.08)
+
+
+#: A prompt whose range runs to 10^8 tokens: a draw past 64,512 (the seed's 8 GiB KV budget of
+#: 128 KiB a token holds 65,536 tokens, less the 1,024 answered) leaves no option, and the
+#: triangle puts (10^8 − 64,512)² ÷ ((10^8 − 4,000)(10^8 − 4,096)) = 99.88 % of draws there, so
+#: in 10 draws the ask's line (served at its mode of 4,096 tokens) almost surely never wins.
+NEVER = """\
+workloads:
+  - id: stream
+    prompt_tokens: {low: 4000, mode: 4096, high: 100000000}
+    output_tokens: 1024
+    max_output_tokens: 1024
+    arrival: {pattern: poisson, rate: 0.5 /s}
+"""
+
+
+def test_a_line_that_wins_in_no_draw_reads_zero_percent(stream: Path, tmp_path: Path) -> None:
+    cats = tmp_path / "cats"
+    shutil.copytree(stream, cats)
+    (cats / "workloads.yaml").write_text(NEVER)
+    out = tmp_path / "run"
+    args = ["run", "--catalogs", str(cats), "--out", str(out), "--draws", "10", "--workers", "1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert pd.read_csv(out / "uncertainty.csv")["cheapest_share"].max() == 0
+    report = " ".join(page.extract_text() for page in PdfReader(out / "report.pdf").pages)
+    assert "stream invented-4gib 0% none none" in " ".join(report.split())
+
+
+def test_the_draws_estimate_is_the_time_of_one_draw_over_the_busy_workers() -> None:
+    from planner.plan.uncertainty import draws_seconds
+
+    assert draws_seconds(0.5, 1000, 4) == pytest.approx(125.0)  # 1,000 × 0.5 s ÷ 4
+    assert draws_seconds(0.5, 20, 4) == pytest.approx(10.0)  # one unit of 20: one worker busy
+    assert draws_seconds(0.5, 40, 8) == pytest.approx(10.0)  # two units: two workers
