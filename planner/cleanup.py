@@ -33,6 +33,12 @@ def release(path: Path) -> None:
     _STAGING.discard(path)
 
 
+def forget_registered() -> None:
+    """Drop every registered folder without removing it: a forked worker process inherits the
+    run's list, but the folders are the run's to remove."""
+    _STAGING.clear()
+
+
 def remove_registered() -> None:
     """Remove every registered folder (what a stopped run leaves)."""
     for path in list(_STAGING):

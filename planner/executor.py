@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -50,8 +52,21 @@ def cores() -> int:
 
 def _init_worker(shared: Any, parent: int) -> None:
     global _SHARED
+    quiet_worker()
     cleanup.die_with_parent(parent)
     _SHARED = shared
+
+
+def quiet_worker() -> None:
+    """In a worker process: leave Ctrl-C to the run (the terminal sends SIGINT to the whole
+    process group, and the run stops its workers itself), end at once on SIGTERM and SIGHUP
+    without the run's handlers inherited by the fork, and forget the run's staging folders,
+    which are the run's to remove."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    cleanup.forget_registered()
 
 
 def _call(function: Unit, item: Any) -> Any:
@@ -69,7 +84,9 @@ class ProcessPool:
             yield from InProcess().map(function, shared, items)
             return
         pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.workers, initializer=_init_worker, initargs=(shared, os.getpid())
+            max_workers=min(self.workers, len(items)),  # no process without a unit to run
+            initializer=_init_worker,
+            initargs=(shared, os.getpid()),
         )
         try:
             yield from pool.map(_call, [function] * len(items), items, chunksize=1)
@@ -105,7 +122,9 @@ class Dask:
             )
         try:
             client = Client(self.address if cluster is None else cluster, timeout="10s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
+            if cluster is not None:
+                cluster.close()
             raise ExecutorUnavailable(
                 f"cannot reach the Dask scheduler at {self.address}: {exc}"
             ) from None
@@ -124,6 +143,59 @@ class Dask:
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+#: A Dask scheduler's address: an optional protocol, a host name or address (IPv6 in
+#: brackets) and a port.
+SCHEDULER_ADDRESS = re.compile(
+    r"^(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+    r":(\d{1,5})/?$"
+)
+
+#: Local worker processes allowed per core: more only add memory (each holds the catalogs).
+WORKERS_PER_CORE = 4
+
+
+class BadExecutor(ValueError):
+    """An executor asked for in a way that cannot work: a scheduler address that is not one, or
+    more local processes than the machine can use."""
+
+
+def check_scheduler(scheduler: str) -> None:
+    """Refuse, before any work, a ``--scheduler`` that is neither ``local`` nor a Dask
+    scheduler's address (``tcp://HOST:8786``); say so when Dask is not installed.
+
+    Raises :class:`BadExecutor` or :class:`ExecutorUnavailable`.
+    """
+    if scheduler != "local":
+        match = SCHEDULER_ADDRESS.match(scheduler)
+        if match is None or not 1 <= int(match.group(1)) <= 65535:
+            raise BadExecutor(
+                f"{scheduler!r} is not a Dask scheduler: expected 'local' or an address such "
+                "as tcp://HOST:8786 (a host and a port from 1 to 65535)"
+            )
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ExecutorUnavailable(
+            "--scheduler needs Dask: pip install 'planner[dask]' (or dask[distributed])"
+        ) from None
+
+
+def check_workers(workers: int, scheduler: str | None = None) -> None:
+    """Refuse more local worker processes than :data:`WORKERS_PER_CORE` × the :func:`cores`
+    here (a remote scheduler's workers are its own).
+
+    Raises :class:`BadExecutor`.
+    """
+    if scheduler not in (None, "local"):
+        return
+    most = WORKERS_PER_CORE * cores()
+    if workers > most:
+        raise BadExecutor(
+            f"{workers:,} worker processes on {cores()} core(s): at most {most} "
+            f"({WORKERS_PER_CORE} per core) are started here; more only add memory"
+        )
 
 
 def executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
