@@ -19,7 +19,8 @@ values); this module compares two runs (:func:`compare`) and words the result (:
 The diff computes no metric: it reads both runs' results as written and compares them. Every
 change is one :class:`Change` with a ``kind`` from :data:`KINDS`, a ``key`` naming what changed
 and, where it applies, a ``field`` with the old and new values in base units (bytes, B/s, FLOP/s,
-W, s, USD). Keys are ids joined by ``/`` (ids never contain one):
+W, s, USD). Keys are ids joined by ``/`` (an id from an earlier run that holds a ``/`` has it
+written ``%2F``, and a ``%`` ``%25``: :func:`planner.diff.changes.key_part`):
 
 - ``hardware/h100-sxm-80gb``: a catalog entry (``hardware``, ``model``, ``precision``,
   ``workload``, ``scenario``); ``assumptions``; ``file/NAME`` for a catalog file compared by its
@@ -395,6 +396,13 @@ def compare(old: RunSnapshot, new: RunSnapshot) -> RunDiff:
             "from the manifests instead."
         )
     notes += [n for n in (old.results_note, new.results_note) if n]
+    if old.streamed != new.streamed:
+        which = old if old.streamed else new
+        notes.append(
+            f"{which.label} is a streamed sweep: it simulated only the leading options of each "
+            "workload × model and its results.csv may hold only those, so its recommendations "
+            "and candidates can differ from a run of the same catalogs held whole"
+        )
     if old.planner_version != new.planner_version:
         notes.append(
             f"the runs were made by different planner versions ({old.planner_version} → "

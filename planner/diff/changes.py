@@ -10,6 +10,17 @@ from typing import Any
 from planner.diff.values import WINNER_FIELDS, _number, delta, format_value, same
 
 
+def key_part(value: Any) -> str:
+    """An id as one part of a key: ``/`` (and ``%``, which marks the escape) percent-escaped, so
+    an id from an earlier run that holds a ``/`` never splits a key or collides with another."""
+    return str(value).replace("%", "%25").replace("/", "%2F")
+
+
+def key_parts(key: str) -> list[str]:
+    """The ids a key joins, escapes undone (the inverse of ``"/".join(map(key_part, ids))``)."""
+    return [part.replace("%2F", "/").replace("%25", "%") for part in key.split("/")]
+
+
 @dataclass(frozen=True)
 class Change:
     """One difference between two runs (one row of ``diff.csv``).
@@ -62,7 +73,7 @@ class RecommendationChange:
 
     @property
     def key(self) -> str:
-        return f"{self.workload}/{self.model}"
+        return f"{key_part(self.workload)}/{key_part(self.model)}"
 
     @property
     def winner_changed(self) -> bool:

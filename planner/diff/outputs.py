@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from planner.diff.changes import Change, RecommendationChange
+from planner.diff.changes import Change, RecommendationChange, key_part, key_parts
 from planner.diff.values import WINNER_FIELDS, _missing, _plain, same
 from planner.plan.recommend import recommendations
 from planner.plan.tables import ALL_KEYS
@@ -56,13 +56,13 @@ COMPARED = ("fits", "eligible", "tco_usd", "devices_needed", "status", "fit_reas
 
 
 def candidate_keys(table: pd.DataFrame) -> list[str]:
-    """``hardware/model/precision/workload/tensor_parallel`` for every row."""
-    return ["/".join(map(str, row)) for row in table[ALL_KEYS].itertuples(index=False)]
+    """``hardware/model/precision/workload/tensor_parallel`` for every row (:func:`key_part`)."""
+    return ["/".join(map(key_part, row)) for row in table[ALL_KEYS].itertuples(index=False)]
 
 
 def candidate_label(key: str) -> str:
     """A candidate key for people: ``chat × llama-3.1-8b: h100-sxm-80gb (TP 1) · fp8``."""
-    hardware, model, precision, workload, tp = key.split("/")
+    hardware, model, precision, workload, tp = key_parts(key)
     return f"{workload} × {model}: {hardware} (TP {tp}) · {precision}"
 
 

@@ -34,7 +34,8 @@ class RunSnapshot:
     ``catalog`` is None when the run keeps no ``catalogs/`` copy (or the copy no longer loads);
     ``catalog_note`` then says why, and only the files' SHA-256 (``files``) can be compared.
     ``results_note`` says when ``results.csv`` no longer matches the SHA-256 its manifest
-    recorded (its figures were edited after the run).
+    recorded (its figures were edited after the run). ``streamed``: the run was a streamed
+    sweep, whose plan simulated only the leading options of each workload × model.
     """
 
     label: str
@@ -45,6 +46,7 @@ class RunSnapshot:
     created: str | None = None
     catalog_note: str = ""
     results_note: str = ""
+    streamed: bool = False
 
 
 #: Boolean columns a diff reads.
@@ -82,6 +84,7 @@ def read_results(source: bytes | str) -> pd.DataFrame:
     return pd.read_csv(
         buffer,
         encoding="utf-8",
+        low_memory=False,  # one type per column, read whole
         dtype={k: str for k in KEYS if k in header},
         keep_default_na=False,
         na_values={c: MISSING for c in header if c not in KEYS},
@@ -140,6 +143,7 @@ def load_run(folder: str | Path) -> RunSnapshot:
         planner_version=info.get("planner_version"),
         created=info.get("created_utc"),
         catalog_note=note,
+        streamed="results.parquet" in info.get("files", []),
         results_note=(
             f"altered: {path} no longer matches the SHA-256 recorded in {MANIFEST} when the run "
             "was written; its figures were edited afterwards and are compared as they now are"
