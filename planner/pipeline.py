@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from planner.catalog import Catalog
-from planner.diff import RunDiff, compare, load_run, snapshot
+from planner.diff import RunDiff, RunSnapshot, compare, load_run, snapshot
 from planner.executor import Executor, as_executor
 from planner.outputs.runs import (
     DIFF_CSV,
@@ -33,7 +33,7 @@ from planner.outputs.runs import (
 )
 from planner.plan import recommend
 from planner.plan.deployment import ask
-from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, stream
+from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, settle, stream
 from planner.plan.sweep import Results, evaluate, skipped_pairs
 from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
 from planner.progress import Progress
@@ -154,14 +154,39 @@ def run(
             + ("; ".join(skipped_pairs(catalog)) or "check scenarios.yaml")
         )
     runner = as_executor(processes)
+    scratch = scratch_folder(destination) if count > stream_above else None
+    try:
+        return _run(catalog, destination, runner, scratch, name=name, force=force,
+                    number=number, earlier=earlier, progress=progress, draws=draws,
+                    full_csv=full_csv)  # fmt: skip
+    finally:
+        if scratch is not None:
+            remove_scratch(scratch)
+
+
+def _run(
+    catalog: Catalog,
+    destination: Path,
+    runner: Executor,
+    scratch: Path | None,
+    *,
+    name: str | None,
+    force: bool,
+    number: bool,
+    earlier: RunSnapshot | None,
+    progress: Progress | None,
+    draws: int,
+    full_csv: bool,
+) -> RunOutcome:
+    """:func:`run` once its checks are done: ``scratch`` (a streamed sweep's folder, removed by
+    the caller whatever happens) is None for a sweep held whole."""
     extra: dict[str, Writer] = {}
-    scratch = None
-    if count > stream_above:
-        scratch = scratch_folder(destination)
+    if scratch is not None:
         parquet, csv = scratch / PARQUET, scratch / RESULTS_CSV
         streamed = stream(catalog, parquet, runner, csv=csv if full_csv else None,
-                          progress=progress)  # fmt: skip
+                          progress=progress, join_csv=False)  # fmt: skip
         results = plan(catalog, processes=runner, progress=progress, rows=streamed.leaders)
+        settle(parquet, results, runner, csv=csv if full_csv else None)  # one answer per row
         results.notes.append(streamed.note())
         extra[PARQUET] = lambda path: os.replace(parquet, path)
         if full_csv:
@@ -180,20 +205,16 @@ def run(
     if earlier is not None:
         comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))
         extra[DIFF_CSV] = comparison.write_csv
-    try:
-        folder = write_run(
-            catalog,
-            results,
-            destination,
-            name=name,
-            force=force,
-            number=number,
-            extra_writers=extra,
-            baseline=comparison,
-            progress=progress,
-            bands=bands,
-        )
-    finally:
-        if scratch is not None:
-            remove_scratch(scratch)
+    folder = write_run(
+        catalog,
+        results,
+        destination,
+        name=name,
+        force=force,
+        number=number,
+        extra_writers=extra,
+        baseline=comparison,
+        progress=progress,
+        bands=bands,
+    )
     return RunOutcome(folder, results, comparison, bands)

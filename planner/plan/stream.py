@@ -9,11 +9,15 @@ its eligible rows' ranking figures; this process ranks them with the leaders kep
 (:func:`planner.plan.recommend.rank`, the plan's own rule), keeping the first ``keep`` of each
 group. Memory is bounded by a few blocks in flight,
 whatever the number of candidates. The leaders are then planned as a small run is
-(:func:`planner.pipeline.plan` over their rows: simulation, workbook, report).
+(:func:`planner.pipeline.plan` over their rows: simulation, workbook, report), and
+:func:`settle` writes their planned rows over their closed-form ones in the parts that hold
+them, so every file of the run gives each candidate one answer: a leader's devices and cost in
+``results.parquet`` and ``results.csv`` are those the workbook and the report show.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,14 @@ from planner.executor import Executor, InProcess
 from planner.outputs.runs import csv_text
 from planner.plan.columns import ALL_KEYS, TP_KEY
 from planner.plan.recommend import GROUP, ORDER, rank
-from planner.plan.sweep import CHUNK_ROWS, Candidates, candidate_codes, evaluate_plan, row_bounds
+from planner.plan.sweep import (
+    CHUNK_ROWS,
+    Candidates,
+    Results,
+    candidate_codes,
+    evaluate_plan,
+    row_bounds,
+)
 from planner.progress import Progress
 
 #: Candidates a unit of work evaluates (a multiple of the sweep's chunk).
@@ -86,13 +97,23 @@ def _block(shared: tuple[Catalog, Path, bool], bounds: tuple[int, int]) -> tuple
     catalog, folder, with_csv = shared
     start, stop = bounds
     rows = codes_of(catalog).table(start, stop)
-    table = evaluate_plan(catalog, rows, prune_parallelism=True).table
+    results = evaluate_plan(catalog, rows, prune_parallelism=True)
+    table = results.table
     part = folder / f"part-{start:012d}"
-    arrow = pa.Table.from_pandas(_arrow_frame(table), preserve_index=False)
+    arrow = pa.Table.from_pandas(_arrow_frame(table, text_columns(results)), preserve_index=False)
     pq.write_table(arrow, part.with_suffix(".parquet"))
     if with_csv:
         part.with_suffix(".csv").write_text(csv_text(table, header=False), encoding="utf-8")
     return len(table), table[table["eligible"].astype(bool)][RANKED]
+
+
+def text_columns(results: Results) -> frozenset[str]:
+    """The columns that hold text by definition (ids, the lookups and metrics of kind text),
+    written as text in every part even where a block holds none (a column of a simulated
+    figure's words is empty in closed form)."""
+    named = [*ALL_KEYS, *(lk.name for lk in results.lookups if lk.kind == "text")]
+    named += [m.name for m in results.metrics if m.kind == "text"]
+    return frozenset(named) - {TP_KEY}
 
 
 def blocks(codes: Candidates, rows: int = BLOCK_ROWS) -> list[tuple[int, int]]:
@@ -101,15 +122,17 @@ def blocks(codes: Candidates, rows: int = BLOCK_ROWS) -> list[tuple[int, int]]:
     return row_bounds(list(codes.codes[:, :4].T), len(codes), rows)
 
 
-def _arrow_frame(table: pd.DataFrame) -> pd.DataFrame:
+def _arrow_frame(table: pd.DataFrame, text: frozenset[str] = frozenset()) -> pd.DataFrame:
     """The table with one type per column whatever the block: text as text (a categorical's
-    categories differ from block to block), flags as flags, numbers as floats, the
-    tensor-parallel size as an integer."""
+    categories differ from block to block; a column named in ``text`` even when empty), flags
+    as flags, numbers as floats, the tensor-parallel size as an integer."""
     out: dict[str, pd.Series] = {}
     for name, column in table.items():
         name = str(name)
         if name == TP_KEY:
             out[name] = column.astype(np.int64)
+        elif name in text:
+            out[name] = column.astype(object).where(column.notna(), None).astype("string")
         elif pd.api.types.is_bool_dtype(column):
             out[name] = column.astype(bool)
         elif pd.api.types.is_numeric_dtype(column):
@@ -139,11 +162,13 @@ def stream(
     csv: Path | None = None,
     progress: Progress | None = None,
     block_rows: int = BLOCK_ROWS,
+    join_csv: bool = True,
 ) -> Streamed:
     """Evaluate every candidate of ``catalog`` a block at a time into the Parquet dataset
     ``parquet`` (a folder of one part per block, in plan order) and ``csv``, keeping the
     leading ``keep`` options of each workload × model. Each worker writes its own parts, so
-    the workers share the writing too."""
+    the workers share the writing too. Without ``join_csv`` the CSV stays in parts beside the
+    Parquet ones until :func:`settle` joins them."""
     try:
         import pyarrow  # noqa: F401
     except ImportError:  # pragma: no cover - the test extra installs it
@@ -164,7 +189,7 @@ def stream(
         eligible += len(chosen)
         leaders = _leading(pd.concat([leaders, chosen], ignore_index=True), keep)
         tell("evaluating", stop, len(plan))
-    if csv is not None:
+    if csv is not None and join_csv:
         _join_csv(parquet, csv)
     return Streamed(len(plan), rows, eligible, _in_plan_order(plan, leaders))
 
@@ -199,3 +224,69 @@ def _in_plan_order(plan: Candidates, leaders: pd.DataFrame) -> pd.DataFrame:
     wanted = wanted * len(sizes) + sizes.get_indexer(pd.Index(leaders[TP_KEY].astype(np.int64)))
     chosen = np.flatnonzero(np.isin(every, wanted))
     return Candidates(plan.codes[chosen], plan.ids, plan.sizes).table()
+
+
+def _key_index(frame: pd.DataFrame) -> pd.MultiIndex:
+    """The candidates' keys as text (a tensor-parallel size ``2`` and ``2.0`` alike)."""
+    keys = frame[list(ALL_KEYS)].copy()
+    keys[TP_KEY] = keys[TP_KEY].astype(np.int64)
+    return pd.MultiIndex.from_frame(keys.astype(str))
+
+
+def _settle_part(text: frozenset[str], item: tuple[Path, pd.DataFrame, bool]) -> int:
+    """A unit of work: the closed-form rows of one part whose candidates ``planned`` holds
+    replaced by their planned rows (cast to the part's types), written through a temporary
+    file renamed over the part, and over its CSV part when there is one; returns the rows
+    replaced."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, planned, with_csv = item
+    part = pq.read_table(path)
+    where = _key_index(part.select(list(ALL_KEYS)).to_pandas()).get_indexer(_key_index(planned))
+    planned = planned[where >= 0]
+    where = where[where >= 0]
+    if not len(where):
+        return 0
+    frame = _arrow_frame(planned[part.column_names].reset_index(drop=True), text)
+    fresh = pa.Table.from_pandas(frame, preserve_index=False).cast(part.schema)
+    order = np.arange(part.num_rows)
+    order[where] = part.num_rows + np.arange(len(where))
+    settled = pa.concat_tables([part, fresh]).take(pa.array(order))
+    temporary = path.with_name(f".{path.name}.settling")
+    pq.write_table(settled, temporary)
+    os.replace(temporary, path)
+    if with_csv:
+        csv_part = path.with_suffix(".csv")
+        temporary = csv_part.with_name(f".{csv_part.name}.settling")
+        temporary.write_text(csv_text(settled.to_pandas(), header=False), encoding="utf-8")
+        os.replace(temporary, csv_part)
+    return len(where)
+
+
+def settle(
+    parquet: Path,
+    planned: Results,
+    executor: Executor | None = None,
+    csv: Path | None = None,
+) -> int:
+    """Write each planned leader's row (simulated, sized, ranked: ``planned``, the plan of
+    :attr:`Streamed.leaders`) over its closed-form row in the Parquet part that holds it, and
+    in its CSV part, then join the CSV parts into ``csv``: so a candidate's figures are the same
+    in every file of the run. Returns the rows replaced."""
+    import pyarrow.parquet as pq
+
+    table = planned.table.reset_index(drop=True)
+    items = []
+    if not table.empty:
+        keys = _key_index(table)
+        for path in sorted(parquet.glob("part-*.parquet")):  # the parts holding a leader
+            held = _key_index(pq.read_table(path, columns=list(ALL_KEYS)).to_pandas())
+            mine = keys.isin(held)
+            if mine.any():
+                items.append((path, table[mine], csv is not None))
+    work = (executor or InProcess()).map(_settle_part, text_columns(planned), items)
+    replaced = sum(work)
+    if csv is not None:
+        _join_csv(parquet, csv)
+    return replaced
