@@ -6,10 +6,12 @@ exceptions into a clear message and an exit code: 0 success, 1 invalid input, 2 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -18,9 +20,13 @@ from planner import __version__, cleanup
 from planner.catalog import Catalog, CatalogError, UnknownEntry, load_catalog
 from planner.model.metric import MetricError
 from planner.plan.recommend import closing_line
+from planner.plan.uncertainty import MAX_DRAWS
 from planner.resources import default_catalogs
 
 EXIT_INVALID = 1
+
+#: Draws estimated to take longer than this [s] need --yes (or a yes at the terminal).
+DRAWS_CONFIRM_S = 600
 
 CATALOGS_OPTION = click.option(
     "--catalogs",
@@ -59,7 +65,24 @@ def _stop(signum: int, frame: object) -> None:
     shells report it): an exception raised here could land where Python ignores it."""
     cleanup.stop_children()
     cleanup.remove_registered()
+    if signum == signal.SIGINT:
+        os.write(2, b"\nstopped: nothing of this run was written\n")
     os._exit(128 + signum)
+
+
+@contextlib.contextmanager
+def _stoppable_by_ctrl_c() -> Iterator[None]:
+    """While a run works, Ctrl-C (SIGINT) ends it as SIGTERM does: its workers stopped, its
+    staging and scratch folders removed, no traceback, exit status 130. The handler is put back
+    afterwards (a test runner's own Ctrl-C keeps working)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _exit_cleanly_on_signals() -> None:
@@ -105,11 +128,20 @@ def _exit_cleanly_on_signals() -> None:
 )
 @click.option(
     "--draws",
-    type=click.IntRange(0, 1_000_000),
+    type=click.IntRange(0, MAX_DRAWS),
     default=0,
     help="Evaluate the plan over this many draws of the inputs the catalogs give as "
     "distributions ({low, mode, high}, {mean, sd}, {samples}): P10/P50/P90 of devices, cost "
-    "and latency per option, and how often each is the cheapest (default 0: none).",
+    "and latency per option, and how often each is the cheapest (default 0: none). At most "
+    f"{MAX_DRAWS:,}: a share of draws is then known within 0.6 percentage points, and each "
+    "draw evaluates the whole plan. The time they take is estimated first (one draw timed); "
+    f"over {DRAWS_CONFIRM_S // 60:.0f} minutes the run asks for --yes.",
+)
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Run the draws even when they are estimated to take more than "
+    f"{DRAWS_CONFIRM_S // 60:.0f} minutes.",
 )
 @click.option(
     "--stream-above",
@@ -136,6 +168,7 @@ def run(
     draws: int,
     stream_above: int | None,
     full_csv: bool,
+    yes: bool,
 ) -> None:
     """Evaluate every candidate and write a run folder.
 
@@ -144,18 +177,25 @@ def run(
     earlier run unless --force.
     """
     from planner.diff import NotARun
-    from planner.executor import ExecutorUnavailable, executor
+    from planner.executor import BadExecutor, ExecutorUnavailable, executor
     from planner.outputs.runs import RunExists, RunNotWritten, default_run_dir
     from planner.outputs.terminal import print_ask, progress_display
     from planner.pipeline import NothingToPlan, NothingUncertain
     from planner.pipeline import run as run_pipeline
     from planner.plan.stream import STREAM_ABOVE, ParquetUnavailable
 
+    _check_executor(workers, scheduler)
     catalog = _load(catalogs)
     destination = out or default_run_dir(Path("reports"), name)
+    _check_run_paths(catalog.folder, destination, baseline)
+    if draws:
+        _check_draws(catalog, draws, workers, scheduler, yes)
     try:
         runner = executor(workers, scheduler)
-        with progress_display(workers=getattr(runner, "workers", 1)) as progress:
+        with (
+            _stoppable_by_ctrl_c(),
+            progress_display(workers=getattr(runner, "workers", 1)) as progress,
+        ):
             outcome = run_pipeline(
                 catalog,
                 destination,
@@ -176,6 +216,7 @@ def run(
         MetricError,
         NothingToPlan,
         NothingUncertain,
+        BadExecutor,
         ExecutorUnavailable,
         ParquetUnavailable,
     ) as exc:
@@ -192,6 +233,98 @@ def run(
     if folder != destination:
         click.echo(f"{destination}/ was taken by another run meanwhile.")
     click.echo(f"Run written to {folder}/")
+
+
+def _check_executor(workers: int | None, scheduler: str | None) -> None:
+    """Refuse, before any work, a ``--scheduler`` that is no address (a usage error, exit 2),
+    one that needs Dask where it is missing, and more local workers than the cores allow."""
+    from planner.executor import BadExecutor, ExecutorUnavailable, check_scheduler, check_workers
+
+    try:
+        if scheduler is not None:
+            check_scheduler(scheduler)
+        if workers is not None:
+            check_workers(workers, scheduler)
+    except BadExecutor as exc:
+        option = "--scheduler" if scheduler is not None and "scheduler" in str(exc) else "--workers"
+        raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
+    except ExecutorUnavailable as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INVALID)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it, links resolved."""
+    path, folder = Path(os.path.abspath(path)).resolve(), Path(os.path.abspath(folder)).resolve()
+    return path == folder or folder in path.parents
+
+
+def _check_run_paths(catalogs: Path, destination: Path, baseline: Path | None) -> None:
+    """Refuse, before any work, a run folder placed where it would write into what it reads: the
+    catalog folder, the baseline run, or another run folder."""
+    from planner.outputs.runs import run_folder_of
+
+    refusal = None
+    if _inside(destination, catalogs):
+        refusal = (
+            f"--out {destination} is the catalog folder {catalogs} or inside it, which a run "
+            "reads and never writes; nothing was changed: choose a folder outside it"
+        )
+    elif baseline is not None and _inside(destination, baseline):
+        refusal = (
+            f"--out {destination} is the baseline run {baseline} (or inside it): a run never "
+            "replaces the run it is compared with; choose another --out"
+        )
+    elif baseline is not None and _inside(baseline, destination):
+        refusal = (
+            f"--baseline {baseline} lies inside --out {destination}, the folder this run "
+            "writes: choose another --out"
+        )
+    else:
+        holder = run_folder_of(destination.parent)
+        if holder is not None:
+            refusal = (
+                f"--out {destination} is inside the run folder {holder}, which holds only what "
+                "planner wrote for that run: choose a folder outside it"
+            )
+    if refusal:
+        click.echo(f"error: {refusal}", err=True)
+        sys.exit(EXIT_INVALID)
+
+
+def _check_draws(catalog: Catalog, draws: int, workers: int | None, scheduler: str | None,
+                 yes: bool) -> None:  # fmt: skip
+    """Time one draw and refuse (or, at a terminal, ask) when the draws would take more than
+    :data:`DRAWS_CONFIRM_S` without ``--yes``, saying the estimate."""
+    from planner.executor import cores
+    from planner.plan.uncertainty import draws_seconds, seconds_per_draw, uncertain_inputs
+
+    if not uncertain_inputs(catalog):
+        return  # the run refuses it, saying what to write
+    busy = workers or cores()
+    per_draw = seconds_per_draw(catalog)
+    estimate = draws_seconds(per_draw, draws, busy)
+    if estimate <= DRAWS_CONFIRM_S or yes:
+        return
+    where = "a Dask cluster's" if scheduler not in (None, "local") else f"{busy} worker(s)"
+    said = (
+        f"--draws {draws:,} would take about {_duration(estimate)} (one draw took "
+        f"{per_draw:.2f} s here, × {draws:,} draws over {where}), more than "
+        f"{DRAWS_CONFIRM_S // 60} minutes"
+    )
+    if sys.stdin.isatty() and click.confirm(f"{said}. Run them?", default=False, err=True):
+        return
+    click.echo(f"error: {said}; pass --yes to run them anyway, or ask for fewer draws", err=True)
+    sys.exit(EXIT_INVALID)
+
+
+def _duration(seconds: float) -> str:
+    """A duration in words: ``40 s``, ``12 min``, ``3.5 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @main.command()
@@ -252,23 +385,31 @@ def explain(
 )
 @click.option(
     "--limit",
+    type=click.IntRange(0, None),
     default=20,
     show_default=True,
     help="Rows shown per list on the terminal; the CSV holds them all.",
 )
 def diff(old: Path, new: Path, csv_path: Path | None, limit: int) -> None:
     """Show what changed between two run folders: catalog entries (field by field),
-    recommendations, candidates that newly fit or stop fitting, and cost changes."""
+    recommendations, candidates that newly fit or stop fitting, and cost changes.
+
+    --csv writes a new file: never over an existing one, nor inside a run folder."""
     from planner.diff import NotARun, diff_runs
+    from planner.outputs.runs import FileRefused, check_new_file, write_new_file
 
     try:
+        if csv_path is not None:
+            check_new_file(csv_path)  # before reading the runs
         result = diff_runs(old, new)
-    except NotARun as exc:
+        text = result.to_text(limit=limit)
+        written = write_new_file(csv_path, result.write_csv) if csv_path is not None else None
+    except (NotARun, FileRefused) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
-    click.echo(result.to_text(limit=limit), nl=False)
-    if csv_path:
-        click.echo(f"Changes written to {result.write_csv(csv_path)}")
+    click.echo(text, nl=False)
+    if written is not None:
+        click.echo(f"Changes written to {written}")
 
 
 @main.command()
@@ -286,7 +427,14 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
     from planner.measure import load_measurements
     from planner.measure.calibrate import calibrate as fit
     from planner.measure.calibrate import calibration_document, summary
+    from planner.outputs.runs import FileRefused, check_new_file, write_new_file
 
+    if out is not None:
+        try:
+            check_new_file(out)  # before any fitting
+        except FileRefused as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_INVALID)
     catalog = _load(catalogs)
     try:
         measurements = load_measurements(catalog)
@@ -309,12 +457,11 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    if out.exists():
-        click.echo(f"error: {out} already exists; choose another --out", err=True)
+    try:
+        write_new_file(out, lambda path: path.write_text(text, encoding="utf-8"))
+    except FileRefused as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
     click.echo(f"calibration of {len(measurements)} measurement(s) written to {out}")
 
 
@@ -350,6 +497,8 @@ def import_hf(
         quantisation_note,
     )
 
+    if append_to is not None:
+        _check_append(append_to)  # before reading the config
     try:
         cfg = load_hf_config(config)
         entry_id = entry_id or _id_from_config(cfg, config)
@@ -364,12 +513,40 @@ def import_hf(
     if append_to is None:
         click.echo(text, nl=False)
         return
+    from planner.outputs.runs import FileRefused, through_temporary
+
     try:
-        append_model_entry(append_to, text)
-    except AppendRefused as exc:
+        through_temporary(append_to, lambda path: append_model_entry(path, text))
+    except (AppendRefused, FileRefused) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(f"appended {entry_id!r} to {append_to}")
+
+
+def _check_append(path: Path) -> None:
+    """Refuse, before any work, a models.yaml ``--append`` may not write: one inside a run
+    folder, in a folder that does not exist, or not a regular file."""
+    from planner.outputs.runs import run_folder_of
+
+    refusal = None
+    holder = run_folder_of(path.parent)
+    if holder is not None:
+        refusal = (
+            f"{path} is inside the run folder {holder}, which holds only what planner wrote for "
+            "that run: append to the catalog the run was made from"
+        )
+    elif not path.parent.is_dir():
+        refusal = (
+            f"{path.parent} is not an existing folder; create it first or choose another --append"
+        )
+    elif path.is_symlink() or (path.exists() and not path.is_file()):
+        refusal = (
+            f"{path} is not a regular file (a link, a folder, a FIFO or a device): --append "
+            "writes only a models.yaml file"
+        )
+    if refusal:
+        click.echo(f"error: {refusal}", err=True)
+        sys.exit(EXIT_INVALID)
 
 
 def _id_from_config(cfg: dict, path: Path) -> str:
