@@ -7,6 +7,7 @@ values the cells compute (a simulated figure of a candidate never simulated read
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,7 +16,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.utils import get_column_letter, quote_sheetname
 
 from planner.model.capacity import NOT_SIMULATED
-from planner.model.expr import Raw, to_excel
+from planner.model.expr import Expr, Raw, to_excel
 from planner.model.metric import Metric
 from planner.outputs.formatting import NOT_AVAILABLE
 from planner.outputs.workbook.cells import (
@@ -182,10 +183,12 @@ def plan_formulas(results: Results) -> dict[str, str]:
     """For each computed Plan column, its formula with ``{r}`` standing for the row number."""
     letters = letters_of(list(results.table.columns))
     keys = set(results.key_columns)
-    numbers = set(number_columns(results))
+    expressions = {lk.name: lookup_expression(lk, results) for lk in results.lookups}
+    expressions |= {m.name: m.expression() for m in results.metrics}
+    shown = missable(results, expressions) & set(number_columns(results))
 
     def ref(name: str) -> str:
-        if name in numbers:
+        if name in shown:
             return read_number(f"{letters[name]}{{r}}")
         if name in letters:
             prefix = "$" if name in keys else ""
@@ -197,14 +200,37 @@ def plan_formulas(results: Results) -> dict[str, str]:
             )
         return g
 
-    formulas: dict[str, str] = {}
-    for lookup in results.lookups:
-        formulas[lookup.name] = to_excel(lookup_expression(lookup, results), ref)
-    for m in results.metrics:
-        formulas[m.name] = to_excel(m.expression(), ref)
-    for name in numbers & formulas.keys():
+    formulas = {name: to_excel(expression, ref) for name, expression in expressions.items()}
+    for name in shown:
         formulas[name] = "=" + shown_missing(formulas[name][1:])
     return formulas
+
+
+def missable(results: Results, expressions: dict[str, Expr]) -> set[str]:
+    """The computed columns whose formula can give ``#N/A``: it calls ``NA()`` (a lookup of an
+    input left blank, a missing fallback), reads an assumption the catalog leaves out (written
+    as ``=NA()``), or reads such a column. Only these show "n/a" through IFNA and are read back
+    through :func:`read_number`: each costs a comparison per reference, which doubles the time
+    LibreOffice takes to recalculate when every number column pays it."""
+    missing_globals = {
+        g.name for g in GLOBALS if pd.isna(results.inputs.globals.get(g.cell, math.nan))
+    }
+    reads: dict[str, set[str]] = {}
+    found: set[str] = set()
+    for name, expression in expressions.items():
+        names: set[str] = set()
+        text = expression.render(lambda n, names=names: names.add(n) or n)
+        reads[name] = names
+        if "NA()" in text or names & missing_globals:
+            found.add(name)
+    grown = True
+    while grown:  # until no column reads one found missable
+        grown = False
+        for name, names in reads.items():
+            if name not in found and names & found:
+                found.add(name)
+                grown = True
+    return found
 
 
 def formula_in_words(m: Metric) -> str:
