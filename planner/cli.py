@@ -513,11 +513,9 @@ def import_hf(
     if append_to is None:
         click.echo(text, nl=False)
         return
-    from planner.outputs.runs import FileRefused, through_temporary
-
     try:
-        through_temporary(append_to, lambda path: append_model_entry(path, text))
-    except (AppendRefused, FileRefused) as exc:
+        append_model_entry(append_to, text)
+    except AppendRefused as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
     click.echo(f"appended {entry_id!r} to {append_to}")

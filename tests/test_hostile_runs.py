@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -234,15 +235,29 @@ def test_a_full_disk_under_import_hf_append_keeps_models_yaml(
     models = tmp_path / "models.yaml"
     shutil.copy(SEED / "models.yaml", models)
     before = _tree(tmp_path)
-    real = Path.write_text
+    real = os.fdopen
 
-    def full(self, data, *args, **kwargs):
-        if self.name.endswith(".tmp"):
-            real(self, data[: len(data) // 2], *args, **kwargs)
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return real(self, data, *args, **kwargs)
+    class Full:
+        """A file that takes half of what is written, then finds the disk full."""
 
-    monkeypatch.setattr(Path, "write_text", full)
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, data: str) -> int:
+            self.handle.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        opened = real(fd, mode, *args, **kwargs)
+        return Full(opened) if "w" in mode else opened
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
     result = CliRunner().invoke(main, ["import-hf", str(HF_CONFIG), "--append", str(models)])
     _clean(result, 1, ("models.yaml could not be written", "No space left", "left as it was"))
     assert _tree(tmp_path) == before

@@ -39,7 +39,9 @@ loaded with the weights, never run per generated token.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -902,6 +904,8 @@ def append_model_entry(path: Path, text: str) -> None:
     from planner.catalog import ModelsFile, _problems_from_validation
     from planner.catalog.yamlsafe import YamlProblem, load
 
+    if path.exists() and not path.is_file():
+        raise AppendRefused(f"{path} is not a regular file: --append writes a models.yaml file")
     current = path.read_text() if path.exists() else "models:\n"
     if not current.endswith("\n"):
         current += "\n"
@@ -921,6 +925,18 @@ def append_model_entry(path: Path, text: str) -> None:
     ids = [m.id for m in models.models]
     if len(ids) != len(set(ids)):
         raise AppendRefused(f"{path} already has a model with that id")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(updated)
-    tmp.replace(path)
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise AppendRefused(f"{path} could not be written: {exc.strerror or exc}") from None
+    temporary = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(updated)
+        os.replace(temporary, path)
+    except OSError as exc:  # a full disk: the models.yaml is left as it was
+        raise AppendRefused(
+            f"{path} could not be written: {exc.strerror or exc}; it was left as it was"
+        ) from None
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -135,27 +135,6 @@ def write_new_file(path: Path, write: Callable[[Path], Any]) -> Path:
     return path
 
 
-def through_temporary(path: Path, write: Callable[[Path], Any]) -> None:
-    """Call ``write(path)``, a writer that writes ``path`` through ``.NAME.tmp`` beside it and
-    renames that into place (``import-hf --append``), refusing first when that temporary file
-    exists (it is not planner's to replace) and removing it when the file system refuses the
-    write (full, read-only), so ``path`` is left as it was.
-
-    Raises :class:`FileRefused`.
-    """
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists() or temporary.is_symlink():
-        raise FileRefused(f"{temporary} exists, and {path} is written through it: move it away")
-    try:
-        write(path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise FileRefused(
-            f"{path} could not be written: {exc.strerror or exc}; it was left as it was"
-        ) from None
-
-
 def slug(text: str) -> str:
     """A short folder-safe name: lower case, ``[a-z0-9._-]``, at most 60 characters."""
     cleaned = _NAME.sub("-", text.lower()).strip("-.")
