@@ -625,7 +625,7 @@ def test_steps_to_reach_is_the_smallest_count_that_lasts_the_time(
     from planner.serving.steps import _DecodeRun
 
     step = dataclasses.replace(SEED_STEP, kv_bytes_per_token=kv, flops_per_token=flops)
-    run = _DecodeRun(step, batch, ctx0)
+    run = _DecodeRun.of(step, batch, ctx0)
     target = fraction * run.total_s(0, n_max)
     walked = n_max
     for k in range(n_max):

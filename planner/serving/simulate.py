@@ -140,7 +140,7 @@ from planner.serving.statistics import (
     _rngs,
     summarise,
 )
-from planner.serving.steps import StepModel, _DecodeRun
+from planner.serving.steps import StepModel, _DecodeRun, step_table
 from planner.serving.traffic import (
     Arrivals,
     Lengths,
@@ -182,9 +182,14 @@ class _Replica:
     few functions as it can: state is read inline rather than through properties.
     """
 
-    def __init__(self, cfg: SimConfig, max_jump: int | None = None) -> None:
+    def __init__(
+        self, cfg: SimConfig, max_jump: int | None = None, reference: bool = False
+    ) -> None:
         self.cfg = cfg
         self.max_jump = max_jump  # tests only: cap on decode steps per iteration
+        # step times: looked up where they depend on integers alone, or (reference) computed
+        # each time by the step model's plain calls; the same numbers either way
+        self.step: StepModel = cfg.step if reference else step_table(cfg.step)
         prompt, output, n_tasks = request_lengths(cfg)
         rpt = cfg.requests_per_task
         warm = int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
@@ -464,7 +469,7 @@ class _Replica:
         for r in admitted.swapped_in:
             swap_in_bytes += kv_b * (rec.prompt[r] + rec.gen[r] - 1)
         t_swap = swap_in_bytes / cfg.swap_bandwidth_bytes_per_s
-        t_prefill = cfg.step.prefill_batch_s(admitted.prefill_tokens) + t_swap
+        t_prefill = self.step.prefill_batch_s(admitted.prefill_tokens) + t_swap
         totals.swap_bytes += swap_in_bytes
         totals.swap_time += t_swap
         t1 = now + t_prefill
@@ -576,7 +581,7 @@ class _Replica:
             stall = self._preempt(now, admitted.swapped_in)
             B = len(self.running)
         ctx0 = self.sum_base + B * self.G
-        run = _DecodeRun(cfg.step, B, ctx0)
+        run = _DecodeRun.of(self.step, B, ctx0)
         n = 1 if extra_s is not None else self._steps(now, stall, run, ctx0)
         t0 = stall + run.step_s(0) + (extra_s or 0.0)
         total = stall + run.total_s(0, n) + (extra_s or 0.0)
@@ -669,9 +674,9 @@ class _Replica:
             take = min(entry[1] - entry[2], left)
             chunks.append((entry, take))
             left -= take
-        t_step = cfg.step.mixed_step_s(B, ctx0, [(e[2], take) for e, take in chunks])
+        t_step = self.step.mixed_step_s(B, ctx0, [(e[2], take) for e, take in chunks])
         if B:
-            t_decode = cfg.step.decode_step_s(B, ctx0)
+            t_decode = self.step.decode_step_s(B, ctx0)
             now = self._decode(
                 now,
                 _Admission(),
@@ -705,6 +710,10 @@ class _Replica:
         return now
 
 
-def simulate(cfg: SimConfig) -> SimResult:
-    """Simulate one replica serving ``cfg``'s workload; see the module docstring."""
-    return _Replica(cfg).run()
+def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
+    """Simulate one replica serving ``cfg``'s workload; see the module docstring.
+
+    ``reference``: compute every step time by the step model's plain calls instead of looking
+    up its terms that depend on integers alone; the result is the same to the last bit (a
+    check for tests and benchmarks)."""
+    return _Replica(cfg, reference=reference).run()

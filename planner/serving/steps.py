@@ -5,6 +5,8 @@ a fixed batch summed in closed form.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,23 +136,28 @@ class StepModel:
     def decode_memory_s(self, batch: float, context_tokens_total: float) -> float:
         """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights the
         batch touches, once, plus every sequence's cache, ``context_tokens_total`` tokens."""
+        return self.read_s(self.decode_weight_bytes(batch), context_tokens_total)
+
+    def read_s(self, weight_bytes: float, context_tokens_total: float) -> float:
+        """Time of reading ``weight_bytes`` [B] once and ``context_tokens_total`` cached tokens
+        [s] (:func:`latency.decode_memory_s` of one sequence holding them all)."""
         cache = self.kv_bytes_per_token * float(context_tokens_total)
         return float(
-            latency.decode_memory_s(
-                self.decode_weight_bytes(batch), 1, cache, self.bandwidth_bytes_per_s, 1.0
-            )
+            latency.decode_memory_s(weight_bytes, 1, cache, self.bandwidth_bytes_per_s, 1.0)
+        )
+
+    def decode_multiply_s(self, batch: float) -> float:
+        """Time of a decode step's weight multiplications, one token per sequence, with their
+        padding [s] (:func:`latency.decode_compute_s` without its caches)."""
+        return latency.decode_compute_s(
+            self.flops_per_token, batch, self.compute_flops_per_s, self.padding_s, 0.0, 1.0, 1.0
         )
 
     def decode_compute_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step bound by its arithmetic [s]
         (:func:`latency.decode_compute_s`): the multiplications of one token per sequence,
         then the caches' ``context_tokens_total`` tokens read."""
-        cache = self.kv_bytes_per_token * float(context_tokens_total)
-        multiply = latency.decode_compute_s(
-            self.flops_per_token, batch, self.compute_flops_per_s, self.padding_s, 0.0, 1.0, 1.0
-        )
-        read = latency.decode_memory_s(0.0, 1, cache, self.bandwidth_bytes_per_s, 1.0)
-        return float(multiply + read)
+        return float(self.decode_multiply_s(batch) + self.read_s(0.0, context_tokens_total))
 
     def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
@@ -182,15 +189,7 @@ class StepModel:
         if not chunks:
             return self.decode_step_s(batch, context_tokens_total)
         cached = float(context_tokens_total) + sum(done for done, _ in chunks)
-        memory = float(
-            latency.decode_memory_s(
-                self.weight_bytes,
-                1,
-                self.kv_bytes_per_token * cached,
-                self.bandwidth_bytes_per_s,
-                1.0,
-            )
-        )
+        memory = self.read_s(self.weight_bytes, cached)
         flops = sum(
             self.prefill_flops(done + tokens) - self.prefill_flops(done) for done, tokens in chunks
         )
@@ -228,18 +227,24 @@ class _DecodeRun:
     :meth:`StepModel.decode_step_s` its time is ``max(alpha, c) + beta * k + o``: alpha the
     memory time at ctx0 [s], c the arithmetic-bound time at ctx0 (its multiplications, then
     the caches) [s], both growing by beta, the extra cache read per step [s/step], and o the
-    overhead [s]. A plain slotted class because one is built per scheduler iteration.
+    overhead [s]; ``first`` is step 0's time [s]. A plain slotted class because one is built
+    per scheduler iteration (:meth:`of` from the step model, or by :class:`StepTable`).
     """
 
-    __slots__ = ("first", "beta", "o")
+    __slots__ = ("first", "beta")
 
-    def __init__(self, step: StepModel, batch: int, ctx0: float) -> None:
-        # the step's own terms, each a metric of the closed form (linear in the context)
+    def __init__(self, first: float, beta: float) -> None:
+        self.first = first
+        self.beta = beta
+
+    @classmethod
+    def of(cls, step: StepModel, batch: int, ctx0: float) -> _DecodeRun:
+        """The run of ``batch`` sequences from context ``ctx0`` [tokens], from the step's own
+        terms, each a metric of the closed form (linear in the context)."""
         memory = step.decode_memory_s(batch, ctx0)
         compute = step.decode_compute_s(batch, ctx0)
-        self.beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
-        self.o = step.decode_overhead_s(batch)
-        self.first = max(memory, compute) + self.o
+        beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
+        return cls(max(memory, compute) + step.decode_overhead_s(batch), beta)
 
     def step_s(self, k: int) -> float:
         """Duration of step k [s]."""
@@ -282,3 +287,69 @@ class _DecodeRun:
         b = self.beta / 2
         m = target_s / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * target_s)) / (2 * b)
         return math.ceil(m) if math.isfinite(m) else n_max
+
+
+class StepTable(StepModel):
+    """A :class:`StepModel` whose terms that depend on one integer alone (the batch, a prompt's
+    tokens) are computed once, by the same calls, and looked up after: every step time is
+    the same number to the last bit, without a step paying for the formula layer's scalar
+    and array handling each time. The simulation asks one per step model
+    (:func:`step_table`); the plain :class:`StepModel` stays the reference.
+    """
+
+    # not fields: the class is not a dataclass of its own, so these are plain attributes
+    _weights: dict[float, float]
+    _multiply: dict[float, float]
+    _overhead: dict[float, float]
+    _flops: dict[float, float]
+    _prefill_memory: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # frozen: the memos are set past the dataclass's guard; they are not fields
+        for name in ("_weights", "_multiply", "_overhead", "_flops"):
+            object.__setattr__(self, name, {})
+        object.__setattr__(self, "_prefill_memory", super().prefill_memory_s())
+
+    def decode_weight_bytes(self, batch: float) -> float:
+        """:meth:`StepModel.decode_weight_bytes`, computed once per input."""
+        memo = self._weights
+        value = memo.get(batch)
+        if value is None:
+            value = memo[batch] = super().decode_weight_bytes(batch)
+        return value
+
+    def decode_multiply_s(self, batch: float) -> float:
+        """:meth:`StepModel.decode_multiply_s`, computed once per input."""
+        memo = self._multiply
+        value = memo.get(batch)
+        if value is None:
+            value = memo[batch] = super().decode_multiply_s(batch)
+        return value
+
+    def decode_overhead_s(self, batch: float) -> float:
+        """:meth:`StepModel.decode_overhead_s`, computed once per input."""
+        memo = self._overhead
+        value = memo.get(batch)
+        if value is None:
+            value = memo[batch] = super().decode_overhead_s(batch)
+        return value
+
+    def prefill_flops(self, prompt_tokens: float) -> float:
+        """:meth:`StepModel.prefill_flops`, computed once per input."""
+        memo = self._flops
+        value = memo.get(prompt_tokens)
+        if value is None:
+            value = memo[prompt_tokens] = super().prefill_flops(prompt_tokens)
+        return value
+
+    def prefill_memory_s(self) -> float:
+        """:meth:`StepModel.prefill_memory_s`, computed once."""
+        return self._prefill_memory
+
+
+@functools.lru_cache(maxsize=64)
+def step_table(step: StepModel) -> StepTable:
+    """The :class:`StepTable` of ``step`` (one per step model, so that the runs of one
+    candidate share what it has computed)."""
+    return StepTable(**{f.name: getattr(step, f.name) for f in dataclasses.fields(step)})
