@@ -172,6 +172,10 @@ class _Admission:
         self.need = 0
 
 
+_NOTHING = _Admission()
+"""What a scheduling point with nobody waiting admits (never changed)."""
+
+
 class _Replica:
     """State of one run; use :func:`simulate`.
 
@@ -422,6 +426,10 @@ class _Replica:
         swap = cfg.preemption == "swap"
         max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
         fresh, resume = self.fresh, self.resume
+        if not fresh and not resume:  # nothing waits (most steps): nothing to admit
+            self.blocked = False
+            self.ahead = [0, 0, 0]
+            return _NOTHING
         out = _Admission()
         batch = len(self.running) + self.pre_n
         need_now = self.sum_base + len(self.running) * self.G + self.pre_need
@@ -650,6 +658,8 @@ class _Replica:
         place in the batch and the cache it will need for its first decode step: its prefill
         tokens and the one it then emits, as admission counted it (swap resumes are copied
         back whole, never queued here)."""
+        if not admitted.prefilled:
+            return
         for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
             self.prefilling.append([rid, tokens, 0])
             self.pre_n += 1
@@ -679,7 +689,7 @@ class _Replica:
             t_decode = self.step.decode_step_s(B, ctx0)
             now = self._decode(
                 now,
-                _Admission(),
+                _NOTHING,
                 0.0,
                 self.run_meas,
                 0,

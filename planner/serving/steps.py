@@ -159,15 +159,23 @@ class StepModel:
         then the caches' ``context_tokens_total`` tokens read."""
         return float(self.decode_multiply_s(batch) + self.read_s(0.0, context_tokens_total))
 
+    def decode_terms(self, batch: float, context_tokens_total: float) -> tuple[float, float]:
+        """(:meth:`decode_memory_s`, :meth:`decode_compute_s`) of one decode step [s]."""
+        return (
+            self.decode_memory_s(batch, context_tokens_total),
+            self.decode_compute_s(batch, context_tokens_total),
+        )
+
     def decode_step_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step of ``batch`` sequences [s] (:func:`latency.itl_s`):
         ``max(memory, compute) + batch × (all-reduce + time per sequence) + step_overhead_s``,
         with ``context_tokens_total`` the cached tokens the batch reads (prompt + tokens so
         far)."""
+        memory, compute = self.decode_terms(batch, context_tokens_total)
         return float(
             latency.itl_s(
-                self.decode_memory_s(batch, context_tokens_total),
-                self.decode_compute_s(batch, context_tokens_total),
+                memory,
+                compute,
                 self.allreduce_s_per_token,
                 batch,
                 self.step_overhead_s,
@@ -188,11 +196,15 @@ class StepModel:
         :meth:`decode_step_s`; with no batch and one whole prompt, :meth:`prefill_s`."""
         if not chunks:
             return self.decode_step_s(batch, context_tokens_total)
-        cached = float(context_tokens_total) + sum(done for done, _ in chunks)
+        cached_chunks: float = 0
+        chunked: float = 0
+        flops: float = 0
+        for done, tokens in chunks:  # one pass; each sum in the chunks' order
+            cached_chunks += done
+            chunked += tokens
+            flops += self.prefill_flops(done + tokens) - self.prefill_flops(done)
+        cached = float(context_tokens_total) + cached_chunks
         memory = self.read_s(self.weight_bytes, cached)
-        flops = sum(
-            self.prefill_flops(done + tokens) - self.prefill_flops(done) for done, tokens in chunks
-        )
         compute = self.decode_compute_s(batch, cached) + flops / self.compute_flops_per_s
         step = latency.itl_s(
             memory,
@@ -202,7 +214,6 @@ class StepModel:
             self.step_overhead_s,
             self.step_overhead_per_sequence_s,
         )
-        chunked = sum(tokens for _, tokens in chunks)
         return float(step + chunked * self.allreduce_s_per_token)
 
     def decode_overhead_s(self, batch: float) -> float:
@@ -241,8 +252,7 @@ class _DecodeRun:
     def of(cls, step: StepModel, batch: int, ctx0: float) -> _DecodeRun:
         """The run of ``batch`` sequences from context ``ctx0`` [tokens], from the step's own
         terms, each a metric of the closed form (linear in the context)."""
-        memory = step.decode_memory_s(batch, ctx0)
-        compute = step.decode_compute_s(batch, ctx0)
+        memory, compute = step.decode_terms(batch, ctx0)
         beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
         return cls(max(memory, compute) + step.decode_overhead_s(batch), beta)
 
@@ -303,6 +313,7 @@ class StepTable(StepModel):
     _overhead: dict[float, float]
     _flops: dict[float, float]
     _prefill_memory: float
+    _last: tuple[tuple[float, float], tuple[float, float]]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -310,6 +321,7 @@ class StepTable(StepModel):
         for name in ("_weights", "_multiply", "_overhead", "_flops"):
             object.__setattr__(self, name, {})
         object.__setattr__(self, "_prefill_memory", super().prefill_memory_s())
+        object.__setattr__(self, "_last", ((-1, -1), (0.0, 0.0)))
 
     def decode_weight_bytes(self, batch: float) -> float:
         """:meth:`StepModel.decode_weight_bytes`, computed once per input."""
@@ -342,6 +354,14 @@ class StepTable(StepModel):
         if value is None:
             value = memo[prompt_tokens] = super().prefill_flops(prompt_tokens)
         return value
+
+    def decode_terms(self, batch: float, context_tokens_total: float) -> tuple[float, float]:
+        """:meth:`StepModel.decode_terms`, remembered for the last batch and context (a step
+        of chunked prefill asks for them twice)."""
+        key = (batch, context_tokens_total)
+        if key != self._last[0]:
+            object.__setattr__(self, "_last", (key, super().decode_terms(*key)))
+        return self._last[1]
 
     def prefill_memory_s(self) -> float:
         """:meth:`StepModel.prefill_memory_s`, computed once."""
