@@ -604,7 +604,7 @@ class _Replica:
                     seg((now + t0 - rec.last_t[rid], 0.0, 1, 1))
         elif self.run_meas > 0:
             seg((t0, 0.0, 1, self.run_meas))
-        if self.run_meas > 0:
+        if self.run_meas > 0 and n > 1:
             for a, b_, c_ in run.pieces(1, n):
                 seg((a, b_, c_, self.run_meas))
         totals.peak_used = max(totals.peak_used, ctx0 + B * (n - 1))
@@ -673,18 +673,25 @@ class _Replica:
         whose last chunk this was emit their first token. The time after it [s]."""
         cfg, totals = self.cfg, self.totals
         assert cfg.chunk_tokens is not None
-        stall = self._preempt(now, []) if cfg.admission != "reserve-max" else 0.0
+        stall = 0.0
+        if (
+            cfg.admission != "reserve-max"
+            and self.sum_base + len(self.running) * self.G + self.pre_need > cfg.kv_budget_tokens
+        ):
+            stall = self._preempt(now, [])
         B = len(self.running)
         ctx0 = self.sum_base + B * self.G
         left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
         chunks: list[tuple[list[int], int]] = []
+        pieces: list[tuple[int, int]] = []  # (done, take) of each chunk
         for entry in self.prefilling:
             if left <= 0:
                 break
             take = min(entry[1] - entry[2], left)
             chunks.append((entry, take))
+            pieces.append((entry[2], take))
             left -= take
-        t_step = self.step.mixed_step_s(B, ctx0, [(e[2], take) for e, take in chunks])
+        t_step = self.step.mixed_step_s(B, ctx0, pieces)
         if B:
             t_decode = self.step.decode_step_s(B, ctx0)
             now = self._decode(
