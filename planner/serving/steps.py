@@ -8,8 +8,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from planner.model import latency
 
@@ -299,6 +300,27 @@ class _DecodeRun:
         return math.ceil(m) if math.isfinite(m) else n_max
 
 
+_Method = TypeVar("_Method", bound=Callable[..., float])
+_REMEMBERED = ("decode_weight_bytes", "decode_multiply_s", "decode_overhead_s", "prefill_flops")
+
+
+def _remembered(compute: _Method) -> _Method:
+    """The step model's method ``compute`` of one number, computed once per number (and step
+    table) and looked up after."""
+    slot = f"_memo_{compute.__name__}"
+
+    def remembered(self: StepModel, value: float) -> float:
+        memo: dict[float, float] = self.__dict__[slot]
+        result = memo.get(value)
+        if result is None:
+            result = memo[value] = compute(self, value)
+        return result
+
+    remembered.__name__ = compute.__name__
+    remembered.__doc__ = f":meth:`StepModel.{compute.__name__}`, computed once per input."
+    return cast(_Method, remembered)
+
+
 class StepTable(StepModel):
     """A :class:`StepModel` whose terms that depend on one integer alone (the batch, a prompt's
     tokens) are computed once, by the same calls, and looked up after: every step time is
@@ -308,52 +330,21 @@ class StepTable(StepModel):
     """
 
     # not fields: the class is not a dataclass of its own, so these are plain attributes
-    _weights: dict[float, float]
-    _multiply: dict[float, float]
-    _overhead: dict[float, float]
-    _flops: dict[float, float]
     _prefill_memory: float
     _last: tuple[tuple[float, float], tuple[float, float]]
 
+    decode_weight_bytes = _remembered(StepModel.decode_weight_bytes)
+    decode_multiply_s = _remembered(StepModel.decode_multiply_s)
+    decode_overhead_s = _remembered(StepModel.decode_overhead_s)
+    prefill_flops = _remembered(StepModel.prefill_flops)
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        # frozen: the memos are set past the dataclass's guard; they are not fields
-        for name in ("_weights", "_multiply", "_overhead", "_flops"):
-            object.__setattr__(self, name, {})
+        # frozen: the memos are set past the dataclass's guard
+        for name in _REMEMBERED:
+            object.__setattr__(self, f"_memo_{name}", {})
         object.__setattr__(self, "_prefill_memory", super().prefill_memory_s())
         object.__setattr__(self, "_last", ((-1, -1), (0.0, 0.0)))
-
-    def decode_weight_bytes(self, batch: float) -> float:
-        """:meth:`StepModel.decode_weight_bytes`, computed once per input."""
-        memo = self._weights
-        value = memo.get(batch)
-        if value is None:
-            value = memo[batch] = super().decode_weight_bytes(batch)
-        return value
-
-    def decode_multiply_s(self, batch: float) -> float:
-        """:meth:`StepModel.decode_multiply_s`, computed once per input."""
-        memo = self._multiply
-        value = memo.get(batch)
-        if value is None:
-            value = memo[batch] = super().decode_multiply_s(batch)
-        return value
-
-    def decode_overhead_s(self, batch: float) -> float:
-        """:meth:`StepModel.decode_overhead_s`, computed once per input."""
-        memo = self._overhead
-        value = memo.get(batch)
-        if value is None:
-            value = memo[batch] = super().decode_overhead_s(batch)
-        return value
-
-    def prefill_flops(self, prompt_tokens: float) -> float:
-        """:meth:`StepModel.prefill_flops`, computed once per input."""
-        memo = self._flops
-        value = memo.get(prompt_tokens)
-        if value is None:
-            value = memo[prompt_tokens] = super().prefill_flops(prompt_tokens)
-        return value
 
     def decode_terms(self, batch: float, context_tokens_total: float) -> tuple[float, float]:
         """:meth:`StepModel.decode_terms`, remembered for the last batch and context (a step
