@@ -342,3 +342,21 @@ def _plan(cash: float, residual: float) -> SimpleNamespace:
 def test_capacity_over_time_says_cash_and_net_against_renting(schedule, rent, payback, expected):
     found = SimpleNamespace(plans={"schedule": _plan(*schedule), "rent": _plan(*rent)})
     assert sections.payback_words(found, payback) == expected
+
+
+def test_the_assumptions_choose_the_runs_paper(tmp_path):
+    """``paper: Letter`` in assumptions.yaml lays the run's report out on US Letter: 8.5 × 11 in,
+    612 × 792 pt, where A4 is 595 × 842 pt."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    folder = tmp_path / "catalog"
+    shutil.copytree(shipped_catalogs() / "examples" / "seed", folder)
+    path = folder / "assumptions.yaml"
+    path.write_text(path.read_text() + "  paper: Letter\n")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--catalogs", str(folder), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    box = pypdf.PdfReader(out / "report.pdf").pages[0].mediabox
+    assert (round(float(box.width)), round(float(box.height))) == (612, 792)

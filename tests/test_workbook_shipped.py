@@ -198,10 +198,11 @@ def test_the_schedule_calls_only_functions_excel_2016_has(shipped: tuple[Results
     assert called <= EXCEL_2016, called - EXCEL_2016
 
 
-def test_the_shipped_ask_and_its_signature_lines_fit_the_first_page(
+def test_the_shipped_ask_is_on_page_1_and_the_sign_off_closes_the_decision(
     shipped: tuple[Results, Path],
 ) -> None:
-    """A signer sees the whole ask, its bands and the approval block on page 1."""
+    """A signer sees the whole ask, its total and its bands on page 1, and the approval block
+    at the end of the decision part, before the engineering appendix."""
     from pypdf import PdfReader
 
     from planner.outputs.report import render_html, write_pdf
@@ -209,6 +210,9 @@ def test_the_shipped_ask_and_its_signature_lines_fit_the_first_page(
     results, path = shipped
     pdf = path.parent / "report.pdf"
     write_pdf(render_html(load_catalog(SHIPPED), results), pdf)
-    first = PdfReader(pdf).pages[0].extract_text()
-    for text in ("The ask", "Total", "at 90%", "Approved (engineering)", "Approved (finance)"):
-        assert text in first, text
+    pages = [page.extract_text() for page in PdfReader(pdf).pages]
+    for text in ("The ask", "Total", "at 90%"):
+        assert text in pages[0], text
+    signed = next(i for i, text in enumerate(pages) if "Approved (finance)" in text)
+    appendix = next(i for i, text in enumerate(pages) if "Engineering appendix" in text[:400])
+    assert "Approved (engineering)" in pages[signed] and signed < appendix <= 8

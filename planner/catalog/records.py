@@ -763,6 +763,8 @@ class Assumptions(Uncertain):
         default=None, validate_default=True
     )
     hours_per_month: Positive = 730.0
+    #: the paper the report is laid out for (A4, or US Letter)
+    paper: Literal["A4", "Letter"] = "A4"
 
     @field_validator("lease_term_months")
     @classmethod

@@ -609,7 +609,14 @@ def write_run(
         ),
         (
             REPORT,
-            lambda path: write_report(catalog, results, path, baseline=baseline, derived=derived),
+            lambda path: write_report(
+                catalog,
+                results,
+                path,
+                baseline=baseline,
+                derived=derived,
+                paper=catalog.assumptions.paper,
+            ),
         ),
         *(extra_writers or {}).items(),
     ]
