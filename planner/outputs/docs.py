@@ -1,8 +1,7 @@
-"""Documentation generated from the definitions, so neither the README nor the site can drift
-from the code.
+"""Documentation generated from the definitions, so the site cannot drift from the code.
 
-``python -m planner.outputs.docs`` rewrites the results-column table in README.md between its
-markers, and the generated pages of the documentation site under ``docs/reference/``:
+``python -m planner.outputs.docs`` rewrites the generated pages of the documentation site under
+``docs/reference/``:
 
 - ``columns.md``: every results column with its unit, meaning and formula or origin;
 - ``metrics.md``: every metric of the registry (:mod:`planner.model.metric`) by concern, with
@@ -39,7 +38,6 @@ from planner.plan.sweep import Results
 from planner.resources import shipped_catalogs
 
 PIPE = "\\|"  # a literal pipe inside a Markdown table cell
-START, END = "<!-- columns:start -->", "<!-- columns:end -->"
 
 #: Where the generated pages go, relative to the documentation folder.
 REFERENCE = "reference"
@@ -60,16 +58,6 @@ def columns_markdown(results: Results) -> str:
         origin = f"`{c['formula']}`" if "formula" in c else c.get("lookup", "catalog id or size")
         lines.append(f"| `{c['name']}` | {c['unit']} | {meaning} | {origin.replace('|', PIPE)} |")
     return "\n".join(lines)
-
-
-def update_readme(readme: Path, results: Results) -> bool:
-    """Replace the table between the markers; return whether the file changed."""
-    text = readme.read_text()
-    block = f"{START}\n{columns_markdown(results)}\n{END}"
-    new = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    if new != text:
-        readme.write_text(new)
-    return new != text
 
 
 # --- reStructuredText of docstrings, as Markdown ----------------------------------------------
@@ -673,8 +661,6 @@ def _main() -> int:  # pragma: no cover - a maintenance script
     from planner.plan.sweep import evaluate
 
     results = evaluate(load_catalog(shipped_catalogs() / "examples" / "seed"))
-    changed = update_readme(Path("README.md"), results)
-    print("README.md updated" if changed else "README.md already up to date")
     pages = write_docs(Path("docs"), results)
     print(f"docs/ updated: {', '.join(pages)}" if pages else "docs/ already up to date")
     if "--gaps" in sys.argv:
