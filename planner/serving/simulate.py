@@ -323,6 +323,14 @@ class _Replica:
             fits = fits and need + a_need + p + 1 <= cfg.kv_budget_tokens
         return fits
 
+    def _due(self, now: float) -> bool:
+        """Is an arrival or a queue time-out due at or before ``now``? (else
+        :meth:`_events_until` would do nothing)"""
+        heap, fresh, timeout = self.heap, self.fresh, self.cfg.queue_timeout_s
+        return bool(heap and heap[0][0] <= now) or bool(
+            fresh and timeout is not None and self.rec.enq_t[fresh[0]] + timeout <= now
+        )
+
     def _events_until(
         self,
         now: float,
@@ -388,9 +396,8 @@ class _Replica:
                 self._start_task(t)
         now = 0.0
         heap, fresh, resume, running = self.heap, self.fresh, self.resume, self.running
-        timed = self.cfg.queue_timeout_s is not None
         while True:
-            if (heap and heap[0][0] <= now) or (fresh and timed):  # arrivals or time-outs due
+            if self._due(now):  # arrivals or time-outs
                 need = self.sum_base + len(running) * self.G + self.pre_need
                 self._events_until(now, (len(running) + self.pre_n, need, self.reserved))
             if not running and not fresh and not resume and not self.prefilling:
@@ -488,9 +495,7 @@ class _Replica:
             totals.conc_area += batch * t_prefill
             totals.tokens_window += len(admitted.prefilled)
         # arrivals during the prefill step saw the batch including the new requests
-        if (self.heap and self.heap[0][0] <= t1) or (
-            self.fresh and cfg.queue_timeout_s is not None
-        ):
+        if self._due(t1):
             need = self.sum_base + len(self.running) * self.G + admitted.need
             self._events_until(t1, (batch, need, self.reserved))
         for rid in admitted.prefilled:
@@ -618,9 +623,7 @@ class _Replica:
         now += total
         self.G += n
         # arrivals during these steps saw the batch before its completions
-        if (self.heap and self.heap[0][0] <= now) or (
-            self.fresh and cfg.queue_timeout_s is not None
-        ):
+        if self._due(now):
             t_steps = now - total + stall
 
             def need_at(t: float) -> int:
@@ -710,9 +713,7 @@ class _Replica:
             if in_window:
                 totals.busy += t_step
                 totals.prefill_busy += t_step
-            if (self.heap and self.heap[0][0] <= t1) or (
-                self.fresh and cfg.queue_timeout_s is not None
-            ):
+            if self._due(t1):
                 self._events_until(t1, (self.pre_n, self.pre_need, self.reserved))
             now = t1
         for entry, take in chunks:

@@ -1,6 +1,13 @@
 """Step times of one replica for the serving simulation: :class:`StepModel`, whose every time
 is a metric of :mod:`planner.model.latency` called with numbers, and consecutive decode steps of
 a fixed batch summed in closed form.
+
+A simulation takes millions of steps, so it uses a :class:`StepTable`: the same model, whose
+terms that depend on one integer alone (the weights a batch touches, its multiplications and
+overhead, a prompt's arithmetic) are computed once by the same calls and then looked up; only
+the terms that grow with the context are computed each step, by the same metrics. The numbers
+are the same to the last bit (tests/test_step_table.py); ``simulate(cfg, reference=True)`` runs
+on the plain :class:`StepModel`.
 """
 
 from __future__ import annotations
