@@ -357,9 +357,11 @@ class StepTable(StepModel):
         """:meth:`StepModel.decode_terms`, remembered for the last batch and context (a step
         of chunked prefill asks for them twice)."""
         key = (batch, context_tokens_total)
-        if key != self._last[0]:
-            object.__setattr__(self, "_last", (key, super().decode_terms(*key)))
-        return self._last[1]
+        last = self._last  # read once: another thread may replace it
+        if key != last[0]:
+            last = (key, super().decode_terms(*key))
+            object.__setattr__(self, "_last", last)
+        return last[1]
 
     def prefill_memory_s(self) -> float:
         """:meth:`StepModel.prefill_memory_s`, computed once."""
