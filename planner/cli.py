@@ -38,11 +38,11 @@ CATALOGS_OPTION = click.option(
 
 
 def _load(folder: Path | None) -> Catalog:
-    from planner.measure import load_measurements
+    from planner.measure.compare import checked_measurements
 
     try:
         catalog = load_catalog(folder or default_catalogs())
-        load_measurements(catalog)  # refused here, before any work, when a file is wrong
+        checked_measurements(catalog)  # refused here, before any work, when a file is wrong
     except CatalogError as exc:
         click.echo(f"{len(exc.problems)} problem(s) in the catalogs:", err=True)
         for problem in exc.problems:

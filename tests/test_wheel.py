@@ -60,5 +60,5 @@ def test_installed_wheel_runs_from_elsewhere(wheel: Path, tmp_path: Path):
         text=True,
     )
     assert run.returncode == 0, run.stderr
-    assert "10 hardware, 11 models" in run.stdout
+    assert "10 hardware, 12 models" in run.stdout
     assert (root / "catalog" / "engines.yaml").is_file()  # the engines' sourced constants

@@ -202,7 +202,7 @@ def _expected_kind(error: ErrorDetails) -> str:
     ctx = error.get("ctx") or {}
     record = getattr(records, str(ctx.get("class_name")), None)
     if error["type"] == "model_type" and isinstance(record, type):
-        names = [n for n in record.model_fields if n != "uncertain"]
+        names = [n for n in getattr(record, "model_fields", {}) if n != "uncertain"]
         return f"a mapping of {', '.join(names)}"
     if error["type"] == "literal_error":
         return f"one of {ctx.get('expected')}"

@@ -240,16 +240,11 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
             for message, field, line in found
         )
         warning = series_warning(entry.engine) if entry.engine is not None else None
-        warnings = ()
+        warnings: tuple[Problem, ...] = ()
         if warning is not None:
             line = doc.line_of(("measurements", i, "engine", "version"))
             warnings = (Problem(display, warning, line=line, entry=where, field="engine.version"),)
         out.append(Measurement(entry, read.figures, read.lines, warnings))
-    if not problems:
-        from planner.measure.compare import faster_than_possible  # compare needs this module
-
-        tolerance = catalog.assumptions.calibrated_band_floor
-        problems.extend(faster_than_possible(catalog, out, tolerance))
     if problems:
         raise CatalogError(problems)
     return tuple(out)

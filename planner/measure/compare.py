@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import pandas as pd
 
-from planner.catalog import Catalog, Problem, Workload
+from planner.catalog import Catalog, CatalogError, Problem, Workload
 from planner.catalog.engines import DEFAULT_ENGINE
 from planner.catalog.records import LATENCY_FIGURES, Engine, FittedEfficiency
-from planner.measure import FOLDER, Measurement
+from planner.measure import FOLDER, Measurement, load_measurements
 from planner.measure.benchmarks import file_key
 from planner.plan.assumptions import GLOBALS
 from planner.plan.columns import ALL_KEYS
@@ -299,3 +299,15 @@ def faster_than_possible(
                 )
             )
     return problems
+
+
+def checked_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
+    """The catalog's measurements (:func:`planner.measure.load_measurements`), each figure also
+    held against what the device can do at all (:func:`faster_than_possible`): what ``planner
+    check`` accepts. Raises :class:`~planner.catalog.CatalogError`."""
+    measurements = load_measurements(catalog)
+    tolerance = catalog.assumptions.calibrated_band_floor
+    problems = faster_than_possible(catalog, measurements, tolerance)
+    if problems:
+        raise CatalogError(problems)
+    return measurements

@@ -196,7 +196,7 @@ def why_none(group: pd.DataFrame) -> str:
     memory = pd.to_numeric(group["memory_gib"], errors="coerce")
     if not (weights > memory).all():
         return f"{FITS_NOTHING} (not one replica fits in memory): {counted}"
-    closest = group.loc[(weights / memory).idxmin()]
+    closest = group.iloc[int((weights / memory).to_numpy().argmin())]
     sizes = ", ".join(str(int(t)) for t in sorted(group["tensor_parallel"].unique()))
     return (
         f"{FITS_NOTHING}: its weights alone exceed every device's memory at every "

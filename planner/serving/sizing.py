@@ -76,8 +76,9 @@ closest ones (a replica holds a maximum-length sequence; fewest closed-form targ
 cost).  A row that the closed form ranks fourth may be cheaper once simulated: raise
 ``per_group`` to check.
 
-*What to expect.*  The simulation does not chunk prefills (:mod:`planner.serving.simulate`): a
-prefill stalls every running sequence, and the stall is an inter-token gap.  With many users and
+*What to expect.*  Where the engine prefills whole prompts (:mod:`planner.serving.simulate`;
+with chunked prefill the stall is spread over steps of ``max_num_batched_tokens``), a prefill
+stalls every running sequence, and the stall is an inter-token gap.  With many users and
 short answers a sizeable share of the gaps holds a stall, so the simulated ITL p95 can be several
 times the closed-form ``itl_s`` (its p50 stays close) and the simulation then asks for more replicas
 than the closed form; the reason of a met row says what the count below missed.

@@ -183,7 +183,9 @@ def plan_formulas(results: Results) -> dict[str, str]:
     """For each computed Plan column, its formula with ``{r}`` standing for the row number."""
     letters = letters_of(list(results.table.columns))
     keys = set(results.key_columns)
-    expressions = {lk.name: lookup_expression(lk, results) for lk in results.lookups}
+    expressions: dict[str, Expr] = {
+        lk.name: lookup_expression(lk, results) for lk in results.lookups
+    }
     expressions |= {m.name: m.expression() for m in results.metrics}
     shown = missable(results, expressions) & set(number_columns(results))
 
@@ -219,7 +221,12 @@ def missable(results: Results, expressions: dict[str, Expr]) -> set[str]:
     found: set[str] = set()
     for name, expression in expressions.items():
         names: set[str] = set()
-        text = expression.render(lambda n, names=names: names.add(n) or n)
+
+        def note(name: str, names: set[str] = names) -> str:
+            names.add(name)
+            return name
+
+        text = expression.render(note)
         reads[name] = names
         if "NA()" in text or names & missing_globals:
             found.add(name)
