@@ -870,7 +870,7 @@ def test_a_run_whose_catalog_copy_was_edited_is_reported_altered(
 def test_results_csv_cells_never_run_as_formulas(tmp_path: Path) -> None:
     """OWASP CSV injection: text cells starting with = + - @ tab or CR get a leading apostrophe
     in results.csv; numbers (negative ones too) stay numbers, and results.json keeps the text."""
-    from planner.outputs.runs import csv_table
+    from planner.plan.export import csv_table
 
     texts = ['=HYPERLINK("http://x")', "+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "plain"]
     frame = pd.DataFrame({"text": texts, "number": [-1.5, 2, -3, 4, 5, 6, 7]})

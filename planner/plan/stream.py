@@ -27,8 +27,8 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.executor import Executor, InProcess
-from planner.outputs.runs import csv_text
 from planner.plan.columns import ALL_KEYS, TP_KEY
+from planner.plan.export import csv_text
 from planner.plan.recommend import GROUP, ORDER, rank
 from planner.plan.sweep import (
     CHUNK_ROWS,
