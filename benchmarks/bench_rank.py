@@ -20,8 +20,8 @@ from bench_workbook import catalog_arguments, catalog_of
 
 from planner.outputs.workbook import recommendation_groups
 from planner.plan import recommend
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
-from planner.serving.sizing import select_candidates
 
 
 def best_of(func: Callable[[], Any], repeat: int = 5) -> float:

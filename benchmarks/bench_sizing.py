@@ -19,8 +19,9 @@ import time
 import pandas as pd
 
 from planner.catalog import load_catalog
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
-from planner.serving.sizing import select_candidates, simulate_candidates
+from planner.serving.sizing import simulate_candidates
 
 
 def main() -> None:

@@ -18,10 +18,11 @@ import sys
 import time
 
 from planner.catalog import load_catalog
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.serving import sizing
 from planner.serving.simulate import SimConfig, SimResult, simulate
-from planner.serving.sizing import select_candidates, size_candidate
+from planner.serving.sizing import size_candidate
 
 
 def configs(folder: str, per_group: int) -> tuple[list[SimConfig], int]:

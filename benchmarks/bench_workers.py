@@ -22,10 +22,11 @@ from typing import Any
 
 from planner.catalog import load_catalog
 from planner.executor import InProcess, ProcessPool
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.plan.uncertainty import monte_carlo
 from planner.resources import shipped_catalogs
-from planner.serving.sizing import select_candidates, simulate_rows
+from planner.serving.sizing import simulate_rows
 
 
 def timed(func: Callable[[], Any]) -> tuple[float, Any]:

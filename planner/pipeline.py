@@ -33,16 +33,12 @@ from planner.outputs.runs import (
 )
 from planner.plan import recommend
 from planner.plan.deployment import ask
+from planner.plan.selection import contenders, select_candidates, unsimulated_leaders
 from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, settle, stream
 from planner.plan.sweep import Results, evaluate, skipped_pairs
 from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
 from planner.progress import Progress
-from planner.serving.sizing import (
-    contenders,
-    select_candidates,
-    simulate_rows,
-    unsimulated_leaders,
-)
+from planner.serving.sizing import simulate_rows
 
 #: How many options per workload × model are simulated first, and how many more rounds may
 #: simulate options that come to lead their group without having been simulated.

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 from planner.catalog import load_catalog
 from planner.cli import main
 from planner.executor import Dask, ExecutorUnavailable, InProcess, ProcessPool, executor
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
-from planner.serving.sizing import select_candidates, simulate_rows
+from planner.serving.sizing import simulate_rows
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"
 

@@ -20,8 +20,8 @@ from planner.catalog import load_catalog
 from planner.outputs import workbook
 from planner.outputs.sections import featured
 from planner.plan import recommend
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
-from planner.serving.sizing import select_candidates
 
 NAN = float("nan")
 

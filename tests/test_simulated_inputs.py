@@ -95,7 +95,7 @@ def test_a_simulated_miss_blocks_the_recommendation(seed_dir):
 
 
 def test_unsimulated_leaders_are_simulated_next():
-    from planner.serving.sizing import unsimulated_leaders
+    from planner.plan.selection import unsimulated_leaders
 
     ranks = pd.DataFrame(
         {

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
 from planner.catalog.datafiles import DataFileError
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.serving.simulate import StepModel, simulate
 from planner.serving.sizing import (
@@ -39,7 +40,6 @@ from planner.serving.sizing import (
     kv_budget_tokens,
     prefill_steps,
     queue_timeout_s,
-    select_candidates,
     sim_config,
     simulate_candidates,
     size_candidate,
@@ -604,7 +604,7 @@ def test_contenders_are_the_cheaper_options_ruled_out_only_in_closed_form():
     """Group (w, m) is won at 100 USD. Of the options ruled out by closed-form latency, the one
     at 80 is a contender; at 120 it could not win; the one at 60 whose no-load TTFT (2 s)
     already misses its 1 s target is a proven miss; a simulated one has had its chance."""
-    from planner.serving.sizing import contenders
+    from planner.plan.selection import contenders
 
     nan = float("nan")
     ranks = pd.DataFrame(

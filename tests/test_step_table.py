@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
+from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.serving.configs import sim_config
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel, simulate
-from planner.serving.sizing import select_candidates
 from planner.serving.steps import StepTable, _DecodeRun, step_table
 
 REPO = Path(__file__).resolve().parent.parent

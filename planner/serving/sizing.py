@@ -69,12 +69,12 @@ copies of each other; still, near the unloaded floor a p95 wobbles by a few per 
 replica's users change (the tests allow 10 %), so at a target's edge a count below the one found
 may meet it too.
 
-*Which rows* (:func:`select_candidates`): simulating all ~1,100 rows of the shipped catalogs is too
-slow, so per workload × model the ``per_group`` cheapest closed-form-eligible rows (by
-``cost_usd``, then ``devices_needed``) are simulated; when none is eligible, the ``per_group``
-closest ones (a replica holds a maximum-length sequence; fewest closed-form targets missed; then
-cost).  A row that the closed form ranks fourth may be cheaper once simulated: raise
-``per_group`` to check.
+*Which rows* (:func:`planner.plan.selection.select_candidates`): simulating all ~1,100 rows of the
+shipped catalogs is too slow, so per workload × model the ``per_group`` cheapest
+closed-form-eligible rows (by ``cost_usd``, then ``devices_needed``) are simulated; when none is
+eligible, the ``per_group`` closest ones (a replica holds a maximum-length sequence; fewest
+closed-form targets missed; then cost). A row that the closed form ranks fourth may be cheaper once
+simulated: raise ``per_group`` to check.
 
 *What to expect.*  Where the engine prefills whole prompts (:mod:`planner.serving.simulate`;
 with chunked prefill the stall is spread over steps of ``max_num_batched_tokens``), a prefill
@@ -93,14 +93,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import pandas as pd
 
 from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.units import GB, GIB
-from planner.plan import recommend
+from planner.plan.selection import select_candidates
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
 from planner.serving.configs import (
@@ -128,7 +127,6 @@ __all__ = [
     "best_case_config",
     "kv_budget_tokens",
     "queue_timeout_s",
-    "select_candidates",
     "sim_config",
     "simulate_candidates",
     "size_candidate",
@@ -470,35 +468,6 @@ def size_candidate(
     return out
 
 
-def _target_misses(table: pd.DataFrame) -> pd.Series:
-    cols = ["meets_ttft_target", "meets_itl_target", "meets_e2e_target", "meets_task_target"]
-    return (~table[cols].astype(bool)).sum(axis=1)
-
-
-def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
-    """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
-    eligible in closed form (``meets_targets`` with a known ``cost_usd``: what ``eligible`` says
-    before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
-    where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
-    closed-form targets missed; then cost). Keeps the table's index and columns.
-    """
-    ok = table["meets_targets"].astype(bool) & table[recommend.COST].notna()
-    ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
-    groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
-    leading = np.flatnonzero((ranks >= 1) & (ranks <= per_group))
-    leading = leading[np.lexsort((ranks[leading], groups[leading]))]  # by group, then rank
-    picked = [table.iloc[leading]]
-    served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
-    for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
-        near = group[group["replica_fits"].astype(bool)].copy()  # one block: cheap to extend
-        near["_misses"] = _target_misses(near)
-        best = near.sort_values(
-            ["_misses", recommend.COST, "devices_needed"], kind="stable", na_position="last"
-        ).drop(columns="_misses")
-        picked.append(best.head(per_group))
-    return pd.concat(picked)
-
-
 def _sized(catalog: Catalog, job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     """One unit of the simulation's work: a candidate sized (its own seed: the same result in
     any process)."""
@@ -514,7 +483,8 @@ def simulate_candidates(
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     n_requests: int | None = None,
 ) -> pd.DataFrame:
-    """Size the selected candidates (:func:`select_candidates`) by simulation.
+    """Size the selected candidates (:func:`~planner.plan.selection.select_candidates`) by
+    simulation.
 
     One row per simulated candidate: the key columns (hardware, model, precision, workload,
     tensor_parallel) then :data:`SIZING_COLUMNS`, in the results table's order. ``processes``
@@ -563,37 +533,3 @@ def simulate_rows(
     )
     frame["meets_targets_sim"] = frame["meets_targets_sim"].astype(bool)
     return frame
-
-
-def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
-    """Per group whose first-ranked option was never simulated: the unsimulated options ranked
-    above its best simulated one, at most ``per_group``."""
-    picked = []
-    for _, group in ranks[ranks["rank"].notna()].groupby(["workload", "model"], sort=False):
-        group = group.sort_values("rank")
-        if bool(group["simulated"].iloc[0]):
-            continue
-        simulated = group["simulated"].astype(bool).to_numpy()
-        cut = int(simulated.argmax()) if simulated.any() else len(group)
-        picked.append(group.iloc[:cut].head(per_group))
-    return pd.concat(picked) if picked else ranks.iloc[:0]
-
-
-def contenders(ranks: pd.DataFrame) -> pd.DataFrame:
-    """Options that could still win but were never simulated: ruled out only by a closed-form
-    latency figure (which plans every replica full, so it can be pessimistic), cheaper than
-    their group's winner, and not already beyond their TTFT target at no load (``ttft_s`` is a
-    floor: a proven miss). The simulation then decides; it starts with the best case, so an
-    option that misses even one request at a time costs one short run."""
-    cost = pd.to_numeric(ranks[recommend.COST], errors="coerce")
-    groups = [ranks[g] for g in recommend.GROUP]
-    best = cost.where(ranks["rank"] == 1).groupby(groups, observed=True).transform("min")
-    target = pd.to_numeric(ranks["ttft_p95_target_s"], errors="coerce")
-    reachable = target.isna() | (pd.to_numeric(ranks["ttft_s"], errors="coerce") <= target)
-    could = (
-        (ranks["ruled_out_by"].astype(str) == "latency")
-        & ~ranks["simulated"].astype(bool)
-        & (cost < best)
-        & reachable
-    )
-    return ranks[could.to_numpy(dtype=bool)]

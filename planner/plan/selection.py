@@ -1,0 +1,80 @@
+"""Which options of the plan to simulate: choices among the results table's rows.
+
+The serving simulation (:mod:`planner.serving.sizing`) is too slow to run on every row, so
+these functions pick the rows worth it, by the recommendation's own rule
+(:func:`planner.plan.recommend.rank`): :func:`select_candidates` before any simulation,
+:func:`unsimulated_leaders` and :func:`contenders` after a round, among the ranked options.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from planner.plan import recommend
+
+__all__ = ["contenders", "select_candidates", "unsimulated_leaders"]
+
+
+def _target_misses(table: pd.DataFrame) -> pd.Series:
+    """How many closed-form latency targets each row misses [-]."""
+    cols = ["meets_ttft_target", "meets_itl_target", "meets_e2e_target", "meets_task_target"]
+    return (~table[cols].astype(bool)).sum(axis=1)
+
+
+def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
+    """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
+    eligible in closed form (``meets_targets`` with a known ``cost_usd``: what ``eligible`` says
+    before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
+    where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
+    closed-form targets missed; then cost). Keeps the table's index and columns.
+    """
+    ok = table["meets_targets"].astype(bool) & table[recommend.COST].notna()
+    ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
+    groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
+    leading = np.flatnonzero((ranks >= 1) & (ranks <= per_group))
+    leading = leading[np.lexsort((ranks[leading], groups[leading]))]  # by group, then rank
+    picked = [table.iloc[leading]]
+    served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
+    for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
+        near = group[group["replica_fits"].astype(bool)].copy()  # one block: cheap to extend
+        near["_misses"] = _target_misses(near)
+        best = near.sort_values(
+            ["_misses", recommend.COST, "devices_needed"], kind="stable", na_position="last"
+        ).drop(columns="_misses")
+        picked.append(best.head(per_group))
+    return pd.concat(picked)
+
+
+def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
+    """Per group whose first-ranked option was never simulated: the unsimulated options ranked
+    above its best simulated one, at most ``per_group``."""
+    picked = []
+    for _, group in ranks[ranks["rank"].notna()].groupby(["workload", "model"], sort=False):
+        group = group.sort_values("rank")
+        if bool(group["simulated"].iloc[0]):
+            continue
+        simulated = group["simulated"].astype(bool).to_numpy()
+        cut = int(simulated.argmax()) if simulated.any() else len(group)
+        picked.append(group.iloc[:cut].head(per_group))
+    return pd.concat(picked) if picked else ranks.iloc[:0]
+
+
+def contenders(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Options that could still win but were never simulated: ruled out only by a closed-form
+    latency figure (which plans every replica full, so it can be pessimistic), cheaper than
+    their group's winner, and not already beyond their TTFT target at no load (``ttft_s`` is a
+    floor: a proven miss). The simulation then decides; it starts with the best case, so an
+    option that misses even one request at a time costs one short run."""
+    cost = pd.to_numeric(ranks[recommend.COST], errors="coerce")
+    groups = [ranks[g] for g in recommend.GROUP]
+    best = cost.where(ranks["rank"] == 1).groupby(groups, observed=True).transform("min")
+    target = pd.to_numeric(ranks["ttft_p95_target_s"], errors="coerce")
+    reachable = target.isna() | (pd.to_numeric(ranks["ttft_s"], errors="coerce") <= target)
+    could = (
+        (ranks["ruled_out_by"].astype(str) == "latency")
+        & ~ranks["simulated"].astype(bool)
+        & (cost < best)
+        & reachable
+    )
+    return ranks[could.to_numpy(dtype=bool)]
