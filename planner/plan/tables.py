@@ -37,6 +37,7 @@ from planner.plan.columns import (
     _nan,
     _optional,
 )
+from planner.plan.lengths import median_prompt_tokens
 from planner.plan.lookups import LOOKUPS
 from planner.plan.simulated import (
     SIM_LOOKUPS,
@@ -47,7 +48,6 @@ from planner.plan.simulated import (
     simulated_sheet,
     simulation_input_column,
 )
-from planner.serving.configs import lengths
 
 
 def _compute_tflops(fmt: str) -> Callable[[Hardware], float]:
@@ -477,7 +477,7 @@ def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> Inp
         "Workloads": workload_columns(
             lambda w, which: length_summary(catalog, w, which),
             lambda w: arrival_rate(catalog, w),
-            lambda w: lengths(catalog, w.prompt_tokens, w.max_output_tokens).median_tokens(),
+            lambda w: median_prompt_tokens(catalog, w),
         ),
     }
     records: dict[

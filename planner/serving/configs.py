@@ -15,11 +15,11 @@ import pandas as pd
 
 from planner.catalog.datafiles import read_trace
 from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks, step_overhead_per_sequence
-from planner.catalog.workloads import samples_of
+from planner.plan.lengths import lengths
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
 if TYPE_CHECKING:
-    from planner.catalog import Assumptions, Catalog, LengthDistribution, Workload
+    from planner.catalog import Assumptions, Catalog, Workload
 
 
 QUEUE_TIMEOUT_TARGET_MULTIPLE = 3.0
@@ -103,18 +103,6 @@ def kv_budget_tokens(row: Mapping[str, Any]) -> int:
         return 0
     # the tiny slack keeps floor() from losing a whole token to rounding
     return int(math.floor(budget / per_token * (1 + 1e-12)))
-
-
-def lengths(catalog: Catalog, value: int | LengthDistribution | None, default: int) -> Lengths:
-    """A workload length (fixed, summary, samples or CSV column) as a simulation distribution."""
-    if value is None:
-        return Lengths.fixed(default)
-    if isinstance(value, int):
-        return Lengths.fixed(value)
-    samples = samples_of(catalog, value)
-    if samples is not None:
-        return Lengths.samples(samples.tolist())
-    return Lengths.from_summary(float(value.mean or 0), float(value.p95 or 0), int(value.max or 0))
 
 
 def queue_timeout_s(workload: Workload) -> float:
