@@ -206,10 +206,10 @@ def _whole(value: int) -> str:
 
 
 def _quantity_kind(meta: Any) -> str | None:
-    from planner.catalog.records import _Quantity
+    from planner.catalog.fields import Quantity
 
     parser = getattr(meta, "func", None)
-    return parser.kind if isinstance(parser, _Quantity) else None
+    return parser.kind if isinstance(parser, Quantity) else None
 
 
 def _split_annotated(tp: Any) -> tuple[Any, list[Any]]:

@@ -1,0 +1,238 @@
+"""The records that set up a plan: the assumptions every candidate shares, the serving engine's
+profile, scenarios (subsets to cross), hosted API offers to compare with, and the deployment
+plan (which model serves which workload).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from planner.catalog.fields import (
+    BytesOrZero,
+    Count,
+    CountOrZero,
+    Entry,
+    Fraction,
+    Id,
+    Money,
+    OptionalPower,
+    OptionalSeconds,
+    Positive,
+    Record,
+    Seconds,
+    Text,
+    Uncertain,
+)
+
+#: The most steps one simulation may take (each a step of its Python event loop, some 10⁴ to
+#: 10⁵ a second here): every request takes a prefill step at least, so this bounds
+#: ``simulated_requests`` too, and a run stays within minutes.
+MAX_SIMULATION_STEPS = 300_000
+
+#: Each engine's argument for the share of memory it sizes its KV pool from.
+MEMORY_FRACTION_FIELDS = {
+    "vllm": "gpu_memory_utilization",
+    "sglang": "mem_fraction_static",
+    "tensorrt-llm": "free_gpu_memory_fraction",
+}
+
+
+class Engine(Record):
+    """The serving engine whose start-up memory arithmetic sizes the KV pool.
+
+    The engine's arguments of the same names: vLLM's ``gpu_memory_utilization``, SGLang's
+    ``mem_fraction_static`` or TensorRT-LLM's ``free_gpu_memory_fraction`` (each only for its
+    engine; left out, the release's default), ``max_num_batched_tokens`` (SGLang's
+    ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``), ``max_num_seqs`` (else the
+    assumptions' ``max_batch_sequences``). Its block size is the assumptions'
+    ``kv_block_tokens``; its KV dtype is the precision's. ``version`` selects the engine's
+    measured constants (activation, non-torch and CUDA-graph memory, budget rule) from the data
+    file shipped with planner; a release it lacks is planned with the nearest series it has,
+    with a warning.
+    """
+
+    name: Literal["vllm", "sglang", "tensorrt-llm"]
+    version: Annotated[str, Field(strict=True, pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")]
+    gpu_memory_utilization: Fraction | None = None
+    mem_fraction_static: Fraction | None = None
+    free_gpu_memory_fraction: Fraction | None = None
+    max_num_batched_tokens: Count = 8192
+    max_model_len: Count | None = None
+    max_num_seqs: Count | None = None  # None: the assumptions' max_batch_sequences
+    cuda_graphs: bool = True
+    chunked_prefill: bool | None = None  # None: the release's default (engines.yaml)
+
+    @model_validator(mode="after")
+    def _one_fraction(self) -> Engine:
+        own = MEMORY_FRACTION_FIELDS[self.name]
+        for engine, name in MEMORY_FRACTION_FIELDS.items():
+            if name != own and getattr(self, name) is not None:
+                raise ValueError(
+                    f"{name} is {engine}'s argument; {self.name} takes {own} for its share of "
+                    f"memory"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _whole_prompts_fit_a_step(self) -> Engine:
+        """Without chunked prefill a prompt is prefilled in one step, so vLLM refuses a
+        ``max_model_len`` longer than the step's token budget (vLLM
+        ``SchedulerConfig._verify_args``: "max_num_batched_tokens is smaller than
+        max_model_len")."""
+        if (
+            self.chunked_prefill is False
+            and self.max_model_len is not None
+            and self.max_num_batched_tokens < self.max_model_len
+        ):
+            raise ValueError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens:,}) is smaller than "
+                f"max_model_len ({self.max_model_len:,}) with chunked_prefill off: a prompt "
+                f"is prefilled in one step, so the engine would refuse longer requests; "
+                f"raise max_num_batched_tokens, lower max_model_len or turn chunked_prefill on"
+            )
+        return self
+
+    @property
+    def memory_fraction(self) -> float | None:
+        """The share of memory the profile gives its engine (None: the release's default)."""
+        value: float | None = getattr(self, MEMORY_FRACTION_FIELDS[self.name])
+        return value
+
+
+class Assumptions(Uncertain):
+    """Planning assumptions that apply to every candidate."""
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {
+        "bandwidth_efficiency": 1.0,
+        "compute_efficiency": 1.0,
+        "step_overhead": float("inf"),
+        "step_overhead_per_sequence": float("inf"),
+        "utilisation": 1.0,
+        "electricity_usd_per_kwh": float("inf"),
+    }
+
+    runtime_overhead: BytesOrZero
+    reserve: BytesOrZero
+    bandwidth_efficiency: Fraction = 1.0
+    compute_efficiency: Fraction = 1.0
+    kv_block_tokens: Count = 16
+    step_overhead: Seconds = 0.0
+    step_overhead_per_sequence: OptionalSeconds = None  # None: the engine release's
+    activation_bytes: Positive = 2.0
+    tensor_parallel_sizes: list[Count] = Field(default=[1], min_length=1)
+    max_rejected_fraction: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.001
+    max_batch_sequences: Count = 256
+    engine: Engine | None = None
+    simulated_requests: Annotated[int, Field(strict=True, ge=0, le=MAX_SIMULATION_STEPS)] = 2000
+    seed: CountOrZero = 0
+    margin: Fraction = 0.10
+    # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated
+    uncalibrated_band: Fraction = 0.30
+    calibrated_band_floor: Fraction = 0.05
+    # cost
+    electricity_usd_per_kwh: Money | None = None
+    pue: Annotated[float, Field(strict=True, ge=1)] = 1.0
+    utilisation: Fraction = 1.0
+    amortisation_months: Count = 36
+    devices_per_node: Count = 8
+    node_overhead_usd: Money = 0.0
+    hosting_usd_per_node_month: Money = 0.0
+    # facility limits: peak board power a rack may draw, and the site's peak (× PUE)
+    rack_power: OptionalPower = None
+    site_power: OptionalPower = None
+    # planning over time
+    lead_time_months: Annotated[int, Field(strict=True, ge=0, le=60)] = 0
+    discount_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
+    lease_rate_per_year: Annotated[float, Field(strict=True, ge=0, le=1)] | None = None
+    lease_term_months: Annotated[int, Field(strict=True, ge=1, le=240)] | None = Field(
+        default=None, validate_default=True
+    )
+    hours_per_month: Positive = 730.0
+    #: the paper the report is laid out for (A4, or US Letter)
+    paper: Literal["A4", "Letter"] = "A4"
+
+    @field_validator("lease_term_months")
+    @classmethod
+    def _lease_in_full(cls, term: int | None, info: ValidationInfo) -> int | None:
+        """A lease is priced by its rate and its term together; one without the other would
+        drop the lease comparison without a word."""
+        rate = info.data.get("lease_rate_per_year")
+        if (rate is None) != (term is None):
+            given, missing = (
+                ("lease_rate_per_year", "lease_term_months")
+                if term is None
+                else ("lease_term_months", "lease_rate_per_year")
+            )
+            raise ValueError(
+                f"{given} is given without {missing}: a lease is priced by its rate and its "
+                f"term together; give both, or neither to leave the lease out"
+            )
+        return term
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_batch(cls, engine: Engine | None, info: ValidationInfo) -> Engine | None:
+        """vLLM refuses to start when a step's token budget is smaller than the sequences it
+        may batch (``max_num_batched_tokens (X) must be greater than or equal to max_num_seqs
+        (Y)``: vLLM ``SchedulerConfig._verify_args``), since each running sequence takes at
+        least one token of every step."""
+        if engine is None or engine.name != "vllm":
+            return engine
+        own = engine.max_num_seqs is not None
+        limit = engine.max_num_seqs if own else info.data.get("max_batch_sequences")
+        if limit is not None and engine.max_num_batched_tokens < limit:
+            source = "max_num_seqs" if own else "the assumptions' max_batch_sequences"
+            raise ValueError(
+                f"max_num_batched_tokens ({engine.max_num_batched_tokens:,}) is smaller than "
+                f"{source} ({limit:,}): vLLM refuses to start, since every running sequence "
+                f"takes at least one token of each step"
+            )
+        return engine
+
+    @property
+    def batch_limit(self) -> int:
+        """The most sequences a replica decodes at once: the engine profile's ``max_num_seqs``,
+        else ``max_batch_sequences``."""
+        if self.engine is not None and self.engine.max_num_seqs is not None:
+            return self.engine.max_num_seqs
+        return self.max_batch_sequences
+
+
+class Scenario(Entry):
+    """A subset to cross; an omitted list means every entry of that file (an empty one would
+    select nothing, and is refused)."""
+
+    hardware: list[Id] | None = Field(default=None, min_length=1)
+    models: list[Id] | None = Field(default=None, min_length=1)
+    precisions: list[Id] | None = Field(default=None, min_length=1)
+    workloads: list[Id] | None = Field(default=None, min_length=1)
+
+
+class ApiOffer(Entry):
+    """A hosted API that serves one model of ``models.yaml``, at its list price per million
+    tokens in and out; ``as_of`` is the date the price was read (prices move), ``source`` where,
+    and ``max_context_tokens`` the longest request it accepts (prompt + output), if it limits it."""
+
+    model: Id
+    input_usd_per_million_tokens: Money
+    output_usd_per_million_tokens: Money
+    as_of: dt.date
+    max_context_tokens: Count | None = None  # the API's limit on prompt + output tokens
+
+
+class Serve(Record):
+    """One line of the deployment plan: ``model`` serves ``workload``."""
+
+    workload: Id
+    model: Id
+
+
+class Deployment(Record):
+    """Which model serves which workload (a workload left out is served by its cheapest model),
+    and who prepared the plan (for the report's approval block)."""
+
+    prepared_by: Text | None = None
+    serve: list[Serve] = Field(default_factory=list)
