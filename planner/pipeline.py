@@ -194,7 +194,8 @@ def _run(
         bands = monte_carlo(catalog, draws, runner, progress)
         lines = ask(catalog, results.table).lines
         groups = [(line.workload, line.model) for line in lines]
-        bands = replace(bands, simulated=simulate_p90(catalog, bands, groups, runner))
+        simulated = simulate_p90(catalog, bands, groups, simulate_rows, runner)
+        bands = replace(bands, simulated=simulated)
         options = bands.options
         extra[UNCERTAINTY_CSV] = lambda path: write_csv(options, path)
     comparison = None

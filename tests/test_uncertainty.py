@@ -237,10 +237,11 @@ def test_the_p90_purchase_is_simulated_under_its_draws_inputs(stream: Path) -> N
     efficiency is below the 0.7145 worked out by hand above; the simulation sizes it again under
     that draw's inputs."""
     from planner.plan.uncertainty import draw_values, simulate_p90
+    from planner.serving.sizing import simulate_rows
 
     catalog = load_catalog(stream)
     bands = monte_carlo(catalog, 100)
-    found = simulate_p90(catalog, bands, [("stream", "invented-4gib")])
+    found = simulate_p90(catalog, bands, [("stream", "invented-4gib")], simulate_rows)
     (row,) = found.itertuples()
     assert (row.model, row.devices_needed) == ("invented-4gib", 4)
     (efficiency,) = draw_values(bands.inputs, 0, row.draw)

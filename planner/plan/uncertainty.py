@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -248,34 +248,50 @@ def p90_draw(winners: pd.DataFrame) -> pd.Series:
     return ordered.iloc[percentile_position(len(ordered), 0.9)]
 
 
+#: Sizes rows of the plan by simulation: ``(catalog, rows, executor)`` → the rows' key columns
+#: then the simulation's sizing columns (:func:`planner.serving.sizing.simulate_rows`).
+Simulator = Callable[[Catalog, pd.DataFrame, Executor], pd.DataFrame]
+
+
+def p90_pick(
+    catalog: Catalog, bands: Bands, workload: str, model: str
+) -> tuple[pd.Series, Catalog, pd.DataFrame] | None:
+    """Of (``workload``, ``model``)'s winners, the one at the draw of the P90 cost
+    (:func:`p90_draw`), the catalog under that draw's inputs, and the winner's row of the plan
+    evaluated there; None where the group never had a winner."""
+    mine = bands.winners[
+        (bands.winners["workload"] == workload) & (bands.winners["model"] == model)
+    ]
+    if mine.empty:
+        return None
+    pick = p90_draw(mine)
+    values = draw_values(bands.inputs, catalog.assumptions.seed, int(pick["draw"]))
+    drawn = with_values(catalog, bands.inputs, values)
+    keys = pd.DataFrame([pick[ALL_KEYS].to_dict()], columns=ALL_KEYS)
+    return pick, drawn, evaluate(drawn, rows=keys).table
+
+
 def simulate_p90(
     catalog: Catalog,
     bands: Bands,
     groups: Sequence[tuple[str, str]],
+    simulate: Simulator,
     executor: Executor | None = None,
 ) -> pd.DataFrame:
     """For each (workload, model) of ``groups``, its winner at the draw of the P90 cost,
-    evaluated and simulated under that draw's inputs: the key columns, ``draw``,
+    evaluated and sized by ``simulate`` under that draw's inputs: the key columns, ``draw``,
     ``devices_needed`` (closed form) and the simulation's sizing columns. A purchase sized at
     the P90 is then checked as the plan's options are: by simulation, not the closed form."""
-    from planner.serving.sizing import SIZING_COLUMNS, simulate_rows
-
     found = []
     for workload, model in groups:
-        mine = bands.winners[
-            (bands.winners["workload"] == workload) & (bands.winners["model"] == model)
-        ]
-        if mine.empty:
+        picked = p90_pick(catalog, bands, workload, model)
+        if picked is None:
             continue
-        pick = p90_draw(mine)
-        values = draw_values(bands.inputs, catalog.assumptions.seed, int(pick["draw"]))
-        drawn = with_values(catalog, bands.inputs, values)
-        keys = pd.DataFrame([pick[ALL_KEYS].to_dict()], columns=ALL_KEYS)
-        row = evaluate(drawn, rows=keys).table
-        sized = simulate_rows(drawn, row, executor or InProcess())
-        out = sized.iloc[0][[*ALL_KEYS, *SIZING_COLUMNS]].to_dict()
+        pick, drawn, row = picked
+        sized = simulate(drawn, row, executor or InProcess())
         found.append({"draw": int(pick["draw"]), "cost_usd": float(pick["cost_usd"]),
-                      "devices_needed": float(row["devices_needed"].iloc[0]), **out})  # fmt: skip
+                      "devices_needed": float(row["devices_needed"].iloc[0]),
+                      **sized.iloc[0].to_dict()})  # fmt: skip
     return pd.DataFrame(found)
 
 
