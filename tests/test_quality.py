@@ -84,3 +84,54 @@ def test_no_two_modules_import_each_other():
     graph = _imports(REPO / "planner")
     assert len(graph) > 30 and graph["planner.plan.sweep"]
     assert _cycles(graph) == []
+
+
+#: The layers of ``planner``, lowest first: a package may import only those to its left.
+LAYERS = ("model", "catalog", "plan", "serving", "measure", "outputs", "diff", "pipeline", "cli")
+
+#: Top-level helpers any layer may use; they import no layer.
+LEAVES = ("executor", "progress", "resources", "cleanup")
+
+
+def _layer(module: str) -> str | None:
+    """The layer or leaf ``planner.<name>...`` belongs to (None: the package itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a layer to the importer's right, or of a layer by a leaf, as
+    ``importer -> imported``."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        mine = _layer(module)
+        for target in sorted(imported):
+            theirs = _layer(target)
+            if mine is None or theirs is None or theirs == mine or theirs in LEAVES:
+                continue
+            if mine in LEAVES or LAYERS.index(theirs) > LAYERS.index(mine):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_the_layer_checker_finds_an_upward_import():
+    graph = {
+        "planner.plan.stream": {"planner.outputs.runs", "planner.model.units"},
+        "planner.outputs.runs": {"planner.plan.sweep", "planner.progress"},
+        "planner.progress": {"planner.plan.sweep"},
+        "planner.cli": {"planner.pipeline"},
+    }
+    assert _upward(graph) == [
+        "planner.plan.stream -> planner.outputs.runs",
+        "planner.progress -> planner.plan.sweep",
+    ]
+
+
+def test_every_package_imports_only_the_layers_below_it():
+    """model ← catalog ← plan ← serving ← measure ← outputs ← diff ← pipeline ← cli: each
+    imports only those to its left (anywhere in a module, inside functions too), and the leaves
+    (executor, progress, resources, cleanup) none of them."""
+    graph = _imports(REPO / "planner")
+    layers = {_layer(m) for m in graph} - {None}
+    assert layers <= set(LAYERS) | set(LEAVES), sorted(layers - set(LAYERS) - set(LEAVES))
+    assert _upward(graph) == []
