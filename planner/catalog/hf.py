@@ -50,11 +50,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from planner.catalog import validation_message
 from planner.catalog.families import FAMILIES, VISION, VISION_DEFAULTS, WRAPPERS, Family
 from planner.catalog.problems import shown
 from planner.catalog.records import MAX_COUNT, Model
 from planner.catalog.safefile import FileProblem, read_text
+from planner.catalog.validation import validation_message
 from planner.model.architecture import (
     FULL,
     MLA,
@@ -901,7 +901,8 @@ def append_model_entry(path: Path, text: str) -> None:
     """Append a ``- id: ...`` entry (:func:`entry_to_yaml`) under ``models:`` of ``path``,
     keeping the file only if the result is still a valid models.yaml with distinct ids; written
     through a temporary file and renamed into place."""
-    from planner.catalog import ModelsFile, _problems_from_validation
+    from planner.catalog.records import ModelsFile
+    from planner.catalog.validation import problems_from_validation
     from planner.catalog.yamlsafe import YamlProblem, load
 
     if path.exists() and not path.is_file():
@@ -918,7 +919,7 @@ def append_model_entry(path: Path, text: str) -> None:
         where = f"{path}:{exc.line}" if exc.line else str(path)
         raise AppendRefused(f"{where} would not stay a valid models.yaml: {exc.message}") from None
     except ValidationError as exc:
-        problems = _problems_from_validation(str(path), doc, ModelsFile, exc)
+        problems = problems_from_validation(str(path), doc, ModelsFile, exc)
         raise AppendRefused(
             f"{path} would not stay a valid models.yaml:\n" + "\n".join(str(p) for p in problems)
         ) from None

@@ -33,10 +33,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from planner.catalog import Catalog, CatalogError, Problem, _duplicates, _problems_from_validation
+from planner.catalog import Catalog, CatalogError, Problem
 from planner.catalog.engines import DEFAULT_ENGINE, series_of, series_warning
+from planner.catalog.reading import duplicate_ids
 from planner.catalog.records import Count, Engine, Entry, Id, Record
 from planner.catalog.safefile import FileProblem, read_text
+from planner.catalog.validation import problems_from_validation
 from planner.catalog.yamlsafe import Document, YamlProblem, load
 from planner.measure.benchmarks import (
     FormatError,
@@ -170,9 +172,9 @@ def _index(index: Path) -> tuple[Document, MeasurementsFile]:
     try:
         parsed = MeasurementsFile.model_validate(doc.data)
     except ValidationError as exc:
-        problems = _problems_from_validation(display, doc, MeasurementsFile, exc)
+        problems = problems_from_validation(display, doc, MeasurementsFile, exc)
         raise CatalogError(_relabelled(problems)) from None
-    duplicates = _duplicates(display, doc, "measurements")
+    duplicates = duplicate_ids(display, doc, "measurements")
     if duplicates:
         raise CatalogError(_relabelled(duplicates))
     return doc, parsed

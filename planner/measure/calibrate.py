@@ -54,9 +54,10 @@ import yaml
 from pydantic import ValidationError
 from scipy.optimize import least_squares
 
-from planner.catalog import Catalog, CatalogError, Problem, _problems_from_validation
+from planner.catalog import Catalog, CatalogError, Problem
 from planner.catalog.engines import series_of, step_overhead_per_sequence
 from planner.catalog.records import LATENCY_FIGURES, CalibrationFile
+from planner.catalog.validation import problems_from_validation
 from planner.catalog.yamlsafe import load
 from planner.measure import FOLDER, Measurement
 from planner.measure.benchmarks import file_key
@@ -726,7 +727,7 @@ def _check(fits: list[Calibration]) -> None:
         CalibrationFile.model_validate(document)
     except ValidationError as exc:
         doc = load(yaml.safe_dump(document, sort_keys=False))
-        problems = _problems_from_validation(NOT_WRITTEN, doc, CalibrationFile, exc)
+        problems = problems_from_validation(NOT_WRITTEN, doc, CalibrationFile, exc)
         raise CatalogError(
             [
                 replace(
