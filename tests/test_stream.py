@@ -16,9 +16,10 @@ from planner.catalog import load_catalog
 from planner.cli import main
 from planner.executor import InProcess, ProcessPool
 from planner.plan import recommend
+from planner.plan.candidates import candidate_codes, candidates
 from planner.plan.columns import ALL_KEYS
 from planner.plan.stream import blocks, settle, stream
-from planner.plan.sweep import candidate_codes, candidates, evaluate
+from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs
 
 pytest.importorskip("pyarrow")

@@ -27,17 +27,11 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.executor import Executor, InProcess
+from planner.plan.candidates import Candidates, candidate_codes
 from planner.plan.columns import ALL_KEYS, TP_KEY
 from planner.plan.export import csv_text
 from planner.plan.recommend import GROUP, ORDER, rank
-from planner.plan.sweep import (
-    CHUNK_ROWS,
-    Candidates,
-    Results,
-    candidate_codes,
-    evaluate_plan,
-    row_bounds,
-)
+from planner.plan.sweep import CHUNK_ROWS, Results, evaluate_plan, row_bounds
 from planner.progress import Progress
 
 #: Candidates a unit of work evaluates (a multiple of the sweep's chunk).

@@ -14,10 +14,11 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from planner.catalog import Catalog, Hardware, Model, Precision
+from planner.catalog import Catalog
 from planner.catalog.engines import series_warning
 from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
+from planner.plan.candidates import candidates, skipped_pairs
 from planner.plan.tables import (
     ALL_KEYS,
     CANDIDATE,
@@ -50,40 +51,6 @@ class Results:
         return list(ALL_KEYS)
 
 
-def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
-    """The compute format a precision runs at on a device: its own, else its fallback, else None."""
-    for fmt in (precision.compute, precision.compute_fallback):
-        if fmt is not None and fmt in hardware.compute:
-            return fmt
-    return None
-
-
-def applies(model: Model, precision: Precision) -> bool:
-    """Whether a precision can store a model: one that quantises experts only needs experts."""
-    return precision.quantised == "all" or model.moe is not None
-
-
-def skipped_pairs(catalog: Catalog) -> list[str]:
-    """Why some combinations are not evaluated at all (no compute rate, no interconnect, a
-    quantisation of experts for a model without them)."""
-    notes = [
-        f"{m.id} × {p.id}: the precision quantises experts and the model has none"
-        for m in catalog.models
-        for p in catalog.precisions
-        if not applies(m, p)
-    ]
-    for h in catalog.hardware:
-        for p in catalog.precisions:
-            if compute_format_for(h, p) is None:
-                formats = p.compute + (f" or {p.compute_fallback}" if p.compute_fallback else "")
-                notes.append(f"{h.id} × {p.id}: the device has no {formats} compute rate")
-        if h.interconnect_bandwidth is None and any(
-            t > 1 for t in catalog.assumptions.tensor_parallel_sizes
-        ):
-            notes.append(f"{h.id}: no interconnect_bandwidth, so no tensor parallelism was tried")
-    return notes
-
-
 def engine_notes(catalog: Catalog) -> list[str]:
     """What a reader must know of the engine the plan sizes its pool by: a release planned with
     another series' constants, and a ``max_model_len`` shorter than a workload's longest request
@@ -104,103 +71,6 @@ def engine_notes(catalog: Catalog) -> list[str]:
                     f"requests, so no option serves {workload.id}"
                 )
     return notes
-
-
-@dataclass(frozen=True)
-class Candidates:
-    """Every combination to evaluate as codes: one row per candidate of (workload, model,
-    precision, hardware, tensor-parallel size) positions into ``ids`` and ``sizes``, in plan
-    order. Five small integers a candidate, so that millions of them fit where their ids as text
-    would not; :meth:`table` gives a slice as the table of ids."""
-
-    codes: np.ndarray
-    ids: dict[str, np.ndarray]
-    sizes: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def table(self, start: int = 0, stop: int | None = None) -> pd.DataFrame:
-        """Rows ``start`` to ``stop`` − 1 as the table of ids (:func:`candidates`)."""
-        rows = self.codes[start:stop]
-        return pd.DataFrame(
-            {
-                "hardware": self.ids["hardware"][rows[:, 3]],
-                "model": self.ids["model"][rows[:, 1]],
-                "precision": self.ids["precision"][rows[:, 2]],
-                "workload": self.ids["workload"][rows[:, 0]],
-                TP_KEY: self.sizes[rows[:, 4]],
-            },
-            columns=ALL_KEYS,
-        )
-
-
-def candidate_codes(catalog: Catalog) -> Candidates:
-    """Every combination to evaluate, as :class:`Candidates` codes (see :func:`candidates`).
-
-    Built a workload at a time, so the cross product is never held wider than one workload's.
-    """
-    all_ids = {
-        "hardware": [h.id for h in catalog.hardware],
-        "model": [m.id for m in catalog.models],
-        "precision": [p.id for p in catalog.precisions],
-        "workload": [w.id for w in catalog.workloads],
-    }
-    position = {k: {v: i for i, v in enumerate(ids)} for k, ids in all_ids.items()}
-    runs = np.array(
-        [
-            compute_format_for(h, p) is not None
-            for h in catalog.hardware
-            for p in catalog.precisions
-        ],
-        dtype=bool,
-    ).reshape(len(catalog.hardware), -1)
-    stores = np.array(
-        [applies(m, p) for m in catalog.models for p in catalog.precisions], dtype=bool
-    ).reshape(len(catalog.models), -1)
-    linked = np.array([h.interconnect_bandwidth is not None for h in catalog.hardware], bool)
-    sizes = np.array(sorted(set(catalog.assumptions.tensor_parallel_sizes)), dtype=np.int64)
-    chosen = [
-        {
-            "hardware": s.hardware or all_ids["hardware"],
-            "model": s.models or all_ids["model"],
-            "precision": s.precisions or all_ids["precision"],
-            "workload": s.workloads or all_ids["workload"],
-        }
-        for s in catalog.scenarios
-    ] or [all_ids]
-    codes = []
-    for lists in chosen:
-        m_, p_, h_ = (
-            np.array([position[k][v] for v in lists[k]], dtype=np.int32)
-            for k in ("model", "precision", "hardware")
-        )
-        for workload in lists["workload"]:
-            m, p, h, t = np.meshgrid(
-                m_, p_, h_, np.arange(len(sizes), dtype=np.int32), indexing="ij"
-            )
-            m, p, h, t = (a.ravel() for a in (m, p, h, t))
-            keep = runs[h, p] & stores[m, p] & ((sizes[t] <= 1) | linked[h])
-            w = np.full(int(keep.sum()), position["workload"][workload], dtype=np.int32)
-            codes.append(np.stack([w, m[keep], p[keep], h[keep], t[keep]], axis=1))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 5), dtype=np.int32)
-    if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
-        rows = np.unique(rows, axis=0)
-    ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
-    return Candidates(rows, ids, sizes)
-
-
-def candidates(catalog: Catalog) -> pd.DataFrame:
-    """Every combination to evaluate, as a table of ids.
-
-    With ``scenarios.yaml``, the union of each scenario's cross product (a list left out means
-    every entry); without it, every hardware × model × precision × workload. Rows are ordered by
-    workload, model, precision, then hardware, so that a workload's options sit together.
-    A device without the precision's compute format (or its fallback) is left out; so are
-    tensor-parallel sizes above 1 on a device without an interconnect figure, and precisions
-    that quantise experts for models without them.
-    """
-    return candidate_codes(catalog).table()
 
 
 def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(KEYS)) -> pd.Series:
@@ -447,6 +317,65 @@ class _Column:
         return pd.Categorical.from_codes(rank[codes], categories=pd.Index(distinct[order]))
 
 
+@dataclass(frozen=True)
+class _Order:
+    """What a plan computes and in what order: the constants (global assumptions), the metrics
+    of the keys alone, the lookups, every later metric in dependency order, the columns kept
+    (``names``) and the kind of each."""
+
+    constants: dict[str, Any]
+    metrics: list[Metric]
+    keys_only: list[Metric]
+    lookups: list[Lookup]
+    later: list[Metric]
+    names: list[str]
+    kinds: dict[str, str]
+
+    @classmethod
+    def of(
+        cls, inputs: InputTables, metric_names: list[str] | None, columns: list[str] | None
+    ) -> _Order:
+        lookups = [*LOOKUPS, *SIM_LOOKUPS]
+        constants = {g.name: inputs.globals[g.cell] * g.scale for g in GLOBALS}
+        given = set(ALL_KEYS) | set(constants) | {lk.name for lk in lookups}
+        metrics = ordered(metric_names, given)
+        keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
+        later = [m for m in metrics if m not in keys_only]
+        names = [*ALL_KEYS, *(m.name for m in keys_only), *(lk.name for lk in lookups)]
+        names += [m.name for m in later]
+        if columns is not None:
+            names = [c for c in names if c in ALL_KEYS or c in columns]
+        kinds = {m.name: m.kind for m in metrics} | {lk.name: lk.kind for lk in lookups}
+        return cls(constants, metrics, keys_only, lookups, later, names, kinds)
+
+    def chunk(self, keys: dict[str, Any], inputs: InputTables, cache: SheetCache) -> dict[str, Any]:
+        """Every column of one chunk of rows (``keys``: its key columns): the metrics of the
+        keys, every lookup, then every later metric."""
+        chunk: dict[str, Any] = dict(keys)
+        scope: dict[str, Any] = {**self.constants, **chunk}
+        n = len(next(iter(keys.values())))
+        for m in self.keys_only:
+            scope[m.name] = chunk[m.name] = evaluate_metric(m, scope, n, chunk)
+        cache.rows = {}
+        for lookup in self.lookups:
+            scope[lookup.name] = chunk[lookup.name] = lookup_values(lookup, chunk, inputs, cache)
+        for m in self.later:
+            scope[m.name] = chunk[m.name] = evaluate_metric(m, scope, n, chunk)
+        return chunk
+
+
+def _useful_rows(chunk: Mapping[str, Any]) -> np.ndarray:
+    """Which rows of a chunk :func:`useful_parallelism` keeps (a chunk never splits the
+    tensor-parallel sizes of one combination)."""
+    frame = pd.DataFrame(
+        {
+            "combination": _runs(*(chunk[k] for k in KEYS)),
+            **{k: chunk[k] for k in (TP_KEY, "meets_targets", "replica_fits")},
+        }
+    )
+    return useful_parallelism(frame, ["combination"]).to_numpy()
+
+
 def evaluate_plan(
     catalog: Catalog,
     plan: pd.DataFrame,
@@ -463,50 +392,22 @@ def evaluate_plan(
     done; ``columns`` keeps only those (and the keys).
     """
     inputs = input_tables(catalog, _with_candidate_ids(simulated))
-    lookups = [*LOOKUPS, *SIM_LOOKUPS]
-    constants = {g.name: inputs.globals[g.cell] * g.scale for g in GLOBALS}
-    metrics = ordered(metric_names, set(ALL_KEYS) | set(constants) | {lk.name for lk in lookups})
-    keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
-    later = [m for m in metrics if m not in keys_only]
-    names = [*ALL_KEYS, *(m.name for m in keys_only), *(lk.name for lk in lookups)]
-    names += [m.name for m in later]
-    if columns is not None:
-        names = [c for c in names if c in ALL_KEYS or c in columns]
-    kinds = {m.name: m.kind for m in metrics} | {lk.name: lk.kind for lk in lookups}
+    order = _Order.of(inputs, metric_names, columns)
+    names = order.names
     keys = {k: plan[k].to_numpy() for k in ALL_KEYS}
     bounds = chunk_bounds(plan)
-    out = {name: _Column(len(plan), _dtype(keys.get(name), kinds.get(name))) for name in names}
+    out = {
+        name: _Column(len(plan), _dtype(keys.get(name), order.kinds.get(name))) for name in names
+    }
     del plan  # the key columns are in ``keys``: at a million candidates, memory counts
     cache = SheetCache(inputs)
     filled = 0
     for start, stop in bounds:
-        chunk: dict[str, Any] = {k: v[start:stop] for k, v in keys.items()}
-        scope: dict[str, Any] = {**constants, **chunk}
-        n = stop - start
-
-        def compute(m: Metric) -> None:
-            scope[m.name] = chunk[m.name] = evaluate_metric(m, scope, n, chunk)  # noqa: B023
-
-        for m in keys_only:
-            compute(m)
-        cache.rows = {}
-        for lookup in lookups:
-            scope[lookup.name] = chunk[lookup.name] = lookup_values(lookup, chunk, inputs, cache)
-        for m in later:
-            compute(m)
-        keep: Any = slice(None)
-        if prune_parallelism:
-            frame = pd.DataFrame(
-                {
-                    "combination": _runs(*(chunk[k] for k in KEYS)),
-                    **{k: chunk[k] for k in (TP_KEY, "meets_targets", "replica_fits")},
-                }
-            )
-            keep = useful_parallelism(frame, ["combination"]).to_numpy()
-        kept = int(keep.sum()) if isinstance(keep, np.ndarray) else n
+        chunk = order.chunk({k: v[start:stop] for k, v in keys.items()}, inputs, cache)
+        keep: Any = _useful_rows(chunk) if prune_parallelism else slice(None)
         for name in names:
             out[name].put(filled, chunk[name][keep])
-        filled += kept
+        filled += int(keep.sum()) if isinstance(keep, np.ndarray) else stop - start
     table = pd.DataFrame({name: out.pop(name).finish(filled) for name in names}, copy=False)
     if filled <= CHUNK_ROWS:  # one block per type, as pandas likes it, while that costs little
         table = table.copy()
@@ -515,8 +416,8 @@ def evaluate_plan(
     return Results(
         table=table,
         inputs=inputs,
-        metrics=metrics,
-        lookups=lookups,
+        metrics=order.metrics,
+        lookups=order.lookups,
         skipped=skipped_pairs(catalog),
         notes=engine_notes(catalog) + _start_notes(catalog, table),
     )

@@ -1,0 +1,173 @@
+"""The candidates of a plan: every hardware × model × precision × workload × tensor-parallel
+size that can run (the union of the scenarios' cross products where ``scenarios.yaml`` names
+them), kept as small integer codes, and why the combinations left out are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog import Catalog, Hardware, Model, Precision
+from planner.plan.columns import ALL_KEYS, TP_KEY
+
+
+def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
+    """The compute format a precision runs at on a device: its own, else its fallback, else None."""
+    for fmt in (precision.compute, precision.compute_fallback):
+        if fmt is not None and fmt in hardware.compute:
+            return fmt
+    return None
+
+
+def applies(model: Model, precision: Precision) -> bool:
+    """Whether a precision can store a model: one that quantises experts only needs experts."""
+    return precision.quantised == "all" or model.moe is not None
+
+
+def skipped_pairs(catalog: Catalog) -> list[str]:
+    """Why some combinations are not evaluated at all (no compute rate, no interconnect, a
+    quantisation of experts for a model without them)."""
+    notes = [
+        f"{m.id} × {p.id}: the precision quantises experts and the model has none"
+        for m in catalog.models
+        for p in catalog.precisions
+        if not applies(m, p)
+    ]
+    for h in catalog.hardware:
+        for p in catalog.precisions:
+            if compute_format_for(h, p) is None:
+                formats = p.compute + (f" or {p.compute_fallback}" if p.compute_fallback else "")
+                notes.append(f"{h.id} × {p.id}: the device has no {formats} compute rate")
+        if h.interconnect_bandwidth is None and any(
+            t > 1 for t in catalog.assumptions.tensor_parallel_sizes
+        ):
+            notes.append(f"{h.id}: no interconnect_bandwidth, so no tensor parallelism was tried")
+    return notes
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Every combination to evaluate as codes: one row per candidate of (workload, model,
+    precision, hardware, tensor-parallel size) positions into ``ids`` and ``sizes``, in plan
+    order. Five small integers a candidate, so that millions of them fit where their ids as text
+    would not; :meth:`table` gives a slice as the table of ids."""
+
+    codes: np.ndarray
+    ids: dict[str, np.ndarray]
+    sizes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def table(self, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+        """Rows ``start`` to ``stop`` − 1 as the table of ids (:func:`candidates`)."""
+        rows = self.codes[start:stop]
+        return pd.DataFrame(
+            {
+                "hardware": self.ids["hardware"][rows[:, 3]],
+                "model": self.ids["model"][rows[:, 1]],
+                "precision": self.ids["precision"][rows[:, 2]],
+                "workload": self.ids["workload"][rows[:, 0]],
+                TP_KEY: self.sizes[rows[:, 4]],
+            },
+            columns=ALL_KEYS,
+        )
+
+
+def _catalog_ids(catalog: Catalog) -> dict[str, list[str]]:
+    """The ids of each kind of entry, in catalog order."""
+    return {
+        "hardware": [h.id for h in catalog.hardware],
+        "model": [m.id for m in catalog.models],
+        "precision": [p.id for p in catalog.precisions],
+        "workload": [w.id for w in catalog.workloads],
+    }
+
+
+def _scenario_ids(catalog: Catalog, all_ids: dict[str, list[str]]) -> list[dict[str, list[str]]]:
+    """The ids each scenario crosses (a list it leaves out: every entry); without scenarios,
+    every entry."""
+    return [
+        {
+            "hardware": s.hardware or all_ids["hardware"],
+            "model": s.models or all_ids["model"],
+            "precision": s.precisions or all_ids["precision"],
+            "workload": s.workloads or all_ids["workload"],
+        }
+        for s in catalog.scenarios
+    ] or [all_ids]
+
+
+@dataclass(frozen=True)
+class _Allowed:
+    """Which pairs can run, by position: ``runs[hardware, precision]`` (a compute rate),
+    ``stores[model, precision]`` (:func:`applies`) and ``linked[hardware]`` (an interconnect,
+    needed above one device a replica), with the tensor-parallel ``sizes``."""
+
+    runs: np.ndarray
+    stores: np.ndarray
+    linked: np.ndarray
+    sizes: np.ndarray
+
+    @classmethod
+    def of(cls, catalog: Catalog) -> _Allowed:
+        hardware, precisions = catalog.hardware, catalog.precisions
+        runs = [compute_format_for(h, p) is not None for h in hardware for p in precisions]
+        stores = [applies(m, p) for m in catalog.models for p in precisions]
+        return cls(
+            runs=np.array(runs, dtype=bool).reshape(len(hardware), -1),
+            stores=np.array(stores, dtype=bool).reshape(len(catalog.models), -1),
+            linked=np.array([h.interconnect_bandwidth is not None for h in hardware], bool),
+            sizes=np.array(sorted(set(catalog.assumptions.tensor_parallel_sizes)), np.int64),
+        )
+
+    def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
+              hardware: np.ndarray) -> np.ndarray:  # fmt: skip
+        """The rows of one workload's cross product that can run, as codes."""
+        m, p, h, t = np.meshgrid(
+            models, precisions, hardware, np.arange(len(self.sizes), dtype=np.int32), indexing="ij"
+        )
+        m, p, h, t = (a.ravel() for a in (m, p, h, t))
+        keep = self.runs[h, p] & self.stores[m, p] & ((self.sizes[t] <= 1) | self.linked[h])
+        w = np.full(int(keep.sum()), workload, dtype=np.int32)
+        return np.stack([w, m[keep], p[keep], h[keep], t[keep]], axis=1)
+
+
+def candidate_codes(catalog: Catalog) -> Candidates:
+    """Every combination to evaluate, as :class:`Candidates` codes (see :func:`candidates`).
+
+    Built a workload at a time, so the cross product is never held wider than one workload's.
+    """
+    all_ids = _catalog_ids(catalog)
+    position = {k: {v: i for i, v in enumerate(ids)} for k, ids in all_ids.items()}
+    allowed = _Allowed.of(catalog)
+    chosen = _scenario_ids(catalog, all_ids)
+    codes = []
+    for lists in chosen:
+        m_, p_, h_ = (
+            np.array([position[k][v] for v in lists[k]], dtype=np.int32)
+            for k in ("model", "precision", "hardware")
+        )
+        for workload in lists["workload"]:
+            codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
+    rows = np.concatenate(codes) if codes else np.zeros((0, 5), dtype=np.int32)
+    if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
+        rows = np.unique(rows, axis=0)
+    ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
+    return Candidates(rows, ids, allowed.sizes)
+
+
+def candidates(catalog: Catalog) -> pd.DataFrame:
+    """Every combination to evaluate, as a table of ids.
+
+    With ``scenarios.yaml``, the union of each scenario's cross product (a list left out means
+    every entry); without it, every hardware × model × precision × workload. Rows are ordered by
+    workload, model, precision, then hardware, so that a workload's options sit together.
+    A device without the precision's compute format (or its fallback) is left out; so are
+    tensor-parallel sizes above 1 on a device without an interconnect figure, and precisions
+    that quantise experts for models without them.
+    """
+    return candidate_codes(catalog).table()
