@@ -14,12 +14,15 @@ is the same replica arithmetic with every step that much slower.
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import and_
 from typing import Any
 
 from planner.model.capacity import replicas_needed
 from planner.model.expr import ceil, is_missing, is_number, maximum, where
 from planner.model.metric import metric, rebound
 from planner.model.sources import LEAST_SQUARES, LITTLE, NORMAL, SRE
+from planner.model.targets import TARGETS, taking
 
 #: One-sided 90 % quantile of the standard normal distribution: P(Z ≤ 1.2816) = 0.90.
 Z90 = 1.2816
@@ -187,24 +190,10 @@ def _within(value: Any, target: Any) -> Any:
 
 
 @metric("", kind="bool", source=f"{SRE}; {NORMAL}", group="margins")
-def meets_targets_upper(
-    meets_targets_planned: Any,
-    ttft_upper_s: Any,
-    ttft_p95_target_s: Any,
-    itl_upper_s: Any,
-    itl_p95_target_s: Any,
-    e2e_upper_s: Any,
-    e2e_p95_target_s: Any,
-    task_upper_s: Any,
-    task_p95_target_s: Any,
-) -> Any:
+@taking("meets_targets_planned", *(n for t in TARGETS for n in (t.upper, t.column)))
+def meets_targets_upper(meets_targets_planned: Any, *upper_and_target: Any) -> Any:
     """Whether the targets are still met at the top of the latency band: as planned, and with
     time to first token, inter-token, end-to-end and task latency each at the top of its band
     (the task's tool time excepted)."""
-    return (
-        meets_targets_planned
-        & _within(ttft_upper_s, ttft_p95_target_s)
-        & _within(itl_upper_s, itl_p95_target_s)
-        & _within(e2e_upper_s, e2e_p95_target_s)
-        & _within(task_upper_s, task_p95_target_s)
-    )
+    pairs = zip(upper_and_target[::2], upper_and_target[1::2], strict=True)
+    return reduce(and_, (_within(upper, target) for upper, target in pairs), meets_targets_planned)

@@ -6,11 +6,14 @@ state a fleet must at least provide, and they stay live formulas in the workbook
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import and_
 from typing import Any
 
 from planner.model.expr import ceil, concat, is_missing, is_number, maximum, where
 from planner.model.metric import metric
 from planner.model.sources import LITTLE, SRE
+from planner.model.targets import TARGETS, taking
 
 
 @metric("", kind="text", source="the five key columns", group="keys")
@@ -174,17 +177,10 @@ def meets_task_target(task_load_s: Any, task_p95_target_s: Any) -> Any:
     source=f"{SRE}: latency, throughput and failure together",
     group="serving",
 )
-def meets_targets(
-    replica_fits: Any,
-    meets_ttft_target: Any,
-    meets_itl_target: Any,
-    meets_e2e_target: Any,
-    meets_task_target: Any,
-) -> Any:
+@taking("replica_fits", *(t.meets for t in TARGETS))
+def meets_targets(replica_fits: Any, *meets: Any) -> Any:
     """Whether a replica holds a maximum-length sequence and every closed-form target is met."""
-    return (
-        replica_fits & meets_ttft_target & meets_itl_target & meets_e2e_target & meets_task_target
-    )
+    return reduce(and_, meets, replica_fits)
 
 
 @metric("", kind="bool", source=f"{SRE}; serving simulation", group="serving")
@@ -198,33 +194,28 @@ def meets_targets_planned(
 
 
 @metric("", kind="text", source=SRE, group="serving")
+@taking(
+    "replica_fits",
+    "fit_reason",
+    "engine_accepts_requests",
+    "engine_starts",
+    *(t.meets for t in TARGETS),
+)
 def target_miss_reason(
     replica_fits: Any,
     fit_reason: Any,
     engine_accepts_requests: Any,
     engine_starts: Any,
-    meets_ttft_target: Any,
-    meets_itl_target: Any,
-    meets_e2e_target: Any,
-    meets_task_target: Any,
+    *meets: Any,
 ) -> Any:
     """The first reason a candidate misses its targets, in words ("meets targets" otherwise):
     a replica that cannot hold a request (``memory:``, or ``engine:`` where the engine's
     ``max_model_len`` refuses it), else the first latency target missed."""
+    reason: Any = "meets targets"
+    for target, met in reversed(list(zip(TARGETS, meets, strict=True))):
+        reason = where(met, reason, target.miss)
     return where(
         replica_fits,
-        where(
-            meets_ttft_target,
-            where(
-                meets_itl_target,
-                where(
-                    meets_e2e_target,
-                    where(meets_task_target, "meets targets", "latency: task p95 target"),
-                    "latency: end-to-end p95 target",
-                ),
-                "latency: inter-token p95 target",
-            ),
-            "latency: time-to-first-token p95 target",
-        ),
+        reason,
         concat(where(engine_accepts_requests & engine_starts, "memory: ", "engine: "), fit_reason),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan.columns import TFLOPS, Lookup
 
@@ -295,8 +296,5 @@ LOOKUPS = [
     _lk("tool_time_s", "workload", "tool_time_s", 1, "s", "tool time between calls"),
     _lk("preprocess_s", "workload", "preprocess_s", 1, "s", "preprocessing time"),
     _lk("network_s", "workload", "network_s", 1, "s", "network and serialisation time"),
-    _lk("ttft_p95_target_s", "workload", "ttft_p95_target_s", 1, "s", "TTFT p95 target"),
-    _lk("itl_p95_target_s", "workload", "itl_p95_target_s", 1, "s", "ITL p95 target"),
-    _lk("e2e_p95_target_s", "workload", "e2e_p95_target_s", 1, "s", "end-to-end p95 target"),
-    _lk("task_p95_target_s", "workload", "task_p95_target_s", 1, "s", "task p95 target"),
+    *(_lk(t.column, "workload", t.column, 1, "s", f"{t.label} p95 target") for t in TARGETS),
 ]

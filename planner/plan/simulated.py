@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from planner.model.targets import TARGETS
 from planner.plan.columns import CANDIDATE, SIMULATED, Column, InputTables, Lookup, _frame
 
 #: Figures from the serving simulation (:mod:`planner.serving.sizing`), one row per simulated
@@ -142,10 +143,7 @@ SIMULATION_INPUTS = (
     "arrival_rate_per_s",
     "requests_per_task",
     "tool_time_s",
-    "ttft_p95_target_s",
-    "itl_p95_target_s",
-    "e2e_p95_target_s",
-    "task_p95_target_s",
+    *(t.column for t in TARGETS),
 )
 
 

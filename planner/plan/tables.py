@@ -20,6 +20,7 @@ from planner.catalog.interconnects import collective_latency
 from planner.catalog.matmul import matmul_curve
 from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
+from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan.assumptions import GLOBALS, Global
 from planner.plan.columns import (
@@ -391,30 +392,15 @@ def workload_columns(
         Column("tool_time_s", "s", "tool time between calls of a task", lambda w: w.tool_time),
         Column("preprocess_s", "s", "preprocessing before prefill", lambda w: w.preprocess_time),
         Column("network_s", "s", "serialisation and network delivery", lambda w: w.network_time),
-        Column(
-            "ttft_p95_target_s",
-            "s",
-            "target: p95 time to first token",
-            lambda w: _nan(w.targets.ttft_p95),
-        ),
-        Column(
-            "itl_p95_target_s",
-            "s",
-            "target: p95 inter-token latency",
-            lambda w: _nan(w.targets.itl_p95),
-        ),
-        Column(
-            "e2e_p95_target_s",
-            "s",
-            "target: p95 end-to-end latency",
-            lambda w: _nan(w.targets.e2e_p95),
-        ),
-        Column(
-            "task_p95_target_s", "s", "target: p95 task latency", lambda w: _nan(w.targets.task_p95)
-        ),
+        *(Column(t.column, "s", f"target: p95 {t.meaning}", _target(t.field)) for t in TARGETS),
         Column("admission", "", "admission policy", lambda w: w.admission, "text"),
         Column("source", "", "where the numbers come from", lambda w: w.source or "", "text"),
     ]
+
+
+def _target(field: str) -> Callable[[Workload], float]:
+    """Reads a p95 latency target off a workload record (NaN: none set) [s]."""
+    return lambda w: _nan(getattr(w.targets, field))
 
 
 def compute_formats(catalog: Catalog) -> list[str]:
