@@ -15,6 +15,7 @@ from planner.catalog import Catalog, Workload
 from planner.catalog.engines import step_overhead_per_sequence
 from planner.catalog.workloads import length_summary
 from planner.model.calibration import latency_band_fraction
+from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.outputs import charts
 from planner.outputs.advice import (
     api_sentence,
@@ -31,10 +32,7 @@ from planner.plan.uncertainty import Bands, leading_options
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
-    ("TTFT", "ttft_s", "ttft_p95_target_s", "ttft_p95_s"),
-    ("ITL", "itl_load_s", "itl_p95_target_s", "itl_p95_s"),
-    ("end-to-end", "e2e_load_s", "e2e_p95_target_s", "e2e_p95_s"),
-    ("task", "task_load_s", "task_p95_target_s", "task_p95_s"),
+    (t.label, t.estimate, t.column, t.simulated) for t in LATENCY_TARGETS
 ]
 
 #: What the estimates leave out, for the risks section.
@@ -132,12 +130,7 @@ def target_text(workload: Workload) -> str:
     targets = workload.targets
     parts = [
         f"{name} p95 ≤ {duration(value)}"
-        for name, value in (
-            ("TTFT", targets.ttft_p95),
-            ("ITL", targets.itl_p95),
-            ("end-to-end", targets.e2e_p95),
-            ("task", targets.task_p95),
-        )
+        for name, value in ((t.label, getattr(targets, t.field)) for t in LATENCY_TARGETS)
         if value is not None
     ]
     return ", ".join(parts) if parts else "no latency targets set"

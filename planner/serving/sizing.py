@@ -98,6 +98,7 @@ import pandas as pd
 from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
+from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.model.units import GB, GIB
 from planner.plan.selection import select_candidates
 from planner.plan.tables import ALL_KEYS
@@ -137,12 +138,7 @@ DEFAULT_MAX_REPLICAS = 256
 """Open loop: the search gives up beyond this many replicas [replicas]."""
 
 #: (label, workload target field, SimResult p95 field), in the order reasons are reported.
-TARGETS = (
-    ("ttft", "ttft_p95", "ttft_p95_s"),
-    ("itl", "itl_p95", "itl_p95_s"),
-    ("e2e", "e2e_p95", "e2e_p95_s"),
-    ("task", "task_p95", "task_p95_s"),
-)
+TARGETS = tuple((t.name, t.field, t.simulated) for t in LATENCY_TARGETS)
 
 #: Columns of :func:`simulate_candidates` after the key columns (units in the names).
 SIZING_COLUMNS = [
