@@ -51,23 +51,22 @@ against overload (an overloaded open-loop replica rejects more and more; without
 overload would only show as latency, which a workload without targets never checks).  The queue
 itself is unbounded.
 
-*Search* (:func:`size_candidate`).  First a memory check (a maximum-length request must fit the
+*Search* (:func:`size_candidate`). First a memory check (a maximum-length request must fit the
 cache), then the *best case*: one user on the replica, one request at a time, which is what any
-replica count tends to as R grows (closed loop: R = users).  A target missed even there cannot be
-met by adding replicas; the reason names the bound (bandwidth- or compute-bound decode step,
-compute- or bandwidth-bound prefill, tool time, preprocessing).  The best case is simulated
-first where a floor already misses its target (the no-load TTFT; a decode step of one
-sequence), else only when the closed form's count misses (a count that meets the targets proves
-the best case would).  The search starts at the closed-form ``replicas_needed``: when that
-count serves, one fewer is tried next (the closed form is rarely far off), then the search
-bisects below it; when it does not, the count doubles
-until the targets are met (up to ``max_replicas``; closed loop: up to the number of users, where
-the best case is reached) and bisects between the last miss and the first hit.  This assumes
-that more replicas never raise a p95.  Every simulation uses the same seed, so two replica
-counts see the same lengths (common random numbers) and open-loop arrival times that are rescaled
-copies of each other; still, near the unloaded floor a p95 wobbles by a few per cent as the
-replica's users change (the tests allow 10 %), so at a target's edge a count below the one found
-may meet it too.
+replica count tends to as R grows (closed loop: R = users). A target missed even there cannot be met
+by adding replicas; the reason names the bound (bandwidth- or compute-bound decode step, compute- or
+bandwidth-bound prefill, tool time, preprocessing). The best case is simulated first where a floor
+already misses its target (the no-load TTFT; a decode step of one sequence), else only when the
+closed form's count misses (a count that meets the targets proves the best case would). The search
+(:mod:`planner.serving.search`) starts at the closed-form ``replicas_needed`` and ends on a count
+that meets the targets next to one below it that misses; between, it tries where the line through
+the runs nearest the targets (the best case among them) says each run's worst p95 over its target
+reaches 1, and bisects where that stops halving the interval (up to ``max_replicas``; closed loop:
+up to the number of users, where the best case is reached). This assumes that more replicas never
+raise a p95. Every simulation uses the same seed, so two replica counts see the same lengths (common
+random numbers) and open-loop arrival times that are rescaled copies of each other; still, near the
+unloaded floor a p95 wobbles by a few per cent as the replica's users change (the tests allow 10 %),
+so at a target's edge a count below the one found may meet it too.
 
 *Which rows* (:func:`planner.plan.selection.select_candidates`): simulating all ~1,100 rows of the
 shipped catalogs is too slow, so per workload × model the ``per_group`` cheapest
@@ -114,6 +113,7 @@ from planner.serving.configs import (
     sim_config,
     step_model,
 )
+from planner.serving.search import fewest, miss_ratio
 from planner.serving.simulate import SimConfig, SimResult, simulate
 
 if TYPE_CHECKING:
@@ -324,6 +324,29 @@ def _memory_reason(row: Mapping[str, Any], need: int, have: int) -> tuple[str, s
     )
 
 
+def _not_simulated(
+    catalog: Catalog, workload: Workload, row: Mapping[str, Any], n_requests: int | None
+) -> tuple[str, str] | None:
+    """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
+    maximum-length request, or prefilling the requests would take too many steps; else None."""
+    a = catalog.assumptions
+    need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
+    have = kv_budget_tokens(row)
+    if not bool(row["replica_fits"]) or have < need:
+        return _memory_reason(row, need, have)
+    chunk = chunk_tokens(a)
+    requests = n_requests or a.simulated_requests
+    steps = prefill_steps(requests, length_summary(catalog, workload, "prompt")[0], chunk)
+    if steps <= MAX_SIMULATION_STEPS:
+        return None
+    return "simulation size", (
+        f"not simulated: prefilling {requests:,} requests' prompts in chunks of "
+        f"{chunk:,} tokens (max_num_batched_tokens) takes about {steps:,.0f} steps, past "
+        f"the {MAX_SIMULATION_STEPS:,} a simulation may take; raise "
+        f"max_num_batched_tokens or lower simulated_requests"
+    )
+
+
 def size_candidate(
     catalog: Catalog,
     row: Mapping[str, Any],
@@ -358,25 +381,9 @@ def size_candidate(
         "sim_runs": 0,
     }
 
-    need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
-    have = kv_budget_tokens(row)
-    if not bool(row["replica_fits"]) or have < need:
-        bound, reason = _memory_reason(row, need, have)
-        out.update(sim_bound=bound, sim_reason=reason)
-        return out
-    chunk = chunk_tokens(a)
-    requests = n_requests or a.simulated_requests
-    steps = prefill_steps(requests, length_summary(catalog, workload, "prompt")[0], chunk)
-    if steps > MAX_SIMULATION_STEPS:
-        out.update(
-            sim_bound="simulation size",
-            sim_reason=(
-                f"not simulated: prefilling {requests:,} requests' prompts in chunks of "
-                f"{chunk:,} tokens (max_num_batched_tokens) takes about {steps:,.0f} steps, past "
-                f"the {MAX_SIMULATION_STEPS:,} a simulation may take; raise "
-                f"max_num_batched_tokens or lower simulated_requests"
-            ),
-        )
+    refused = _not_simulated(catalog, workload, row, n_requests)
+    if refused is not None:
+        out.update(sim_bound=refused[0], sim_reason=refused[1])
         return out
 
     runs: dict[SimConfig, SimResult] = {}
@@ -407,7 +414,8 @@ def size_candidate(
         return bool(best_misses)
 
     closed = workload.arrival is None
-    upper = int(workload.concurrency or 1) if closed else int(max_replicas)
+    users = int(workload.concurrency or 1) if closed else None
+    upper = users if users is not None else int(max_replicas)
     start = row["replicas_needed"]
     start = min(int(start) if _finite(start) and start >= 1 else 1, upper)
     at: dict[int, tuple[list[Miss], SimResult]] = {}
@@ -418,8 +426,9 @@ def size_candidate(
             at[replicas] = (misses(result, workload, ceiling), result)
         return not at[replicas][0]
 
-    def texts(replicas: int) -> str:
-        return "; ".join(m.text() for m in at[replicas][0])
+    def simulate_at(replicas: int) -> tuple[bool, float]:
+        served = met(replicas)
+        return served, _miss_ratio(at[replicas][1], workload, ceiling)
 
     # the best case first where a floor already misses (the no-load TTFT, or a decode step of
     # one sequence with one cached token), else only when the closed form's count misses
@@ -431,29 +440,28 @@ def size_candidate(
         return out
     if not met(start) and hopeless():
         return out
-    # exponential search up from the closed form, then bisection between a miss and a hit
-    lo, hi = 0, start
-    while not met(hi):
-        if hi >= upper:
-            record(at[hi][1], hi)
-            out.update(
-                sim_bound="queueing",
-                sim_reason=f"queueing: {texts(hi)} with {hi} replicas (the search limit), "
-                "although one request at a time meets every target",
-                sim_runs=len(runs),
-            )
-            return out
-        lo, hi = hi, min(2 * hi, upper)
-    if lo == 0 and hi > 1:  # the closed form's count serves: is it one too many?
-        lo, hi = (0, hi - 1) if met(hi - 1) else (hi - 1, hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if met(mid) else (mid, hi)
+    best = runs.get(best_case_config(catalog, workload, row, n_requests, seed))
+    lo, hi = fewest(
+        simulate_at,
+        start,
+        upper,
+        users,
+        None if best is None else _miss_ratio(best, workload, ceiling),
+    )
+    if hi is None:
+        record(at[upper][1], upper)
+        out.update(
+            sim_bound="queueing",
+            sim_reason=f"queueing: {_texts(at, upper)} with {upper} replicas (the search limit), "
+            "although one request at a time meets every target",
+            sim_runs=len(runs),
+        )
+        return out
     record(at[hi][1], hi)
     reason = f"meets targets with {hi} replica{'s' if hi > 1 else ''}"
     reason += f" ({hi * tp} devices)" if tp > 1 else ""
     if hi - 1 in at:
-        reason += f"; with {hi - 1}: {texts(hi - 1)}"
+        reason += f"; with {hi - 1}: {_texts(at, hi - 1)}"
     out.update(
         sim_replicas_needed=hi,
         sim_devices_needed=hi * tp,
@@ -462,6 +470,23 @@ def size_candidate(
         sim_runs=len(runs),
     )
     return out
+
+
+def _texts(at: Mapping[int, tuple[list[Miss], SimResult]], replicas: int) -> str:
+    """The targets the run at ``replicas`` missed, in words."""
+    return "; ".join(m.text() for m in at[replicas][0])
+
+
+def _miss_ratio(result: SimResult, workload: Workload, ceiling: float) -> float:
+    """The run's worst figure over its target or ceiling (:func:`search.miss_ratio`) [-]."""
+    values = {"rejected": result.rejected_fraction}
+    limits = {"rejected": ceiling}
+    for label, target_field, result_field in TARGETS:
+        limit = getattr(workload.targets, target_field)
+        if limit is not None:
+            values[label] = getattr(result, result_field)
+            limits[label] = limit
+    return miss_ratio(values, limits)
 
 
 def _sized(catalog: Catalog, job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
