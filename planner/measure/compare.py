@@ -83,7 +83,7 @@ COLUMNS = [
 ]
 
 
-def _engine(catalog: Catalog, measurement: Measurement) -> Engine:
+def engine_as_measured(catalog: Catalog, measurement: Measurement) -> Engine:
     """The engine as measured: the entry's profile (with the log's max_model_len and
     utilisation where it states them), else the catalog's, else the defaults."""
     engine = measurement.entry.engine or catalog.assumptions.engine or DEFAULT_ENGINE
@@ -120,7 +120,7 @@ def estimate_rows(catalog: Catalog, measurements: Sequence[Measurement]) -> list
     set up, in their order; measurements run on the same engine profile are evaluated in one
     pass (a fit evaluates its points many times)."""
     groups: dict[str, list[int]] = {}
-    engines = [_engine(catalog, m) for m in measurements]
+    engines = [engine_as_measured(catalog, m) for m in measurements]
     for i, engine in enumerate(engines):
         groups.setdefault(engine.model_dump_json(), []).append(i)
     rows: list[pd.Series | None] = [None] * len(measurements)
@@ -189,7 +189,7 @@ def comparison(catalog: Catalog, measurements: tuple[Measurement, ...]) -> pd.Da
     for measurement in measurements:
         entry = measurement.entry
         estimates = estimate_row(catalog, measurement)
-        engine = _engine(catalog, measurement)
+        engine = engine_as_measured(catalog, measurement)
         for figure, value in measured_figures(catalog, measurement).items():
             if figure not in COMPARED:
                 continue
