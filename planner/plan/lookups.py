@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.model.calibrated import CALIBRATED_FIGURES
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan.columns import TFLOPS, Lookup
@@ -22,6 +23,8 @@ def _lk(
 ) -> Lookup:
     return Lookup(name, key, column, scale, unit, description, **kw)
 
+
+_UNCALIBRATED = "(blank: not calibrated)"
 
 LOOKUPS = [
     _lk(
@@ -93,59 +96,19 @@ LOOKUPS = [
         "share of the dense datasheet rate weight multiplications reach at many tokens",
     ),
     *(
-        _lk(name, "hardware", column, scale, unit, f"{description} (blank: not calibrated)")
-        for name, column, scale, unit, description in (
-            (
-                "calibrated_bandwidth_efficiency",
-                "calibrated_bandwidth_efficiency",
-                1,
-                "fraction",
-                "bandwidth efficiency fitted to measurements",
-            ),
-            (
-                "calibrated_compute_efficiency",
-                "calibrated_compute_efficiency",
-                1,
-                "fraction",
-                "compute efficiency fitted to measurements",
-            ),
-            (
-                "calibrated_step_overhead_s",
-                "calibrated_step_overhead_ms",
-                1e-3,
-                "s",
-                "step overhead fitted to measurements",
-            ),
-            (
-                "calibrated_activation_scale",
-                "calibrated_activation_scale",
-                1,
-                "ratio",
-                "the engine's activation scale fitted to measurements",
-            ),
-            (
-                "calibrated_non_torch_bytes",
-                "calibrated_non_torch_gib",
-                GIB,
-                "B",
-                "memory outside PyTorch, one device per replica, measured",
-            ),
-            (
-                "calibrated_non_torch_tp_bytes",
-                "calibrated_non_torch_tp_gib",
-                GIB,
-                "B",
-                "memory outside PyTorch under tensor parallelism, measured",
-            ),
-            (
-                "calibration_rms_fraction",
-                "calibration_rms_fraction",
-                1,
-                "fraction",
-                "root mean square relative error of the fitted latencies",
-            ),
+        _lk(
+            f.plan, "hardware", f.sheet, f.scale, f.unit, f"{f.description} (blank: not calibrated)"
         )
-    ),  # fmt: skip
+        for f in CALIBRATED_FIGURES
+    ),
+    _lk(
+        "calibration_rms_fraction",
+        "hardware",
+        "calibration_rms_fraction",
+        1,
+        "fraction",
+        f"root mean square relative error of the fitted latencies {_UNCALIBRATED}",
+    ),
     _lk("parameters", "model", "parameters", 1, "", "total parameters"),
     _lk("active_parameters", "model", "active_parameters", 1, "", "parameters used per token"),
     _lk(

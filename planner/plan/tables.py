@@ -20,6 +20,7 @@ from planner.catalog.interconnects import collective_latency
 from planner.catalog.matmul import matmul_curve
 from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
+from planner.model.calibrated import CALIBRATED_FIGURES
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan.assumptions import GLOBALS, Global
@@ -167,19 +168,11 @@ def _rms(calibrated: dict[str, Calibration]) -> Callable[[Hardware], float]:
 def _calibration_columns(calibrated: dict[str, Calibration]) -> list[Column]:
     """The figures ``calibration.yaml`` fitted for each hardware on the plan's engine release;
     blank where the hardware is not calibrated (the assumptions apply)."""
-    fitted = [
-        ("calibrated_bandwidth_efficiency", "fraction", "bandwidth_efficiency", 1.0),
-        ("calibrated_compute_efficiency", "fraction", "compute_efficiency", 1.0),
-        ("calibrated_step_overhead_ms", "ms", "step_overhead", 1e-3),
-        ("calibrated_activation_scale", "ratio", "activation_scale", 1.0),
-        ("calibrated_non_torch_gib", "GiB", "non_torch", GIB),
-        ("calibrated_non_torch_tp_gib", "GiB", "non_torch_tensor_parallel", GIB),
-    ]
     return [
         *(
-            Column(name, unit, f"fitted to measurements (blank: {figure} assumed)",
-                   _calibrated(calibrated, figure, scale))
-            for name, unit, figure, scale in fitted
+            Column(f.sheet, f.sheet_unit, f"fitted to measurements (blank: {f.field} assumed)",
+                   _calibrated(calibrated, f.field, f.scale))
+            for f in CALIBRATED_FIGURES
         ),
         Column(
             "calibration_rms_fraction",
