@@ -370,32 +370,52 @@ def _run_line(snap: RunSnapshot) -> str:
 
 def compare(old: RunSnapshot, new: RunSnapshot) -> RunDiff:
     """The diff between two runs already read (:func:`load_run`, :func:`snapshot`)."""
+    inputs, field_level, notes = _input_changes(old, new)
+    notes += _run_notes(old, new)
+    recs, plans, rec_notes = _recommendations(old, new)
+    return RunDiff(
+        old=_run_line(old),
+        new=_run_line(new),
+        old_version=old.planner_version,
+        new_version=new.planner_version,
+        inputs=inputs,
+        recommendations=recs,
+        candidates=candidate_changes(old.table, new.table),
+        notes=notes + rec_notes,
+        plans_compared=plans,
+        field_level=field_level,
+    )
+
+
+def _input_changes(old: RunSnapshot, new: RunSnapshot) -> tuple[list[Change], bool, list[str]]:
+    """The catalog changes between two runs, whether they are field by field (both runs keep
+    their catalogs) or by file digest, and the notes on them."""
     notes: list[str] = []
-    if old.catalog is not None and new.catalog is not None:
-        inputs = catalog_changes(old.catalog, new.catalog)
-        inputs += data_file_changes(old.catalog, new.catalog)
-        field_level = True
-        changed_files = {c.key.split("/", 1)[1] for c in file_changes(old.files, new.files)}
-        touched = {c.key.split("/", 1)[0] for c in inputs}
-        singular = {f"{s}.yaml": n for s, n in SECTIONS.items()} | {
-            "assumptions.yaml": "assumptions"
-        }
-        quiet = sorted(f for f in changed_files if singular.get(f) not in touched)
-        if quiet:
-            verb = "differs" if len(quiet) == 1 else "differ"
-            notes.append(
-                f"{', '.join(quiet)} {verb} in bytes but not in any field "
-                "(comments, layout or the order of entries)"
-            )
-    else:
-        inputs = file_changes(old.files, new.files)
-        field_level = False
+    if old.catalog is None or new.catalog is None:
         why = "; ".join(n for n in (old.catalog_note, new.catalog_note) if n)
         notes.append(
             f"field-level catalog diff unavailable: {why}. Compared the catalog files' SHA-256 "
             "from the manifests instead."
         )
-    notes += [n for n in (old.results_note, new.results_note) if n]
+        return file_changes(old.files, new.files), False, notes
+    inputs = catalog_changes(old.catalog, new.catalog)
+    inputs += data_file_changes(old.catalog, new.catalog)
+    changed_files = {c.key.split("/", 1)[1] for c in file_changes(old.files, new.files)}
+    touched = {c.key.split("/", 1)[0] for c in inputs}
+    singular = {f"{s}.yaml": n for s, n in SECTIONS.items()} | {"assumptions.yaml": "assumptions"}
+    quiet = sorted(f for f in changed_files if singular.get(f) not in touched)
+    if quiet:
+        verb = "differs" if len(quiet) == 1 else "differ"
+        notes.append(
+            f"{', '.join(quiet)} {verb} in bytes but not in any field "
+            "(comments, layout or the order of entries)"
+        )
+    return inputs, True, notes
+
+
+def _run_notes(old: RunSnapshot, new: RunSnapshot) -> list[str]:
+    """Notes on how the runs were made: their results files, a streamed sweep, the versions."""
+    notes = [n for n in (old.results_note, new.results_note) if n]
     if old.streamed != new.streamed:
         which = old if old.streamed else new
         notes.append(
@@ -408,34 +428,31 @@ def compare(old: RunSnapshot, new: RunSnapshot) -> RunDiff:
             f"the runs were made by different planner versions ({old.planner_version} → "
             f"{new.planner_version}): outputs may differ without any input change"
         )
-    recs: list[RecommendationChange] = []
-    plans = 0
+    return notes
+
+
+def _recommendations(
+    old: RunSnapshot, new: RunSnapshot
+) -> tuple[list[RecommendationChange], int, list[str]]:
+    """The recommendations that changed, how many workload × model plans were compared, and
+    why they were not compared where a run's results lack what they need."""
     needed = {"eligible", "status", "tco_usd", "devices_needed"}
     lacking = sorted(needed - set(old.table.columns) | needed - set(new.table.columns))
     if lacking:
-        notes.append(
-            f"recommendations not compared: a run's results.csv lacks {', '.join(lacking)}"
+        return (
+            [],
+            0,
+            [f"recommendations not compared: a run's results.csv lacks {', '.join(lacking)}"],
         )
-    else:
-        try:
-            recs = recommendation_changes(old.table, new.table)
-        except KeyError as exc:
-            notes.append(f"recommendations not compared: a run's results.csv lacks {exc}")
-        groups = {tuple(g) for g in new.table[["workload", "model"]].drop_duplicates().to_numpy()}
-        groups |= {tuple(g) for g in old.table[["workload", "model"]].drop_duplicates().to_numpy()}
-        plans = len(groups)
-    return RunDiff(
-        old=_run_line(old),
-        new=_run_line(new),
-        old_version=old.planner_version,
-        new_version=new.planner_version,
-        inputs=inputs,
-        recommendations=recs,
-        candidates=candidate_changes(old.table, new.table),
-        notes=notes,
-        plans_compared=plans,
-        field_level=field_level,
-    )
+    recs: list[RecommendationChange] = []
+    notes: list[str] = []
+    try:
+        recs = recommendation_changes(old.table, new.table)
+    except KeyError as exc:
+        notes.append(f"recommendations not compared: a run's results.csv lacks {exc}")
+    groups = {tuple(g) for g in new.table[["workload", "model"]].drop_duplicates().to_numpy()}
+    groups |= {tuple(g) for g in old.table[["workload", "model"]].drop_duplicates().to_numpy()}
+    return recs, len(groups), notes
 
 
 def diff_runs(old: str | Path, new: str | Path) -> RunDiff:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planner.diff.values import WINNER_FIELDS, _number, delta, format_value, same
+from planner.diff.values import WINNER_FIELDS, as_number, delta, format_value, same
 
 
 def key_part(value: Any) -> str:
@@ -93,7 +93,7 @@ class RecommendationChange:
             return "not planned in this run"
         if pick is None:
             return f"no eligible option ({why})" if why else "no eligible option"
-        devices = _number(pick["devices_needed"])
+        devices = as_number(pick["devices_needed"])
         count = f"{devices:,.0f}" if devices is not None else "?"
         return (
             f"{count} × {pick['hardware']} (TP {int(pick['tensor_parallel'])}) · "

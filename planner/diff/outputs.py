@@ -9,7 +9,7 @@ from typing import Any, cast
 import pandas as pd
 
 from planner.diff.changes import Change, RecommendationChange, key_part, key_parts
-from planner.diff.values import WINNER_FIELDS, _missing, _plain, same
+from planner.diff.values import WINNER_FIELDS, as_plain, is_missing, same
 from planner.plan.recommend import recommendations
 from planner.plan.tables import ALL_KEYS
 
@@ -21,10 +21,10 @@ def _winners(table: pd.DataFrame) -> dict[tuple[str, str], tuple[dict[str, Any] 
     out: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
     for _, row in picks.iterrows():
         winner = None
-        if not _missing(row["hardware"]):
-            winner = {k: _plain(row[k]) for k in WINNER_FIELDS}
+        if not is_missing(row["hardware"]):
+            winner = {k: as_plain(row[k]) for k in WINNER_FIELDS}
         why = row.get("why_none", "")
-        out[(row["workload"], row["model"])] = (winner, "" if _missing(why) else str(why))
+        out[(row["workload"], row["model"])] = (winner, "" if is_missing(why) else str(why))
     return out
 
 
@@ -76,7 +76,7 @@ def _records(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
 def _status(row: dict[str, Any]) -> str:
     """Why a candidate can or cannot be recommended (``eligible``, ``memory: ...``)."""
     for column in ("status", "fit_reason"):
-        if not _missing(row.get(column)):
+        if not is_missing(row.get(column)):
             return str(row[column])
     return ""
 
@@ -104,11 +104,11 @@ def candidate_changes(old: pd.DataFrame, new: pd.DataFrame) -> list[Change]:
         for column, up, down, reason in flips:
             if column in row and column in prior and bool(prior[column]) != bool(row[column]):
                 now = bool(row[column])
-                note = "" if now or _missing(row.get(reason)) else str(row[reason])
+                note = "" if now or is_missing(row.get(reason)) else str(row[reason])
                 changes.append(Change(up if now else down, key, column, not now, now, note=note))
         for column, unit in costs:
             if column in row and column in prior and not same(prior[column], row[column]):
-                old_value, new_value = _plain(prior[column]), _plain(row[column])
+                old_value, new_value = as_plain(prior[column]), as_plain(row[column])
                 note = ""
                 if new_value is None:
                     note = _why(row)

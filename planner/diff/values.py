@@ -63,14 +63,16 @@ WINNER_FIELDS = ("hardware", "precision", "tensor_parallel", "devices_needed", "
 REL_TOL = 1e-9
 
 
-def _missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """Whether a value is missing: None, pandas' NA or a float NaN."""
     if value is None or value is pd.NA:
         return True
     return isinstance(value, float) and math.isnan(value)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or _missing(value):
+def as_number(value: Any) -> float | None:
+    """A value as a float; None for a missing value, a truth value or text that is no number."""
+    if isinstance(value, bool) or is_missing(value):
         return None
     try:
         return float(value)
@@ -78,9 +80,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _plain(value: Any) -> Any:
+def as_plain(value: Any) -> Any:
     """A numpy/pandas scalar as a Python value; missing as None."""
-    if _missing(value):
+    if is_missing(value):
         return None
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
         return value.item()
@@ -89,9 +91,9 @@ def _plain(value: Any) -> Any:
 
 def same(old: Any, new: Any) -> bool:
     """Whether two values are equal: missing equals missing, numbers within :data:`REL_TOL`."""
-    if _missing(old) or _missing(new):
-        return _missing(old) and _missing(new)
-    a, b = _number(old), _number(new)
+    if is_missing(old) or is_missing(new):
+        return is_missing(old) and is_missing(new)
+    a, b = as_number(old), as_number(new)
     if a is not None and b is not None and not isinstance(old, str):
         return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=0.0)
     return bool(old == new)
@@ -99,7 +101,7 @@ def same(old: Any, new: Any) -> bool:
 
 def delta(old: Any, new: Any) -> float | None:
     """``new - old`` when both are numbers, else None."""
-    a, b = _number(old), _number(new)
+    a, b = as_number(old), as_number(new)
     return None if a is None or b is None or isinstance(old, str) else b - a
 
 
@@ -109,7 +111,7 @@ def _sig(value: float) -> str:
 
 def format_value(value: Any, unit: str = "") -> str:
     """A value for people, in the unit people read: GB with GiB, TB/s, TFLOPS, ms, USD."""
-    if _missing(value):
+    if is_missing(value):
         return "-"
     if isinstance(value, bool):
         return str(value).lower()
@@ -117,7 +119,7 @@ def format_value(value: Any, unit: str = "") -> str:
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
-    number = _number(value)
+    number = as_number(value)
     if number is None or isinstance(value, str):
         return str(value)
     if unit == "B":
@@ -148,7 +150,7 @@ def format_delta(old: Any, new: Any, unit: str = "") -> str:
     if d is None:
         return ""
     text = ("+" if d >= 0 else "") + format_value(d, unit)
-    base = _number(old)
+    base = as_number(old)
     if not base:
         return text
     percent = d / abs(base) * 100
