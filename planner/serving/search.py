@@ -135,10 +135,11 @@ def fewest(
             b.lo = count
         if b.hi is not None and b.hi - b.lo <= 1:
             return b.lo, b.hi
-        if b.hi is None and b.lo >= upper:
-            return upper, None
-        if width is None:
-            b.slow = 0 if b.hi is not None else b.slow
+        if b.hi is None:
+            if b.lo >= upper:
+                return upper, None
+        elif width is None:  # the first hit
+            b.slow = 0
         else:
             b.slow = b.slow + 1 if 2 * (b.hi - b.lo) > width else 0
         count = next_count(b, users, upper)

@@ -128,6 +128,8 @@ import math
 from collections import deque
 from collections.abc import Callable
 
+from planner.serving.admission import _Admission, admit, has_room, head_fits
+from planner.serving.chunked import mixed, queue_prefills
 from planner.serving.statistics import (
     DONE,
     PREEMPTED,
@@ -157,23 +159,6 @@ __all__ = [
     "StepModel",
     "simulate",
 ]
-
-
-class _Admission:
-    """What one scheduling point admits: requests to prefill (fresh, or resumed by recompute)
-    with the tokens each prefills, requests swapped back in, and the KV they add [tokens]."""
-
-    __slots__ = ("need", "prefill_tokens", "prefilled", "swapped_in")
-
-    def __init__(self) -> None:
-        self.prefilled: list[int] = []
-        self.prefill_tokens: list[int] = []
-        self.swapped_in: list[int] = []
-        self.need = 0
-
-
-_NOTHING = _Admission()
-"""What a scheduling point with nobody waiting admits (never changed)."""
 
 
 class _Replica:
@@ -298,30 +283,11 @@ class _Replica:
             self.blocked = True
         self.fresh.append(rid)
 
-    def _has_room(self, rid: int, t: float) -> bool:
-        """Could rid, arriving at t, be admitted at the next step boundary?
-
-        Uses the replica state in ``self.room`` (the KV need at that boundary
-        from ``self.need_at`` during a multi-step jump) plus what earlier
-        arrivals that had room will take (``self.ahead``).  False if a request
-        that had no room waits ahead of it, the batch is full or its KV need
-        does not fit (same rules as admission).
-        """
-        if self.blocked or self.resume:  # preempted requests wait ahead of everyone
-            return False
-        cfg = self.cfg
-        batch, need, reserved = self.room
-        if self.need_at is not None:
-            need = self.need_at(t)
-        a_batch, a_need, a_reserved = self.ahead
-        p = self.rec.prompt[rid]
-        fits = cfg.max_batch is None or batch + a_batch < cfg.max_batch
-        if cfg.admission == "reserve-max":
-            total = reserved + a_reserved + p + cfg.max_output_tokens
-            fits = fits and total <= cfg.kv_budget_tokens
-        else:
-            fits = fits and need + a_need + p + 1 <= cfg.kv_budget_tokens
-        return fits
+    _has_room = has_room
+    _admit = admit
+    _head_fits = head_fits
+    _queue_prefills = queue_prefills
+    _mixed = mixed
 
     def _due(self, now: float) -> bool:
         """Is an arrival or a queue time-out due at or before ``now``? (else
@@ -426,55 +392,6 @@ class _Replica:
                 now = self._decode(now, admitted, t_prefill, old_meas, new_meas, in_window)
         return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens)
 
-    def _admit(self, now: float) -> _Admission:
-        """Admit waiting requests FIFO with head-of-line blocking, preempted ones first."""
-        cfg, rec, totals = self.cfg, self.rec, self.totals
-        reserve_max = cfg.admission == "reserve-max"
-        swap = cfg.preemption == "swap"
-        max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
-        fresh, resume = self.fresh, self.resume
-        if not fresh and not resume:  # nothing waits (most steps): nothing to admit
-            self.blocked = False
-            self.ahead = [0, 0, 0]
-            return _NOTHING
-        out = _Admission()
-        batch = len(self.running) + self.pre_n
-        need_now = self.sum_base + len(self.running) * self.G + self.pre_need
-        while resume or fresh:
-            from_resume = bool(resume)
-            rid = resume[0] if from_resume else fresh[0]
-            batch += 1
-            if batch > max_batch:
-                break
-            p = rec.prompt[rid]
-            if reserve_max:
-                if self.reserved + p + cfg.max_output_tokens > cfg.kv_budget_tokens:
-                    break
-            else:
-                g_next = rec.gen[rid] + (0 if (from_resume and swap) else 1)
-                if need_now + out.need + p + g_next > cfg.kv_budget_tokens:
-                    break
-                out.need += p + g_next
-            if from_resume:
-                resume.popleft()
-                if swap:
-                    out.swapped_in.append(rid)
-                else:
-                    out.prefilled.append(rid)
-                    out.prefill_tokens.append(p + rec.gen[rid])
-                    totals.recomputed += p + rec.gen[rid]
-            else:
-                fresh.popleft()
-                rec.admit_t[rid] = now
-                out.prefilled.append(rid)
-                out.prefill_tokens.append(p)
-            if reserve_max:
-                self.reserved += p + cfg.max_output_tokens
-                totals.peak_reserved = max(totals.peak_reserved, self.reserved)
-        self.blocked = bool(fresh or resume)
-        self.ahead = [0, 0, 0]
-        return out
-
     def _prefill(self, now: float, admitted: _Admission, in_window: bool) -> float:
         """One prefill step for what was admitted at ``now`` (swap-ins copied back with it):
         each prefilled request emits a token and joins the batch or completes. Its length [s]."""
@@ -573,6 +490,27 @@ class _Replica:
             return run.steps_to_reach(stop_t - now - stall, n_max)
         return n_max
 
+    def _first_gaps(
+        self,
+        now: float,
+        t0: float,
+        admitted: _Admission,
+        t_prefill: float,
+        old_meas: int,
+        new_meas: int,
+    ) -> None:
+        """The gaps of a decode step of ``t0`` [s] right after a prefill of ``t_prefill`` [s]:
+        the measured requests that ran before it waited for both, those it prefilled for the
+        step alone, and a request swapped back in since its last token before the swap."""
+        seg, rec = self.totals.segments.append, self.rec
+        if old_meas > 0:
+            seg((t_prefill + t0, 0.0, 1, old_meas))
+        if new_meas > 0:
+            seg((t0, 0.0, 1, new_meas))
+        for rid in admitted.swapped_in:
+            if rid >= rec.warm_rid and rid in self.running:
+                seg((now + t0 - rec.last_t[rid], 0.0, 1, 1))
+
     def _decode(
         self,
         now: float,
@@ -600,13 +538,7 @@ class _Replica:
         total = stall + run.total_s(0, n) + (extra_s or 0.0)
         # ITL: first step (gaps differ after a prefill stall), then the rest
         if admitted.prefilled or admitted.swapped_in:
-            if old_meas > 0:
-                seg((t_prefill + t0, 0.0, 1, old_meas))
-            if new_meas > 0:
-                seg((t0, 0.0, 1, new_meas))
-            for rid in admitted.swapped_in:
-                if rid >= rec.warm_rid and rid in self.running:
-                    seg((now + t0 - rec.last_t[rid], 0.0, 1, 1))
+            self._first_gaps(now, t0, admitted, t_prefill, old_meas, new_meas)
         elif self.run_meas > 0:
             seg((t0, 0.0, 1, self.run_meas))
         if self.run_meas > 0 and n > 1:
@@ -639,92 +571,6 @@ class _Replica:
             self._leave(rid)
             rec.last_t[rid] = now
             self._complete(rid, now)
-        return now
-
-    def _head_fits(self, rid: int, from_resume: bool, max_batch: float, need: int) -> bool:
-        """Would the queue head be admitted at the next step boundary? (nothing else changes;
-        ``need`` is the batch's KV need now)."""
-        cfg = self.cfg
-        if len(self.running) + self.pre_n + 1 > max_batch:
-            return False
-        p = self.rec.prompt[rid]
-        if cfg.admission == "reserve-max":
-            return self.reserved + p + cfg.max_output_tokens <= cfg.kv_budget_tokens
-        # after one more decode step every running request needs one more token
-        g_next = self.rec.gen[rid] + (0 if (from_resume and cfg.preemption == "swap") else 1)
-        return need + self.pre_need + len(self.running) + p + g_next <= cfg.kv_budget_tokens
-
-    # -- chunked prefill -----------------------------------------------------
-
-    def _queue_prefills(self, admitted: _Admission) -> None:
-        """Chunked prefill: what was admitted waits to be prefilled chunk by chunk, holding its
-        place in the batch and the cache it will need for its first decode step: its prefill
-        tokens and the one it then emits, as admission counted it (swap resumes are copied
-        back whole, never queued here)."""
-        if not admitted.prefilled:
-            return
-        for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
-            self.prefilling.append([rid, tokens, 0])
-            self.pre_n += 1
-            self.pre_need += tokens + 1
-        admitted.prefilled.clear()
-        admitted.prefill_tokens.clear()
-
-    def _mixed(self, now: float, in_window: bool) -> float:
-        """One step of chunked prefill: the running batch decodes a token each and the
-        prompts waiting are prefilled, oldest first, with the rest of the step's tokens; those
-        whose last chunk this was emit their first token. The time after it [s]."""
-        cfg, totals = self.cfg, self.totals
-        assert cfg.chunk_tokens is not None
-        stall = 0.0
-        if (
-            cfg.admission != "reserve-max"
-            and self.sum_base + len(self.running) * self.G + self.pre_need > cfg.kv_budget_tokens
-        ):
-            stall = self._preempt(now, [])
-        B = len(self.running)
-        ctx0 = self.sum_base + B * self.G
-        left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
-        chunks: list[tuple[list[int], int]] = []
-        pieces: list[tuple[int, int]] = []  # (done, take) of each chunk
-        for entry in self.prefilling:
-            if left <= 0:
-                break
-            take = min(entry[1] - entry[2], left)
-            chunks.append((entry, take))
-            pieces.append((entry[2], take))
-            left -= take
-        t_step = self.step.mixed_step_s(B, ctx0, pieces)
-        if B:
-            t_decode = self.step.decode_step_s(B, ctx0)
-            now = self._decode(
-                now,
-                _NOTHING,
-                0.0,
-                self.run_meas,
-                0,
-                in_window,
-                extra_s=stall + t_step - t_decode,
-            )
-            if in_window:
-                totals.prefill_busy += t_step - t_decode
-        else:
-            t1 = now + t_step
-            if in_window:
-                totals.busy += t_step
-                totals.prefill_busy += t_step
-            if self._due(t1):
-                self._events_until(t1, (self.pre_n, self.pre_need, self.reserved))
-            now = t1
-        for entry, take in chunks:
-            entry[2] += take
-        while self.prefilling and self.prefilling[0][2] >= self.prefilling[0][1]:
-            rid, tokens, _ = self.prefilling.popleft()
-            self.pre_n -= 1
-            self.pre_need -= tokens + 1
-            if in_window:
-                totals.tokens_window += 1
-            self._prefilled(rid, now)
         return now
 
 

@@ -260,6 +260,8 @@ class _DecodeRun:
     def of(cls, step: StepModel, batch: int, ctx0: float) -> _DecodeRun:
         """The run of ``batch`` sequences from context ``ctx0`` [tokens], from the step's own
         terms, each a metric of the closed form (linear in the context)."""
+        if isinstance(step, StepTable):
+            return cls(step.decode_first_s(batch, ctx0), step.decode_beta(batch))
         memory, compute = step.decode_terms(batch, ctx0)
         beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
         return cls(max(memory, compute) + step.decode_overhead_s(batch), beta)
@@ -339,6 +341,7 @@ class StepTable(StepModel):
     # not fields: the class is not a dataclass of its own, so these are plain attributes
     _prefill_memory: float
     _last: tuple[tuple[float, float], tuple[float, float]]
+    _by_batch: tuple[list[float], list[float], list[float], list[float]]
 
     decode_weight_bytes = _remembered(StepModel.decode_weight_bytes)
     decode_multiply_s = _remembered(StepModel.decode_multiply_s)
@@ -352,6 +355,41 @@ class StepTable(StepModel):
             object.__setattr__(self, f"_memo_{name}", {})
         object.__setattr__(self, "_prefill_memory", super().prefill_memory_s())
         object.__setattr__(self, "_last", ((-1, -1), (0.0, 0.0)))
+        object.__setattr__(self, "_by_batch", ([], [], [], []))
+
+    def batch_terms(self, batch: int) -> tuple[list[float], list[float], list[float], list[float]]:
+        """The decode terms of one batch size alone, as arrays indexed by the batch (0 to at
+        least ``batch``): weight bytes read (:meth:`decode_weight_bytes`), multiplications
+        (:meth:`decode_multiply_s`), overhead (:meth:`decode_overhead_s`) and a step's growth
+        in time from its batch's cache, ``kv_bytes_per_token × batch ÷ bandwidth`` [B, s, s,
+        s/step]. Each entry is the scalar call's value; the arrays grow, doubling, as larger
+        batches are reached."""
+        arrays = self._by_batch
+        size = len(arrays[0])
+        if batch >= size:
+            weights, multiply, overhead, beta = arrays
+            for b in range(size, max(batch + 1, 2 * size)):
+                weights.append(StepModel.decode_weight_bytes(self, b))
+                multiply.append(StepModel.decode_multiply_s(self, b))
+                overhead.append(StepModel.decode_overhead_s(self, b))
+                beta.append(self.kv_bytes_per_token * b / self.bandwidth_bytes_per_s)
+        return arrays
+
+    def decode_first_s(self, batch: int, context_tokens_total: float) -> float:
+        """One decode step's time as :class:`_DecodeRun` reads it from the step model,
+        ``max(memory, compute) + overhead``, from the batch's arrays [s]: the memory and
+        compute terms are :meth:`StepModel.read_s`'s sum with one cache read, and the same
+        number to the last bit."""
+        weights, multiply, overhead, _ = self.batch_terms(batch)
+        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        bandwidth = self.bandwidth_bytes_per_s
+        memory = (weights[batch] + cache) / bandwidth
+        compute = multiply[batch] + cache / bandwidth
+        return (memory if memory >= compute else compute) + overhead[batch]
+
+    def decode_beta(self, batch: int) -> float:
+        """The growth of a decode step's time per step of ``batch`` sequences [s/step]."""
+        return self.batch_terms(batch)[3][batch]
 
     def decode_terms(self, batch: float, context_tokens_total: float) -> tuple[float, float]:
         """:meth:`StepModel.decode_terms`, remembered for the last batch and context (a step
