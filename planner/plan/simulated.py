@@ -5,11 +5,23 @@ simulated with, and the lookups that bring the figures into the plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
+from planner.model.simulated import SIMULATED_FIGURES, SimulatedFigure
 from planner.model.targets import TARGETS
 from planner.plan.columns import CANDIDATE, SIMULATED, Column, InputTables, Lookup, _frame
+
+
+def _figure(figure: SimulatedFigure) -> Callable[[Any], Any]:
+    """Reads a simulated figure off a row of the sizing table (NaN where an optional one is
+    missing)."""
+    if figure.optional:
+        return lambda r: r.get(figure.name, float("nan"))
+    return lambda r: r[figure.name]
+
 
 #: Figures from the serving simulation (:mod:`planner.serving.sizing`), one row per simulated
 #: candidate.
@@ -33,58 +45,7 @@ SIMULATED_COLUMNS = [
         "1 when the simulation met every target, else 0",
         lambda r: float(bool(r["meets_targets_sim"])),
     ),
-    Column("ttft_p50_s", "s", "simulated median time to first token", lambda r: r["ttft_p50_s"]),
-    Column("ttft_p95_s", "s", "simulated p95 time to first token", lambda r: r["ttft_p95_s"]),
-    Column("ttft_p99_s", "s", "simulated p99 time to first token", lambda r: r["ttft_p99_s"]),
-    Column("itl_p50_s", "s", "simulated median inter-token latency", lambda r: r["itl_p50_s"]),
-    Column("itl_p95_s", "s", "simulated p95 inter-token latency", lambda r: r["itl_p95_s"]),
-    Column("itl_p99_s", "s", "simulated p99 inter-token latency", lambda r: r["itl_p99_s"]),
-    Column("e2e_p50_s", "s", "simulated median end-to-end latency", lambda r: r["e2e_p50_s"]),
-    Column("e2e_p95_s", "s", "simulated p95 end-to-end latency", lambda r: r["e2e_p95_s"]),
-    Column("e2e_p99_s", "s", "simulated p99 end-to-end latency", lambda r: r["e2e_p99_s"]),
-    Column("task_p95_s", "s", "simulated p95 task latency", lambda r: r["task_p95_s"]),
-    Column(
-        "sim_throughput_tokens_per_s",
-        "tokens/s",
-        "simulated output tokens per second per replica",
-        lambda r: r["sim_throughput_tokens_per_s"],
-    ),
-    Column(
-        "queued_fraction",
-        "fraction",
-        "share of requests that waited for admission",
-        lambda r: r["queued_fraction"],
-    ),
-    Column(
-        "rejected_fraction",
-        "fraction",
-        "share of requests rejected (queue full, timeout, never fits)",
-        lambda r: r["rejected_fraction"],
-    ),
-    Column(
-        "preempted_fraction",
-        "fraction",
-        "share of requests preempted at least once",
-        lambda r: r["preempted_fraction"],
-    ),
-    Column(
-        "sim_utilisation",
-        "fraction",
-        "share of the time the simulated replica runs a step",
-        lambda r: r.get("sim_utilisation", float("nan")),
-    ),
-    Column(
-        "sim_prefill_utilisation",
-        "fraction",
-        "share of the time it prefills: the load of the queue a first token waits in",
-        lambda r: r.get("sim_prefill_utilisation", float("nan")),
-    ),
-    Column(
-        "sim_mean_batch",
-        "sequences",
-        "time-average of the sequences the simulated replica runs (compare load_batch)",
-        lambda r: r.get("sim_mean_batch", float("nan")),
-    ),
+    *(Column(f.name, f.unit, f.description, _figure(f)) for f in SIMULATED_FIGURES),
     Column(
         "sim_bound",
         "",

@@ -97,6 +97,7 @@ import pandas as pd
 from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
+from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.model.units import GB, GIB
 from planner.plan.selection import select_candidates
@@ -148,32 +149,10 @@ SIZING_COLUMNS = [
     "sim_bound",
     "sim_reason",
     "sim_replicas_simulated",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "ttft_p99_s",
-    "itl_p50_s",
-    "itl_p95_s",
-    "itl_p99_s",
-    "e2e_p50_s",
-    "e2e_p95_s",
-    "e2e_p99_s",
-    "task_p95_s",
-    "sim_throughput_tokens_per_s",
-    "queued_fraction",
-    "rejected_fraction",
-    "preempted_fraction",
-    "sim_utilisation",
-    "sim_prefill_utilisation",
-    "sim_mean_batch",
+    *(f.name for f in SIMULATED_FIGURES),
     "sim_requests",
     "sim_runs",
 ]
-
-#: Simulated figures among :data:`SIZING_COLUMNS`: SimResult fields of the same name, except
-#: ``sim_throughput_tokens_per_s`` (``throughput_tokens_per_s``, per replica), ``sim_utilisation``
-#: (``utilisation``), ``sim_prefill_utilisation`` (``prefill_utilisation``) and ``sim_mean_batch``
-#: (``mean_concurrency``).
-_FIGURES = SIZING_COLUMNS[SIZING_COLUMNS.index("ttft_p50_s") : SIZING_COLUMNS.index("sim_requests")]
 
 
 @dataclass(frozen=True)
@@ -283,13 +262,9 @@ def _bound(
 def _figures(result: SimResult | None) -> dict[str, float]:
     """The simulated figures of one run (all NaN for none)."""
     if result is None:
-        return dict.fromkeys(_FIGURES, math.nan)
+        return {f.name: math.nan for f in SIMULATED_FIGURES}
     values = result.to_dict()
-    values["sim_throughput_tokens_per_s"] = values["throughput_tokens_per_s"]
-    values["sim_utilisation"] = values["utilisation"]
-    values["sim_prefill_utilisation"] = values["prefill_utilisation"]
-    values["sim_mean_batch"] = values["mean_concurrency"]
-    return {c: float(values[c]) for c in _FIGURES}
+    return {f.name: float(values[f.field]) for f in SIMULATED_FIGURES}
 
 
 def _memory_reason(row: Mapping[str, Any], need: int, have: int) -> tuple[str, str]:
