@@ -18,16 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from planner.catalog.records import (
-    Assumptions,
-    BytesOrZero,
-    Engine,
-    Fraction,
-    Positive,
-    Record,
-    Seconds,
-    Text,
-)
+from planner.catalog.fields import BytesOrZero, Fraction, Positive, Record, Seconds, Text
+from planner.catalog.plan_records import Assumptions, Engine
 from planner.catalog.yamlsafe import load
 
 #: The data file of engine constants, shipped with the package.

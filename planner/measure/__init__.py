@@ -35,8 +35,9 @@ from pydantic import Field, ValidationError
 
 from planner.catalog import Catalog, CatalogError, Problem
 from planner.catalog.engines import DEFAULT_ENGINE, series_of, series_warning
+from planner.catalog.fields import Count, Entry, Id, Record
+from planner.catalog.plan_records import Engine
 from planner.catalog.reading import duplicate_ids
-from planner.catalog.records import Count, Engine, Entry, Id, Record
 from planner.catalog.safefile import FileProblem, read_text
 from planner.catalog.validation import problems_from_validation
 from planner.catalog.yamlsafe import Document, YamlProblem, load

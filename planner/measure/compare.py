@@ -16,8 +16,9 @@ from dataclasses import replace
 import pandas as pd
 
 from planner.catalog import Catalog, CatalogError, Problem, Workload
+from planner.catalog.calibration_records import LATENCY_FIGURES, FittedEfficiency
 from planner.catalog.engines import DEFAULT_ENGINE
-from planner.catalog.records import LATENCY_FIGURES, Engine, FittedEfficiency
+from planner.catalog.plan_records import Engine
 from planner.measure import FOLDER, Measurement, load_measurements
 from planner.measure.benchmarks import file_key
 from planner.plan.assumptions import GLOBALS
