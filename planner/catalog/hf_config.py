@@ -31,15 +31,12 @@ class UnsupportedConfig(ValueError):
 
 REQUIRED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")
 
-
 #: Most layers a config may give: the importer spells out each layer's kind (windowed or
 #: full), and the largest published models have under 200 layers.
 MAX_LAYERS = 100_000
 
-
 #: The config keys that count layers (a decoder's, a vision tower's).
 LAYER_KEYS = frozenset({"num_hidden_layers", "depth"})
-
 
 #: Longest run of digits a config.json number may have: every count a config gives fits in 18.
 MAX_DIGITS = 30

@@ -33,7 +33,6 @@ from planner.measure.points import DECODE_FIGURES, Calibration, LatencyPoint, Po
 #: every weight read with it, prefill included).
 LEAST_BANDWIDTH_EFFICIENCY = 0.5
 
-
 #: Bounds of the fitted figures: efficiencies within those the calibration file accepts, an
 #: overhead of at most a second.
 BOUNDS = {
@@ -41,7 +40,6 @@ BOUNDS = {
     "compute_efficiency": (0.01, MOST_EFFICIENCY),
     "step_overhead": (0.0, 1.0),
 }
-
 
 #: The bounds a fit may not rest on while a point lies past them: every end but the bandwidth
 #: efficiency's least, where a slower step is fitted as fixed costs instead.
@@ -53,10 +51,8 @@ HARD_BOUNDS = {
     ("step_overhead", "most"),
 }
 
-
 #: How many times the decode and prompt figures are fitted in turn, at most.
 ALTERNATIONS = 8
-
 
 Predict = Callable[[dict[str, float], Sequence[LatencyPoint]], np.ndarray]
 

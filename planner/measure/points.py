@@ -15,6 +15,8 @@ from planner.catalog.calibration_records import LATENCY_FIGURES
 from planner.measure import Measurement
 from planner.measure.compare import COMPARED
 
+#: The figures of decoding (every latency figure but the times to first token): the bandwidth
+#: efficiency and the step overhead are fitted to these.
 DECODE_FIGURES = tuple(f for f in LATENCY_FIGURES if not f.startswith("ttft"))
 
 
