@@ -270,6 +270,8 @@ def where(condition: Any, if_true: Any, if_false: Any) -> Any:
     """``if_true`` where ``condition`` holds, else ``if_false`` (Excel ``IF``)."""
     if _symbolic(condition, if_true, if_false):
         return Call("IF", (lift(condition), lift(if_true), lift(if_false)))
+    if isinstance(if_true, str) != isinstance(if_false, str) and np.ndim(condition) == 0:
+        return if_true if condition else if_false  # a number or a text, as the cell shows it
     result = np.where(condition, if_true, if_false)
     return result.item() if result.ndim == 0 else result
 
@@ -286,6 +288,68 @@ def exp(x: Any) -> Any:
     if _symbolic(x):
         return Call("EXP", (lift(x),))
     return np.exp(x)
+
+
+# Functions over a range of cells: a list or array of values in Python, a range in the workbook
+# (the name of the range is a symbol that the renderer maps to ``A5:A28``).
+
+
+def _values(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=float)
+
+
+def total(values: Any) -> Any:
+    """Sum of a range (Excel ``SUM``)."""
+    if _symbolic(values):
+        return Call("SUM", (lift(values),))
+    return np.sum(_values(values))
+
+
+def greatest(values: Any) -> Any:
+    """Largest value of a range (Excel ``MAX`` over a range; :func:`maximum` compares two)."""
+    if _symbolic(values):
+        return Call("MAX", (lift(values),))
+    return np.max(_values(values))
+
+
+def least(values: Any) -> Any:
+    """Smallest value of a range (Excel ``MIN`` over a range; :func:`minimum` compares two)."""
+    if _symbolic(values):
+        return Call("MIN", (lift(values),))
+    return np.min(_values(values))
+
+
+def largest(values: Any, k: Any) -> Any:
+    """The ``k``-th largest value of a range, 1 the largest (Excel ``LARGE``); NaN where ``k``
+    is not a position of the range (the spreadsheet's ``#NUM!``)."""
+    if _symbolic(values, k):
+        return Call("LARGE", (lift(values), lift(k)))
+    ranked = np.sort(_values(values))[::-1]
+    if not np.isfinite(k) or not 1 <= k <= len(ranked):
+        return math.nan
+    return ranked[int(k) - 1]
+
+
+def pick(values: Any, position: Any) -> Any:
+    """The value at ``position`` of a range, 1 the first (Excel ``INDEX``); NaN where it is not a
+    position of the range (the spreadsheet's ``#REF!``)."""
+    if _symbolic(values, position):
+        return Call("INDEX", (lift(values), lift(position)))
+    array = _values(values)
+    if not np.isfinite(position) or not 1 <= position <= len(array):
+        return math.nan
+    return array[int(position) - 1]
+
+
+def sum_product(*ranges: Any) -> Any:
+    """Sum of the element-wise product of ranges of one length (Excel ``SUMPRODUCT``); of one
+    range, its sum. Comparisons inside give 1 or 0 per element, as in the spreadsheet."""
+    if _symbolic(*ranges):
+        return Call("SUMPRODUCT", tuple(lift(r) for r in ranges))
+    product = _values(ranges[0])
+    for r in ranges[1:]:
+        product = product * _values(r)
+    return np.sum(product)
 
 
 def _excel_text(value: Any) -> str:

@@ -98,24 +98,31 @@ def metrics() -> dict[str, Metric]:
 
 
 def metric(
-    unit: str, *, source: str = "", kind: Kind = "number", group: str = ""
+    unit: str,
+    *,
+    source: str = "",
+    kind: Kind = "number",
+    group: str = "",
+    into: dict[str, Metric] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a formula function as a metric named after the function.
 
     The first paragraph of the docstring becomes the metric's description (in the workbook's
     Notes sheet and the report's appendix). The function itself is returned unchanged, so it stays
-    an ordinary pure function that tests call with numbers.
+    an ordinary pure function that tests call with numbers. ``into``: a registry of its own (a
+    sheet's metrics that are no Plan column), instead of :data:`REGISTRY`.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         name = func.__name__
-        if name in REGISTRY:
+        registry = REGISTRY if into is None else into
+        if name in registry:
             raise ValueError(f"metric {name!r} is defined twice")
         doc = inspect.getdoc(func) or ""
         description = doc.split("\n\n")[0].replace("\n", " ").strip()
         if not description:
             raise ValueError(f"metric {name!r} needs a docstring")
-        REGISTRY[name] = Metric(
+        registry[name] = Metric(
             name=name,
             func=func,
             inputs=tuple(inspect.signature(func).parameters),
@@ -125,7 +132,8 @@ def metric(
             kind=kind,
             group=group,
         )
-        _DEFINED_IN[name] = func.__module__
+        if into is None:
+            _DEFINED_IN[name] = func.__module__
         return func
 
     return register
@@ -141,17 +149,24 @@ def derived(
     _DEFINED_IN[name] = _caller_module()
 
 
-def rebound(name: str, of: str, inputs: dict[str, str], description: str) -> None:
+def rebound(
+    name: str,
+    of: str,
+    inputs: dict[str, str],
+    description: str,
+    into: dict[str, Metric] | None = None,
+) -> None:
     """Register a metric that is the formula of metric ``of`` over other inputs (``inputs`` maps
     each of its input names to the one to read instead): the same physics at another operating
-    point, with one definition."""
-    if name in REGISTRY:
+    point, with one definition. ``into``: the registry of both, instead of :data:`REGISTRY`."""
+    registry = REGISTRY if into is None else into
+    if name in registry:
         raise ValueError(f"metric {name!r} is defined twice")
-    base = REGISTRY[of]
+    base = registry[of]
     unknown = set(inputs) - set(base.inputs)
     if unknown:
         raise ValueError(f"metric {of!r} has no inputs {sorted(unknown)}")
-    REGISTRY[name] = Metric(
+    registry[name] = Metric(
         name,
         base.func,
         tuple(inputs.get(i, i) for i in base.inputs),
@@ -161,7 +176,8 @@ def rebound(name: str, of: str, inputs: dict[str, str], description: str) -> Non
         kind=base.kind,
         group=base.group,
     )
-    _DEFINED_IN[name] = _caller_module()
+    if into is None:
+        _DEFINED_IN[name] = _caller_module()
 
 
 GROUP_ORDER = ("keys", "memory", "latency", "serving", "cost")

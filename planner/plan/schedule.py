@@ -34,6 +34,16 @@ from typing import Any
 from planner.catalog import Catalog, Workload
 from planner.catalog.datafiles import read_factors
 from planner.catalog.records import Forecast
+from planner.model import finance
+from planner.model.expr import sum_product
+from planner.model.finance import (
+    HOURS,
+    NO_PAYBACK,
+    horizon_value,
+    month_column,
+    value,
+)
+from planner.model.finance import book_value_usd as book_value_usd
 from planner.model.metric import metrics
 from planner.plan.assumptions import GLOBALS
 from planner.plan.deployment import API, Ask, Line
@@ -41,8 +51,8 @@ from planner.plan.deployment import API, Ask, Line
 
 def demand_factor(growth_per_month: float, month: int) -> float:
     """Traffic in month ``month`` as a multiple of this month's: (1 + g)^m [-] (compound
-    growth)."""
-    return (1 + growth_per_month) ** month
+    growth; :func:`planner.model.need.traffic_factor`)."""
+    return value("traffic_factor", {"growth_per_month": growth_per_month, "month": month})
 
 
 def monthly_rate(rate_per_year: float) -> float:
@@ -52,81 +62,77 @@ def monthly_rate(rate_per_year: float) -> float:
 
 def discount_factor(rate_per_year: float, month: int) -> float:
     """What a dollar paid at the start of month ``month`` is worth today: 1 ÷ (1 + i)^m with i
-    the monthly rate, which is 1 ÷ (1 + r)^(m/12) [-]."""
-    return 1 / (1 + monthly_rate(rate_per_year)) ** month
+    the monthly rate, which is 1 ÷ (1 + r)^(m/12) [-]
+    (:func:`planner.model.finance.discount_factor`)."""
+    return value("discount_factor", {"discount_rate_per_year": rate_per_year, "month": month})
 
 
 def present_value(flows: list[float], rate_per_year: float) -> float:
     """Net present value of monthly cash flows, each paid at the start of its month (month 0
     undiscounted): Σ flowₘ × discount factorₘ [USD]."""
-    return sum(flow * discount_factor(rate_per_year, m) for m, flow in enumerate(flows))
+    factors = [discount_factor(rate_per_year, m) for m in range(len(flows))]
+    return float(sum_product(flows, factors))
 
 
 def lease_payment_usd(principal_usd: float, rate_per_year: float, term_months: int) -> float:
     """Monthly payment of a lease (an annuity) that repays ``principal_usd`` over
     ``term_months`` at the nominal annual rate: P × i ÷ (1 − (1 + i)^−n), i = r ÷ 12; P ÷ n at 0
-    [USD/month] (the annuity formula)."""
-    i = rate_per_year / 12
-    if i == 0:
-        return principal_usd / term_months
-    return principal_usd * i / (1 - (1 + i) ** -term_months)
-
-
-def book_value_usd(capital_usd: float, age_months: int, amortisation_months: int) -> float:
-    """What an owned node is still worth on the books after ``age_months`` in service:
-    capital × (1 − age ÷ amortisation period), not below 0 [USD] (straight-line
-    depreciation)."""
-    return capital_usd * max(0.0, 1 - age_months / amortisation_months)
+    [USD/month] (the annuity formula; :func:`planner.model.finance.lease_payment_usd_per_month`)."""
+    return value(
+        "lease_payment_usd_per_month",
+        {"node_capital_usd": principal_usd, "lease_rate_per_year": rate_per_year,
+         "lease_term_months": term_months},
+    )  # fmt: skip
 
 
 def depreciation_usd(owned: list[int], capital_usd: float, amortisation_months: int) -> list[float]:
     """Straight-line depreciation of the owned nodes, month by month: capital ÷ amortisation
     period for each node in service and not yet written off, (owned_m − owned_{m−A}) × capital
-    ÷ A with nodes never sold [USD/month]."""
-    return [
-        (n - (owned[m - amortisation_months] if m >= amortisation_months else 0))
-        * capital_usd
-        / amortisation_months
-        for m, n in enumerate(owned)
-    ]
+    ÷ A with nodes never sold [USD/month] (:func:`planner.model.finance.depreciation_usd`)."""
+    table: dict[str, list[Any]] = {"month": list(range(len(owned))), "nodes_owned": list(owned)}
+    block = {"node_capital_usd": capital_usd, "amortisation_months": amortisation_months}
+    return month_column("depreciation_usd", table, block, len(owned))
 
 
 def payback_month(renting: list[float], buying: list[float]) -> int | None:
     """The month from which buying's cumulative cost, once above renting's, stays at or below
     it: when the outlay has paid for itself. None when buying never costs more (nothing was
-    bought) or never catches up within the horizon."""
-    a = b = 0.0
-    month, behind = None, False
-    for m, (x, y) in enumerate(zip(renting, buying, strict=True)):
-        a, b = a + x, b + y
-        if b > a:
-            behind, month = True, None
-        elif behind and month is None:
-            month = m
-    return month
+    bought) or never catches up within the horizon
+    (:func:`planner.model.finance.payback_month`)."""
+    months = len(buying)
+    table: dict[str, list[Any]] = {"cash_usd": list(buying), "rent_everything_usd": list(renting)}
+    for name in ("cumulative_usd", "rent_cumulative_usd", "stays_at_or_below_rent"):
+        month_column(name, table, {}, months)
+    month = horizon_value("payback_month", table, {"months": months})
+    return None if month == NO_PAYBACK else int(month)
 
 
 def simulation_raise(row: Any) -> float:
     """How far the simulation raised the closed form's replicas: replicas_planned ÷
-    replicas_needed, 1 where the closed form needs none [-]."""
-    today = float(row["replicas_needed"])
-    return float(row["replicas_planned"]) / today if today > 0 else 1.0
+    replicas_needed, 1 where the closed form needs none [-]
+    (:func:`planner.model.need.simulation_raise`)."""
+    return value(
+        "simulation_raise", {n: float(row[n]) for n in ("replicas_needed", "replicas_planned")}
+    )
+
+
+#: The Plan columns the replicas of a month are worked out from.
+REPLICA_INPUTS = ("concurrency", "replica_capacity_sequences", "in_flight_requests",
+                  "forecast_requests_per_s", "requests_per_s_per_replica")  # fmt: skip
+
+
+def replica_inputs(row: Any) -> dict[str, float]:
+    """The option's Plan figures the schedule's replicas are worked out from, and the
+    simulation's raise."""
+    return {n: float(row[n]) for n in REPLICA_INPUTS} | {"simulation_raise": simulation_raise(row)}
 
 
 def replicas_at(row: Any, factor: float) -> int:
     """Replicas the option needs when the workload's traffic is ``factor`` × today's: the
-    ``replicas_needed`` formula over the scaled load, times :func:`simulation_raise`."""
-    needed = metrics()["replicas_needed"]
-    scaled = float(
-        needed(
-            float(row["concurrency"]) * factor,
-            float(row["replica_capacity_sequences"]),
-            float(row["in_flight_requests"]) * factor,
-            float(row["forecast_requests_per_s"]) * factor,
-            float(row["requests_per_s_per_replica"]),
-        )
-    )
-    return math.ceil(scaled * simulation_raise(row) - 1e-9)
+    ``replicas_needed`` formula over the scaled load, times :func:`simulation_raise`
+    (:func:`planner.model.need.replicas`)."""
+    values = replica_inputs(row) | {"traffic_factor": factor, "daily_profile": [1.0]}
+    return int(value("replicas", values))
 
 
 @dataclass(frozen=True)
@@ -140,17 +146,22 @@ class NodeCosts:
 
     @property
     def owned_usd_per_month(self) -> float:
-        """Capital spread over the amortisation period plus running cost [USD/month]."""
-        return self.capital_usd / self.amortisation_months + self.running_usd_per_month
+        """Capital spread over the amortisation period plus running cost [USD/month]
+        (:func:`planner.model.finance.node_owned_usd_per_month`)."""
+        return float(
+            finance.node_owned_usd_per_month(
+                self.capital_usd, self.amortisation_months, self.running_usd_per_month
+            )
+        )
 
 
 def node_devices(row: Any, peak_replicas: int) -> int:
     """Devices in one node of the schedule: a full node (``devices_per_node``) once the
     horizon's peak fills one, else the peak's devices (a replica's at least), so a fleet smaller
-    than a node is not priced as a full one [devices]."""
-    per_node = int(row["devices_per_node"])
-    tp = int(row["tensor_parallel"])
-    return min(per_node, max(tp, peak_replicas * tp))
+    than a node is not priced as a full one [devices]
+    (:func:`planner.model.need.node_devices`)."""
+    values = {n: int(row[n]) for n in ("devices_per_node", "tensor_parallel")}
+    return int(value("node_devices", values | {"replicas_all": [peak_replicas]}))
 
 
 #: The cost metrics one node is priced by, in the order they are computed, with the per-node
@@ -184,33 +195,35 @@ def node_costs(catalog: Catalog, row: Any, devices: int) -> NodeCosts:
     )
 
 
-#: Hours in a day: a daily profile's length, and what a month's rent is spread over.
-HOURS = 24
-
-
 def break_even_hours(costs: NodeCosts) -> float:
     """Hours a day a node must be busy for owning it to cost less than renting it for those
     hours: 24 × owned ÷ rented cost a month [h/day] (inf where renting is free or impossible to
-    undercut; 0 where renting is impossible)."""
+    undercut; 0 where renting is impossible)
+    (:func:`planner.model.finance.break_even_hours_per_day`)."""
     if not math.isfinite(costs.rent_usd_per_month):
         return 0.0
     if costs.rent_usd_per_month <= 0:
         return math.inf
-    return HOURS * costs.owned_usd_per_month / costs.rent_usd_per_month
+    return value(
+        "break_even_hours_per_day",
+        {"node_owned_usd_per_month": costs.owned_usd_per_month,
+         "node_rent_usd_per_month": costs.rent_usd_per_month},
+    )  # fmt: skip
 
 
 def nodes_worth_owning(hourly: list[int], break_even_h: float) -> int:
     """Nodes worth owning in a month whose hours need ``hourly`` nodes: node k is, when more
     than ``break_even_h`` hours a day need k or more, i.e. the (⌊break-even⌋ + 1)-th largest
-    hourly need; none when the break-even is a whole day or more [nodes]."""
-    if break_even_h >= len(hourly):
-        return 0
-    return sorted(hourly, reverse=True)[math.floor(break_even_h)]
+    hourly need; none when the break-even is a whole day or more [nodes]
+    (:func:`planner.model.finance.nodes_worth_owning`)."""
+    values = {"hourly_nodes": hourly, "break_even_hours_per_day": break_even_h}
+    return int(value("nodes_worth_owning", values))
 
 
 def rented_node_hours(hourly: list[int], owned: int) -> int:
-    """Node-hours a day beyond the ``owned`` nodes, rented by the hour [node·h/day]."""
-    return sum(max(need - owned, 0) for need in hourly)
+    """Node-hours a day beyond the ``owned`` nodes, rented by the hour [node·h/day]
+    (:func:`planner.model.finance.rented_node_hours_per_day`)."""
+    return int(value("rented_node_hours_per_day", {"hourly_nodes": hourly, "nodes_owned": owned}))
 
 
 @dataclass
@@ -241,72 +254,58 @@ class Plan:
         return list(itertools.accumulate(self.cash_usd))
 
 
-def _times(count: int, usd: float) -> float:
-    """``count`` × ``usd``, nothing for none of a thing whose price is unknown (inf) [USD]."""
-    return count * usd if count else 0.0
-
-
-#: Owned nodes as they arrive: (month of arrival, nodes arriving that month), one pair a month at
-#: most, so that a schedule's work grows with its months, never with its node count.
-Tranches = list[tuple[int, int]]
-
-
-def _plan(
-    name: str,
+def _finance(
+    nodes: list[int],
     hours: list[list[int]],
-    arrivals: Tranches,
+    lead: int,
     costs: NodeCosts,
-    orders: list[tuple[int, int]],
     lease: tuple[float, int] | None = None,
-) -> Plan:
-    """Owned nodes arrive as ``arrivals`` (month, nodes), paid on arrival, or with ``lease``
-    (annual rate, term) in monthly payments from arrival; any hour's need (``hours``: per
-    month, the nodes each hour of the day needs) beyond the owned nodes in service is rented
-    for that hour."""
-    payment = lease_payment_usd(costs.capital_usd, *lease) if lease else 0.0
-    owned, rented, cash = [], [], []
-    for m, hourly in enumerate(hours):
-        in_service = sum(n for a, n in arrivals if a <= m)
-        if lease:
-            capital = _times(sum(n for a, n in arrivals if a <= m < a + lease[1]), payment)
-        else:
-            capital = _times(sum(n for a, n in arrivals if a == m), costs.capital_usd)
-        owned.append(in_service)
-        rented.append(max(max(hourly) - in_service, 0))
-        node_hours = rented_node_hours(hourly, in_service)
-        rent = _times(node_hours, costs.rent_usd_per_month / len(hourly))
-        cash.append(capital + _times(in_service, costs.running_usd_per_month) + rent)
-    end = len(hours)
-    if lease:  # the payments still owed at the end count against the lease
-        owed = sum(n * max(a + lease[1] - end, 0) for a, n in arrivals if a < end)
-        residual = 0.0 - _times(owed, payment)
-    else:
-        residual = sum(
-            n * book_value_usd(costs.capital_usd, end - a, costs.amortisation_months)
-            for a, n in arrivals
-            if a < end
-        )
-    return Plan(name, owned, rented, cash, orders, residual)
+    rate_per_year: float = 0.0,
+) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, Any]]:
+    """The schedule's finance metrics (:mod:`planner.model.finance`) over ``hours`` (per month,
+    the nodes each hour of the day needs; ``nodes``: its busiest hour's): the quantities of the
+    block they read, the month columns and the figures over the horizon."""
+    months = len(hours)
+    block: dict[str, Any] = {
+        "lead_time_months": lead,
+        "discount_rate_per_year": rate_per_year,
+        "node_capital_usd": costs.capital_usd,
+        "node_running_usd_per_month": costs.running_usd_per_month,
+        "node_rent_usd_per_month": costs.rent_usd_per_month,
+        "node_owned_usd_per_month": costs.owned_usd_per_month,
+        "break_even_hours_per_day": break_even_hours(costs),
+        "amortisation_months": costs.amortisation_months,
+        "months": months,
+    }
+    if lease is not None:
+        block |= {"lease_rate_per_year": lease[0], "lease_term_months": lease[1]}
+        block["lease_payment_usd_per_month"] = value("lease_payment_usd_per_month", block)
+    table: dict[str, list[Any]] = {
+        "month": list(range(months)),
+        "hourly_nodes": [list(h) for h in hours],
+        "nodes_needed": list(nodes),
+    }
+    for name in finance.MONTH_FINANCE + (finance.LEASE_MONTHS if lease else ()):
+        month_column(name, table, block, months)
+    totals: dict[str, Any] = {}
+    for name in finance.HORIZON + (finance.LEASE_HORIZON if lease else ()):
+        totals[name] = horizon_value(name, table, block | totals)
+    return block, table, totals
 
 
-def _tranches(target: list[int], lead: int) -> tuple[Tranches, list[tuple[int, int]]]:
+def _orders(target: list[int], lead: int) -> list[tuple[int, int]]:
     """Each node of ``target`` (nodes to own, per month) ordered ``lead`` months before the
-    month it is first wanted (month 0 at the earliest), counted by month: the tranches that
-    arrive within the horizon (month, nodes), and the orders (month ordered, nodes) that arrive
-    within it."""
-    months = len(target)
-    arrivals: dict[int, int] = {}
+    month it is first wanted (month 0 at the earliest), counted by month: the orders (month
+    ordered, nodes) that arrive within the horizon, one a month at most, so that a schedule's
+    work grows with its months, never with its node count."""
     orders: dict[int, int] = {}
     wanted = 0  # nodes wanted in some month so far
     for m, n in enumerate(target):
-        if n <= wanted:
-            continue
-        ordered = max(m - lead, 0)
-        arrivals[ordered + lead] = arrivals.get(ordered + lead, 0) + n - wanted
-        orders[ordered] = orders.get(ordered, 0) + n - wanted
-        wanted = n
-    arrived = sorted((a, n) for a, n in arrivals.items() if a < months)
-    return arrived, sorted((m, n) for m, n in orders.items() if m + lead < months)
+        if n > wanted:
+            ordered = max(m - lead, 0)
+            orders[ordered] = orders.get(ordered, 0) + n - wanted
+            wanted = n
+    return sorted((m, n) for m, n in orders.items() if m + lead < len(target))
 
 
 def schedule_plans(
@@ -322,27 +321,56 @@ def schedule_plans(
     the hour), renting everything, buying the peak up front (ordered in month 0) and, with
     ``lease`` (annual rate, term in months), the schedule's tranches leased instead of bought."""
     hours = hours if hours is not None else [[n] * HOURS for n in nodes]
+    _, table, totals = _finance(nodes, hours, lead, costs, lease)
+    return _plans(table, totals, lead, lease is not None)
+
+
+def _plans(
+    table: dict[str, list[Any]], totals: dict[str, Any], lead: int, leased: bool
+) -> dict[str, Plan]:
+    """The ways of paying, read off the finance metrics' month columns and totals."""
+    nodes = table["nodes_needed"]
     peak = max(nodes)
-    break_even = break_even_hours(costs)
-    target = list(itertools.accumulate((nodes_worth_owning(h, break_even) for h in hours), max))
-    arrivals, tranches = _tranches(target, lead)
-    rent = _plan("rent everything", hours, [], costs, [])
-    up_front = _plan("buy the peak up front", hours, [(lead, peak)], costs, [(0, peak)])
+    target = list(itertools.accumulate(table["nodes_worth_owning"], max))
+    tranches = _orders(target, lead)
+
+    def rented(owned: list[int]) -> list[int]:
+        return [
+            value("nodes_rented", {"nodes_needed": n, "nodes_owned": o})
+            for n, o in zip(nodes, owned, strict=True)
+        ]
+
+    none = [0] * len(nodes)
+    rent = Plan("rent everything", none, rented(none), table["rent_everything_usd"])
+    owned = table["up_front_nodes_owned"]
+    up_front = Plan(
+        "buy the peak up front", owned, rented(owned), table["up_front_cash_usd"], [(0, peak)],
+        totals["up_front_book_value_at_end_usd"],
+    )  # fmt: skip
     if max(target) == 0:
-        schedule = _plan("rent (owning costs more a month)", hours, [], costs, [])
+        name = "rent (owning costs more a month)"
     elif max(target) < peak:
-        schedule = _plan(
-            "own the base in tranches, rent the peak by the hour", hours, arrivals, costs, tranches
-        )
+        name = "own the base in tranches, rent the peak by the hour"
     else:
-        schedule = _plan(
-            "buy in tranches, rent until they arrive", hours, arrivals, costs, tranches
-        )
-    plans = {"schedule": schedule, "rent": rent, "up_front": up_front}
-    if lease is not None:
-        plans["lease"] = _plan(
-            "lease each node as it is needed", hours, arrivals, costs, tranches, lease=lease
-        )
+        name = "buy in tranches, rent until they arrive"
+    owned, rented_nodes = table["nodes_owned"], table["nodes_rented"]
+    plans = {
+        "schedule": Plan(
+            name,
+            owned,
+            rented_nodes,
+            table["cash_usd"],
+            tranches,
+            totals["total_book_value_at_end_usd"],
+        ),  # fmt: skip
+        "rent": rent,
+        "up_front": up_front,
+    }
+    if leased:
+        plans["lease"] = Plan(
+            "lease each node as it is needed", owned, rented_nodes, table["lease_cash_usd"],
+            tranches, 0.0 - totals["lease_owed_at_end_usd"],
+        )  # fmt: skip
     return plans
 
 
@@ -367,22 +395,27 @@ class WorkloadSchedule:
     node_devices: int = 1
     #: the lease compared (annual rate, term in months), when the assumptions give one
     lease: tuple[float, int] | None = None
+    #: the quantities of the block the finance metrics read (:mod:`planner.model.finance`)
+    block: dict[str, Any] = field(default_factory=dict)
+    #: the month metrics, by name: a list over the horizon each
+    table: dict[str, list[Any]] = field(default_factory=dict)
+    #: the metrics over the horizon, by name
+    totals: dict[str, Any] = field(default_factory=dict)
 
     @property
     def base_nodes(self) -> list[int]:
         """Nodes the quietest hour of each month needs [nodes]."""
-        return [min(h) for h in self.hours] if self.hours else list(self.nodes)
+        return list(self.table["nodes_base"])
 
     def npv_usd(self, key: str) -> float:
         """Net present value of a plan's cash, less its owned nodes' book value at the end
         (discounted from the month after the horizon) [USD]."""
-        plan = self.plans[key]
-        end = discount_factor(self.discount_rate_per_year, len(plan.cash_usd))
-        return present_value(plan.cash_usd, self.discount_rate_per_year) - plan.residual_usd * end
+        return float(self.totals[finance.NPV_OF[key]])
 
     def payback_month(self) -> int | None:
         """Month from which the schedule's cumulative cost stays at or below renting's."""
-        return payback_month(self.plans["rent"].cash_usd, self.plans["schedule"].cash_usd)
+        month = self.totals["payback_month"]
+        return None if month == NO_PAYBACK else int(month)
 
 
 def traffic_factors(catalog: Catalog, workload: Workload) -> list[float]:
@@ -405,44 +438,64 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
         return None
     forecast, a = workload.forecast, catalog.assumptions
     row = line.row
-    tp = float(row["tensor_parallel"])
     factors = traffic_factors(catalog, workload)
-    profile = list(forecast.daily_profile or [1.0] * HOURS)
-
-    def nodes_for(replicas: int, devices: int) -> int:
-        return math.ceil(replicas * tp / devices - 1e-9) + forecast.spare_nodes
-
-    def day(factor: float) -> list[int]:
-        """The replicas each hour needs in a month of ``factor``: each share sized once (a flat
-        day is one share)."""
-        by_share = {share: replicas_at(row, factor * share) for share in set(profile)}
-        return [by_share[share] for share in profile]
-
-    hourly_replicas = [day(f) for f in factors]
-    replicas = [max(day) for day in hourly_replicas]
-    devices = node_devices(row, max(replicas))
-    hours = [[nodes_for(r, devices) for r in day] for day in hourly_replicas]
-    nodes = [max(day) for day in hours]
-    costs = node_costs(catalog, row, devices)
+    block, table = _need(row, forecast, factors)
+    costs = node_costs(catalog, row, block["node_devices"])
     lease = None
     if a.lease_rate_per_year is not None and a.lease_term_months is not None:
         lease = (a.lease_rate_per_year, a.lease_term_months)
-    plans = schedule_plans(nodes, a.lead_time_months, costs, lease, hours)
+    lead, rate = a.lead_time_months, a.discount_rate_per_year
+    hours, nodes = table["hourly_nodes"], table["nodes_needed"]
+    paying, months, totals = _finance(nodes, hours, lead, costs, lease, rate)
     return WorkloadSchedule(
         line,
         workload,
         factors,
-        replicas,
+        table["replicas"],
         nodes,
         costs,
-        plans,
-        a.discount_rate_per_year,
-        a.lead_time_months,
-        profile,
+        _plans(months, totals, lead, lease is not None),
+        rate,
+        lead,
+        block["daily_profile"],
         hours,
-        devices,
+        block["node_devices"],
         lease,
+        block | paying,
+        table | months,
+        totals,
     )
+
+
+def _need(row: Any, forecast: Forecast, factors: list[float]) -> tuple[dict[str, Any], dict]:
+    """The need metrics (:mod:`planner.model.finance`) of an option over the months of
+    ``factors``: the quantities of the block (the Plan figures they read, the node's devices)
+    and the month columns (replicas, each hour's nodes, the busiest and quietest hour's)."""
+    block: dict[str, Any] = replica_inputs(row) | {
+        "growth_per_month": forecast.growth_per_month or 0.0,
+        "spare_nodes": forecast.spare_nodes,
+        "tensor_parallel": float(row["tensor_parallel"]),
+        "devices_per_node": float(row["devices_per_node"]),
+        "daily_profile": list(forecast.daily_profile or [1.0] * HOURS),
+    }
+    months = len(factors)
+    table: dict[str, list[Any]] = {"month": list(range(months)), "traffic_factor": factors}
+    month_column("replicas", table, block, months)
+    block["node_devices"] = value("node_devices", block | {"replicas_all": table["replicas"]})
+
+    def day(factor: float) -> list[int]:
+        """The nodes each hour needs in a month of ``factor``: each share sized once (a flat
+        day is one share)."""
+        by_share = {
+            share: value("hour_nodes", block | {"traffic_factor": factor, "hour_share": share})
+            for share in set(block["daily_profile"])
+        }
+        return [by_share[share] for share in block["daily_profile"]]
+
+    table["hourly_nodes"] = [day(f) for f in factors]
+    for name in ("nodes_needed", "nodes_base"):
+        month_column(name, table, block, months)
+    return block, table
 
 
 def scaled_growth(forecast: Forecast, factors: list[float], scale: float) -> Forecast:
