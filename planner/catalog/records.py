@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from planner.catalog import (
-    calibration_records,
-    components,
-    fields,
-    plan_records,
-    workload_records,
-)
+import planner.catalog.calibration_records as calibration_records
+import planner.catalog.components as components
+import planner.catalog.fields as fields
+import planner.catalog.plan_records as plan_records
+import planner.catalog.workload_records as workload_records
 from planner.catalog.calibration_records import (
     LATENCY_FIGURES,
     Calibration,

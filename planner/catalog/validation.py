@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from planner.catalog import records
+import planner.catalog.records as records
 from planner.catalog.distributions import DistributionError
 from planner.catalog.fields import ID_PATTERN, MAX_SAMPLES
 from planner.catalog.problems import EXPECTED_KINDS, KIND_ERRORS, Problem, plain_message, shown
