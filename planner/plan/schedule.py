@@ -21,6 +21,10 @@ is ordered ``lead_time_months`` before the month it first is, and rented until i
 peak above the owned base is rented by the hour. It is set against renting everything and
 against buying the peak up front. Cash flows are discounted monthly at the annual rate,
 (1 + r)^(1/12) − 1 a month.
+
+Each of these quantities is one metric of :mod:`planner.model.need` or
+:mod:`planner.model.finance`, evaluated here month by month; the ``Schedule`` sheet writes the
+same metrics as its formulas.
 """
 
 from __future__ import annotations
