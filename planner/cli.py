@@ -225,7 +225,7 @@ def run(
     folder, results, comparison = outcome.folder, outcome.results, outcome.baseline
     if comparison is not None:
         click.echo(comparison.summary())
-    print_ask(catalog, results)
+    print_ask(catalog, results, plan=outcome.derived.plan)
     for note in results.notes:
         click.echo(f"{note}.")
     prefix = "Of the leading options: " if results.notes else ""
@@ -262,7 +262,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def _check_run_paths(catalogs: Path, destination: Path, baseline: Path | None) -> None:
     """Refuse, before any work, a run folder placed where it would write into what it reads: the
     catalog folder, the baseline run, or another run folder."""
-    from planner.outputs.runs import run_folder_of
+    from planner.outputs.folders import run_folder_of
 
     refusal = None
     if _inside(destination, catalogs):
@@ -396,11 +396,11 @@ def diff(old: Path, new: Path, csv_path: Path | None, limit: int) -> None:
 
     --csv writes a new file: never over an existing one, nor inside a run folder."""
     from planner.diff import NotARun, diff_runs
-    from planner.outputs.runs import FileRefused, check_new_file, write_new_file
+    from planner.outputs.folders import FileRefused, check_writable, write_new_file
 
     try:
         if csv_path is not None:
-            check_new_file(csv_path)  # before reading the runs
+            check_writable(csv_path)  # before reading the runs
         result = diff_runs(old, new)
         text = result.to_text(limit=limit)
         written = write_new_file(csv_path, result.write_csv) if csv_path is not None else None
@@ -427,11 +427,11 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
     from planner.measure import load_measurements
     from planner.measure.calibrate import calibrate as fit
     from planner.measure.calibrate import calibration_document, summary
-    from planner.outputs.runs import FileRefused, check_new_file, write_new_file
+    from planner.outputs.folders import FileRefused, check_writable, write_new_file
 
     if out is not None:
         try:
-            check_new_file(out)  # before any fitting
+            check_writable(out)  # before any fitting
         except FileRefused as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_INVALID)
@@ -522,28 +522,14 @@ def import_hf(
 
 
 def _check_append(path: Path) -> None:
-    """Refuse, before any work, a models.yaml ``--append`` may not write: one inside a run
-    folder, in a folder that does not exist, or not a regular file."""
-    from planner.outputs.runs import run_folder_of
+    """Refuse, before any work, a models.yaml ``--append`` may not write
+    (:func:`planner.outputs.folders.check_writable`)."""
+    from planner.outputs.folders import FileRefused, check_writable
 
-    refusal = None
-    holder = run_folder_of(path.parent)
-    if holder is not None:
-        refusal = (
-            f"{path} is inside the run folder {holder}, which holds only what planner wrote for "
-            "that run: append to the catalog the run was made from"
-        )
-    elif not path.parent.is_dir():
-        refusal = (
-            f"{path.parent} is not an existing folder; create it first or choose another --append"
-        )
-    elif path.is_symlink() or (path.exists() and not path.is_file()):
-        refusal = (
-            f"{path} is not a regular file (a link, a folder, a FIFO or a device): --append "
-            "writes only a models.yaml file"
-        )
-    if refusal:
-        click.echo(f"error: {refusal}", err=True)
+    try:
+        check_writable(path, replace=True)
+    except FileRefused as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INVALID)
 
 

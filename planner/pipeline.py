@@ -19,8 +19,9 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.diff import RunDiff, RunSnapshot, compare, load_run, snapshot
 from planner.executor import Executor, as_executor
+from planner.outputs.folders import DIFF_CSV
+from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.runs import (
-    DIFF_CSV,
     RESULTS_CSV,
     UNCERTAINTY_CSV,
     Writer,
@@ -32,7 +33,6 @@ from planner.outputs.runs import (
     write_run,
 )
 from planner.plan import recommend
-from planner.plan.deployment import ask
 from planner.plan.selection import contenders, select_candidates, unsimulated_leaders
 from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, settle, stream
 from planner.plan.sweep import Results, evaluate, skipped_pairs
@@ -86,13 +86,19 @@ def plan(
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What :func:`run` produced: the folder written, its results, and the comparison with the
-    baseline run (None without one)."""
+    """What :func:`run` produced: the folder written, its results, the comparison with the
+    baseline run (None without one), and what its writers showed beyond the table (the ask, the
+    ranking, the sensitivity...), computed once for all of them."""
 
     folder: Path
     results: Results
     baseline: RunDiff | None
-    bands: Bands | None = None
+    derived: Outlook
+
+    @property
+    def bands(self) -> Bands | None:
+        """The plan over draws of its uncertain inputs (``draws``), None without."""
+        return self.derived.bands
 
 
 class NothingToPlan(ValueError):
@@ -189,15 +195,15 @@ def _run(
             extra[RESULTS_CSV] = lambda path: os.replace(csv, path)
     else:
         results = plan(catalog, processes=runner, progress=progress)
-    bands = None
+    derived = outlook(catalog, results.table)  # what every writer shows, computed once
     if draws:
         bands = monte_carlo(catalog, draws, runner, progress)
-        lines = ask(catalog, results.table).lines
-        groups = [(line.workload, line.model) for line in lines]
+        groups = [(line.workload, line.model) for line in derived.plan.lines]
         simulated = simulate_p90(catalog, bands, groups, simulate_rows, runner)
         bands = replace(bands, simulated=simulated)
         options = bands.options
         extra[UNCERTAINTY_CSV] = lambda path: write_csv(options, path)
+        derived = replace(derived, bands=bands)
     comparison = None
     if earlier is not None:
         comparison = compare(earlier, snapshot(catalog, results.table, str(destination)))
@@ -212,6 +218,6 @@ def _run(
         extra_writers=extra,
         baseline=comparison,
         progress=progress,
-        bands=bands,
+        derived=derived,
     )
-    return RunOutcome(folder, results, comparison, bands)
+    return RunOutcome(folder, results, comparison, derived)

@@ -24,7 +24,7 @@ from planner.measure.compare import COMPARED, estimate_row
 from planner.model.calibration import latency_band_fraction, replicas_upper
 from planner.model.metric import metrics
 from planner.outputs.advice import ask_context
-from planner.outputs.sections import calibration_lines
+from planner.outputs.basis import calibration_lines
 from planner.plan.deployment import ask
 from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs

@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
-from planner.outputs.runs import FileRefused, write_new_file
+from planner.outputs.folders import FileRefused, write_new_file
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "catalogs" / "examples" / "seed"

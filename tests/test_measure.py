@@ -35,8 +35,8 @@ from planner.measure.compare import comparison, estimate_row
 from planner.measure.next_steps import efficiency_at_target, next_measurements
 from planner.measure.vllm_log import LogError, parse_vllm_log, summarise
 from planner.model.units import GIB, MIB
+from planner.outputs.basis import measured_rows
 from planner.outputs.runs import copy_catalogs
-from planner.outputs.sections import measured_rows
 from planner.outputs.workbook import write_workbook
 from planner.outputs.workbook.measured import HEADERS
 from planner.plan.sweep import evaluate

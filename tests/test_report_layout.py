@@ -26,7 +26,7 @@ pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("weasyprint")
 
 from planner.catalog import load_catalog  # noqa: E402
-from planner.outputs import report, sections  # noqa: E402
+from planner.outputs import decision, report, sections  # noqa: E402
 from planner.outputs.outlook import outlook  # noqa: E402
 from planner.plan.sweep import evaluate  # noqa: E402
 from planner.resources import shipped_catalogs, templates_dir  # noqa: E402
@@ -341,7 +341,7 @@ def _plan(cash: float, residual: float) -> SimpleNamespace:
 )
 def test_capacity_over_time_says_cash_and_net_against_renting(schedule, rent, payback, expected):
     found = SimpleNamespace(plans={"schedule": _plan(*schedule), "rent": _plan(*rent)})
-    assert sections.payback_words(found, payback) == expected
+    assert decision.payback_words(found, payback) == expected
 
 
 def test_the_assumptions_choose_the_runs_paper(tmp_path):

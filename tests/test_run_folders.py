@@ -28,7 +28,8 @@ from planner import pipeline
 from planner.catalog import load_catalog
 from planner.cli import main
 from planner.diff import compare, load_run, snapshot
-from planner.outputs.runs import csv_text, is_run, recover_stale, write_run
+from planner.outputs.folders import is_run
+from planner.outputs.runs import csv_text, recover_stale, write_run
 from planner.plan.sweep import evaluate
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"

@@ -185,7 +185,7 @@ def test_a_forecast_in_the_catalog_gives_each_workload_its_schedule(tmp_path: Pa
     assert first.nodes[0] == math.ceil(row["devices_needed"] / row["devices_per_node"]) + 1
     assert first.nodes == sorted(first.nodes)  # growing traffic never needs fewer nodes
     assert len(first.nodes) == 24
-    from planner.outputs.sections import bill_of_materials
+    from planner.outputs.decision import bill_of_materials
 
     bill = {r["workload"]: r for r in bill_of_materials(catalog, plan)}
     seed_4k = catalog.get("workloads", "seed-4k").label
@@ -199,7 +199,7 @@ def test_a_forecast_in_the_catalog_gives_each_workload_its_schedule(tmp_path: Pa
 def test_the_report_section_of_a_schedule(tmp_path: Path) -> None:
     """The report shows, per workload with a forecast, its month rows (every third month and
     the last), the orders and the ways of paying, renting everything among them."""
-    from planner.outputs.sections import schedule_sections
+    from planner.outputs.decision import schedule_sections
 
     folder = tmp_path / "seed"
     shutil.copytree(SEED, folder)
@@ -519,7 +519,7 @@ def test_a_tabled_forecast_scales_its_rise(tmp_path: Path) -> None:
     [(3, 1, "targets hold"), (1, 0, "no service"), (4, 0, "short: 3 of 4 nodes")],
 )
 def test_what_one_node_down_leaves(nodes: int, spares: int, words: str) -> None:
-    from planner.outputs.sections import node_down
+    from planner.outputs.decision import node_down
 
     assert node_down(nodes, spares) == words
 

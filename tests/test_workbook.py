@@ -580,9 +580,10 @@ def scattered(results: Results) -> Results:
 _GROUPS = workbook.recommendation_groups
 
 
-def moved_groups(table: pd.DataFrame) -> list[workbook.Group]:
+def moved_groups(table: pd.DataFrame, ranks: pd.DataFrame | None = None) -> list[workbook.Group]:
     """The groups with their Plan rows one row off, as if the Plan had been sorted since."""
-    return [dataclasses.replace(g, block=(g.block[0] + 1, g.block[1] + 1)) for g in _GROUPS(table)]
+    groups = _GROUPS(table, ranks)
+    return [dataclasses.replace(g, block=(g.block[0] + 1, g.block[1] + 1)) for g in groups]
 
 
 # Fixtures ------------------------------------------------------------------------------------

@@ -1,24 +1,45 @@
-"""What a run's workbook and report derive from the plan beyond its table, computed once for
-both: the ask, the measurements and their comparison with the estimates, each forecast's
-schedule and how it hangs on the growth, and the tornado of the ask's cost."""
+"""What a run's writers show beyond the results table, computed once for all of them (the
+workbook, the report, the terminal): the ranking and the recommendations, the ask, the
+measurements and their comparison with the estimates, each forecast's schedule and how it hangs
+on the growth, the tornado of the ask's cost, what would change each line of the ask, and the
+calibration in words. The writers lay these out; none of them computes a figure again.
+
+The sensitivity (:func:`what_changes`, :func:`tornado`) re-plans in closed form with one input
+moved; it does so over the leading options of the plan (:func:`leading_rows`), not every
+candidate, so that its cost is bounded by what the report shows, also in a streamed run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog
 from planner.measure import Measurement, load_measurements
 from planner.measure.compare import comparison
-from planner.plan.deployment import Ask, ask
+from planner.outputs.basis import calibration_lines
+from planner.plan.candidates import Candidates
+from planner.plan.deployment import Ask, Line, ask
+from planner.plan.recommend import COST, GROUP, rank, ranked, recommendations
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
-from planner.plan.sensitivity import SWING, Bar, tornado
+from planner.plan.sensitivity import SWING, Bar, tornado, what_changes
+from planner.plan.stream import codes_of
 from planner.plan.uncertainty import Bands
+
+#: Options per workload × model the sensitivity re-plans: the first this many by the ranking
+#: (ties in cost among them, and the option an input moved by 10 % makes cheapest, are within
+#: it on the shipped catalogs).
+LEADING_OPTIONS = 5
+
+#: What a family of options is: the candidates that differ only in tensor-parallel size.
+FAMILY = ["workload", "model", "precision", "hardware"]
 
 
 @dataclass(frozen=True)
 class Outlook:
+    """Everything a run's writers show beyond the results table, computed once."""
+
     plan: Ask
     measurements: tuple[Measurement, ...]
     measured: pd.DataFrame  # :func:`planner.measure.compare.comparison` of the measurements
@@ -27,21 +48,76 @@ class Outlook:
     #: per schedule, in order: the schedule with its growth lowered, as forecast, raised
     growth: list[list[GrowthCase]]
     #: the plan over draws of its uncertain inputs (``planner run --draws``), if asked for
-    bands: Bands | None = None
+    bands: Bands | None
+    #: :func:`planner.plan.recommend.rank` of the table (``rank`` and ``winner`` per row)
+    order: pd.DataFrame
+    #: :func:`planner.plan.recommend.ranked` of the table: each row with its rank and verdict
+    ranks: pd.DataFrame
+    #: :func:`planner.plan.recommend.recommendations` of the table: one row per group
+    recommendations: pd.DataFrame
+    #: per workload, the input changes that change its line of the ask, with the line they
+    #: lead to (:func:`planner.plan.sensitivity.what_changes`)
+    changes: dict[str, list[tuple[str, Line | None]]]
+    #: what calibration.yaml changes, a sentence per fit
+    calibration: list[str]
+
+
+def leading_rows(catalog: Catalog, table: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
+    """The candidates the sensitivity re-plans, as :func:`planner.plan.sweep.candidates` rows
+    in plan order: per workload × model, the families (every tensor-parallel size) of its
+    first :data:`LEADING_OPTIONS` options by the ranking (``order``: :func:`rank` of
+    ``table``), of the options ruled out yet holding a replica at no more than (1 +
+    :data:`SWING`) × the winner's cost, and, where nothing is eligible, of the
+    :data:`LEADING_OPTIONS` cheapest options holding a replica.
+
+    Read from the plan's candidate codes (:func:`planner.plan.stream.codes_of`), so that a
+    streamed sweep's candidates are never held as a table.
+    """
+    places = order["rank"].to_numpy()
+    groups = [table[g] for g in GROUP]
+    cost = pd.to_numeric(table[COST], errors="coerce")
+    best = cost.where(places == 1).groupby(groups, sort=False).transform("min")
+    holds = table["replica_fits"].astype(bool)
+    near = holds & (places == 0) & (cost <= best * (1 + SWING))
+    unserved = best.isna() & holds
+    cheapest = cost.where(unserved).groupby(groups, sort=False).rank(method="first")
+    picked = ((places >= 1) & (places <= LEADING_OPTIONS)) | near
+    picked |= unserved & (cheapest <= LEADING_OPTIONS)
+    return _family_rows(codes_of(catalog), table.loc[picked.to_numpy(dtype=bool), FAMILY])
+
+
+def _family_rows(plan: Candidates, families: pd.DataFrame) -> pd.DataFrame:
+    """The candidates of ``plan`` whose workload, model, precision and hardware are a row of
+    ``families``, every tensor-parallel size, in plan order."""
+    code = np.zeros(len(plan), dtype=np.int64)
+    wanted = np.zeros(len(families), dtype=np.int64)
+    for column, key in zip(range(4), FAMILY, strict=True):
+        ids = pd.Index(plan.ids[key])
+        code = code * len(ids) + plan.codes[:, column]
+        wanted = wanted * len(ids) + ids.get_indexer(pd.Index(families[key].astype(str)))
+    keep = np.isin(code, wanted)
+    return Candidates(plan.codes[keep], plan.ids, plan.sizes).table()
 
 
 def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -> Outlook:
     """The :class:`Outlook` of ``table`` (the plan's results) under ``catalog``, with the
     ``bands`` of a Monte Carlo run where there was one."""
-    plan = ask(catalog, table)
+    order = rank(table)
+    plan = ask(catalog, table, order)
     measurements = load_measurements(catalog)
     found = schedules(catalog, plan)
+    leading = leading_rows(catalog, table, order) if len(table) else None
     return Outlook(
-        plan,
-        measurements,
-        comparison(catalog, measurements),
-        found,
-        tornado(catalog, SWING),
-        [growth_cases(catalog, s, SWING) for s in found],
-        bands,
+        plan=plan,
+        measurements=measurements,
+        measured=comparison(catalog, measurements),
+        schedules=found,
+        tornado=tornado(catalog, SWING, rows=leading),
+        growth=[growth_cases(catalog, s, SWING) for s in found],
+        bands=bands,
+        order=order,
+        ranks=ranked(table, order),
+        recommendations=recommendations(table, order),
+        changes=what_changes(catalog, rows=leading),
+        calibration=calibration_lines(catalog),
     )

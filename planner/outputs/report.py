@@ -37,29 +37,31 @@ from planner.measure.next_steps import next_measurements
 from planner.model.metric import Metric
 from planner.model.sources import REFERENCES
 from planner.outputs.advice import ask_context, sensitivity_text
+from planner.outputs.basis import (
+    NOT_MODELLED,
+    assumption_rows,
+    measured_rows,
+    policy_lines,
+    price_gaps,
+    sources,
+)
+from planner.outputs.decision import (
+    bill_of_materials,
+    risk_lines,
+    schedule_sections,
+    tornado_section,
+    uncertainty_section,
+)
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
 from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.sections import (
     LEADING_MODELS,
-    NOT_MODELLED,
-    assumption_rows,
-    bill_of_materials,
-    calibration_lines,
     lost_table,
-    measured_rows,
-    policy_lines,
-    price_gaps,
-    risk_lines,
-    schedule_sections,
     simulation_summary,
-    sources,
-    tornado_section,
-    uncertainty_section,
     workload_sections,
 )
 from planner.plan.deployment import Ask
-from planner.plan.recommend import ranked
-from planner.plan.sensitivity import CHANGES, what_changes
+from planner.plan.sensitivity import CHANGES
 from planner.plan.sweep import Results, engine_notes
 from planner.resources import templates_dir
 
@@ -209,14 +211,14 @@ def context(
     derived: Outlook | None = None,
     paper: str = "A4",
 ) -> dict[str, Any]:
-    """Everything the template shows, prepared as plain values (the template does no arithmetic);
-    ``derived`` is the results' :class:`Outlook` where the caller has it already; ``paper`` a
-    key of :data:`PAPERS`."""
+    """Everything the template shows, prepared as plain values (the template does no arithmetic
+    and this function no planning: the figures are the results' and ``derived``'s, the run's
+    :class:`Outlook`, computed here only where the caller has none); ``paper`` a key of
+    :data:`PAPERS`."""
     table = results.table
-    ranks = ranked(table)
     derived = derived or outlook(catalog, table)
-    plan = derived.plan
-    workloads = workload_sections(catalog, table, ranks, plan)
+    plan, ranks = derived.plan, derived.ranks
+    workloads = workload_sections(catalog, table, ranks, plan, derived.recommendations)
     shown = compared(catalog, workloads, plan)
     return {
         "title": "Inference capacity plan",
@@ -248,10 +250,10 @@ def context(
         "ask": ask_context(plan, catalog),
         "sensitivity": {
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
-            for workload, changes in what_changes(catalog).items()
+            for workload, changes in derived.changes.items()
         },
         "measured": measured_rows(derived.measured),
-        "calibration": calibration_lines(catalog),
+        "calibration": derived.calibration,
         "schedules": schedule_sections(derived.schedules, derived.growth),
         "tornado": tornado_section(derived.tornado),
         "uncertainty": uncertainty_section(derived.bands, plan),

@@ -8,7 +8,6 @@ and an existing run folder is replaced only when the caller asks (``force``).
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import hashlib
 import itertools
 import json
@@ -27,10 +26,16 @@ import pandas as pd
 
 from planner import __version__, cleanup
 from planner.catalog import Catalog
-from planner.catalog.safefile import read_text
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
-from planner.outputs.outlook import outlook
+from planner.outputs.folders import (
+    CATALOG_COPY,
+    MANIFEST,
+    foreign_entries,
+    listed_contents,
+    read_manifest,
+)
+from planner.outputs.outlook import Outlook, outlook
 from planner.plan.export import csv_text, export_table
 from planner.plan.sweep import Results
 from planner.progress import Progress
@@ -39,9 +44,6 @@ RESULTS_CSV = "results.csv"
 RESULTS_JSON = "results.json"
 WORKBOOK = "plan.xlsx"
 REPORT = "report.pdf"
-MANIFEST = "manifest.json"
-CATALOG_COPY = "catalogs"
-DIFF_CSV = "diff.csv"
 UNCERTAINTY_CSV = "uncertainty.csv"  # a run with draws: the bands per option
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
@@ -61,78 +63,6 @@ class RunNotWritten(Exception):
             f"the run folder could not be written: {exc.strerror or exc}{where}; nothing was "
             "left behind and earlier runs are untouched"
         )
-
-
-class FileRefused(Exception):
-    """A file a command was asked to write was refused or could not be written: it exists, lies
-    inside a run folder, its folder is missing, or the file system refused it (full, read-only).
-    Nothing was written and nothing was left behind."""
-
-
-def check_new_file(path: Path) -> None:
-    """Refuse, before any work, a path a command may not write its file to: one that exists
-    (even a link, dangling or not), one inside a run folder (:func:`run_folder_of`), or one
-    whose folder does not exist.
-
-    Raises :class:`FileRefused`.
-    """
-    path = Path(path)
-    if path.exists() or path.is_symlink():
-        raise FileRefused(
-            f"{path} already exists; planner writes only a new file and never over one it did "
-            "not create: choose another path"
-        )
-    run = run_folder_of(path.parent)
-    if run is not None:
-        raise FileRefused(
-            f"{path} is inside the run folder {run}, which holds only what planner wrote for "
-            "that run: choose a path outside it"
-        )
-    if not path.parent.is_dir():
-        raise FileRefused(
-            f"{path.parent} is not an existing folder; create it first or choose another path "
-            f"for {path.name}"
-        )
-
-
-def write_new_file(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Write a new file at ``path`` through ``write`` (called with a temporary path beside it),
-    then link it into place, so ``path`` appears whole or not at all and never replaces a file
-    that appeared meanwhile; checked first by :func:`check_new_file`.
-
-    Raises :class:`FileRefused`: a full disk or a read-only folder leaves no partial file.
-    """
-    path = Path(path)
-    check_new_file(path)
-    try:
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise FileRefused(f"{path} could not be written: {exc.strerror or exc}") from None
-    os.close(handle)
-    temporary = Path(name)
-    try:
-        write(temporary)
-        try:
-            os.link(temporary, path)  # never replaces: fails when path exists
-        except FileExistsError:
-            raise FileRefused(
-                f"{path} was created by something else meanwhile; nothing was written"
-            ) from None
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
-                raise
-            if path.exists() or path.is_symlink():  # a file system without hard links
-                raise FileRefused(
-                    f"{path} was created by something else meanwhile; nothing was written"
-                ) from None
-            os.rename(temporary, path)
-    except OSError as exc:
-        raise FileRefused(
-            f"{path} could not be written: {exc.strerror or exc}; nothing was left behind"
-        ) from None
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
 
 
 def slug(text: str) -> str:
@@ -159,92 +89,6 @@ def default_run_dir(root: Path, name: str | None, today: dt.date | None = None) 
     return next(p for p in numbered(dated_name(root, name, today)) if not p.exists())
 
 
-def is_run(folder: Path) -> bool:
-    """Whether ``folder`` is a run folder planner wrote, with nothing else in it at any depth: a
-    real folder (not a link) whose ``manifest.json`` names the planner version and lists every
-    file and folder it holds (:func:`foreign_entries` finds none)."""
-    return not foreign_entries(folder)
-
-
-def _manifest_of(folder: Path) -> dict[str, Any] | None:
-    """A folder's ``manifest.json`` as planner writes one (a JSON object naming the planner
-    version), or None; only a regular file is read (a FIFO named manifest.json is not waited
-    on)."""
-    try:
-        info = json.loads(read_text(folder / MANIFEST))
-    except (OSError, ValueError):  # FileProblem is a ValueError
-        return None
-    if not isinstance(info, dict) or not isinstance(info.get("planner_version"), str):
-        return None
-    return info
-
-
-def _walk(folder: Path) -> Iterator[tuple[str, Path]]:
-    """Every entry below ``folder`` as (path relative to it with ``/``, path), links not
-    followed: a link is listed, never entered."""
-    for root, dirs, files in os.walk(folder):
-        here = Path(root)
-        for name in sorted(dirs + files):
-            path = here / name
-            yield path.relative_to(folder).as_posix(), path
-
-
-def _contents(folder: Path) -> list[str]:
-    """What a run folder being written holds (manifest aside), for its manifest: every file and
-    folder at any depth, folders with a trailing ``/``."""
-    return sorted(
-        relative + ("/" if path.is_dir() and not path.is_symlink() else "")
-        for relative, path in _walk(folder)
-        if relative != MANIFEST
-    )
-
-
-def foreign_entries(folder: Path) -> list[str]:
-    """Why ``folder`` is not (only) a run planner wrote: ``[]`` when it is one; else the paths
-    it holds that planner did not write (at any depth), or a reason in words when it is no run
-    at all (a link, not a folder, no manifest)."""
-    if folder.is_symlink() or not folder.is_dir():
-        return [f"{folder} is not a folder"]
-    info = _manifest_of(folder)
-    if info is None:
-        return [f"{folder} has no manifest.json written by planner"]
-    listed = info.get("contents")
-    if isinstance(listed, list):  # runs that list everything they hold, at any depth
-        known = {str(entry) for entry in listed} | {MANIFEST}
-        return [
-            str(path)
-            for relative, path in _walk(folder)
-            if relative + ("/" if path.is_dir() and not path.is_symlink() else "") not in known
-        ]
-    # earlier runs listed their top-level names and their catalog files
-    names = {str(f).rstrip("/") for f in info.get("files", []) if isinstance(f, str)}
-    names |= {MANIFEST, DIFF_CSV}
-    catalog_files = info.get("catalog_files")
-    copied = {f"{CATALOG_COPY}/{name}" for name in catalog_files or {}}
-    foreign = []
-    for relative, path in _walk(folder):
-        top, _, rest = relative.partition("/")
-        if path.is_symlink() or top not in names:
-            foreign.append(str(path))
-        elif rest and not (top == CATALOG_COPY and relative in copied and path.is_file()):
-            foreign.append(str(path))
-    return foreign
-
-
-def run_folder_of(path: Path) -> Path | None:
-    """The run folder ``path`` is, or lies inside (a folder above it holding planner's
-    ``manifest.json``), links resolved; None when there is none."""
-    resolved = Path(os.path.abspath(path))
-    try:
-        resolved = resolved.resolve()
-    except (OSError, RuntimeError):  # a loop of links: judged as written
-        pass
-    for folder in [resolved, *resolved.parents]:
-        if folder.is_dir() and _manifest_of(folder) is not None:
-            return folder
-    return None
-
-
 def check_destination(destination: Path, *, force: bool) -> None:
     """Refuse, before any work, a destination that exists (unless ``force``) or that ``force``
     may not replace: only a folder :func:`is_run` recognises is ever replaced.
@@ -255,7 +99,7 @@ def check_destination(destination: Path, *, force: bool) -> None:
         return
     if not force:
         raise RunExists(f"{destination} already exists; choose another --out or pass --force")
-    if destination.is_symlink() or not destination.is_dir() or _manifest_of(destination) is None:
+    if destination.is_symlink() or not destination.is_dir() or read_manifest(destination) is None:
         raise RunExists(
             f"{destination} is not a run folder planner wrote (no manifest.json listing its "
             "files); --force replaces only a planner run, so nothing was changed: choose another "
@@ -518,6 +362,7 @@ def write_run(
     baseline: Any = None,
     progress: Progress | None = None,
     bands: Any = None,
+    derived: Outlook | None = None,
 ) -> Path:
     """Write a complete run folder at ``destination`` atomically; returns where it went.
 
@@ -529,8 +374,10 @@ def write_run(
     report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
     :class:`planner.diff.RunDiff`) adds a comparison section to the report; ``bands``
-    (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section. ``progress``
-    is told of each file as it is written (stage ``"writing"``).
+    (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section; ``derived``
+    is what the writers show beyond the table (:class:`Outlook`, with its bands) where the
+    caller computed it, else it is computed here. ``progress`` is told of each file as it is
+    written (stage ``"writing"``).
     """
     from planner.outputs.report import write_report  # imported here: WeasyPrint is slow to import
     from planner.outputs.workbook import write_workbook
@@ -538,7 +385,7 @@ def write_run(
     destination = Path(destination)
     if not number:
         check_destination(destination, force=force)
-    derived = outlook(catalog, results.table, bands)
+    derived = derived or outlook(catalog, results.table, bands)
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
         recover_stale(destination.parent)
@@ -564,6 +411,7 @@ def write_run(
                 sensitivity=derived.tornado,
                 growth=derived.growth,
                 uncertainty=derived.bands,
+                ranks=derived.order,
             ),
         ),
         (
@@ -586,12 +434,12 @@ def write_run(
             writer(staging / file_name)
         extra = tuple(name for name in extra_writers or {} if name != RESULTS_CSV)  # listed
         info = manifest(catalog, results, name, extra)
-        if bands:
-            info["draws"] = bands.draws
+        if derived.bands:
+            info["draws"] = derived.bands.draws
         if results.notes:
             info["notes"] = list(results.notes)
         info["output_files"] = output_hashes(staging)
-        info["contents"] = _contents(staging)
+        info["contents"] = listed_contents(staging)
         (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n")
         os.chmod(staging, 0o755)
         if number:

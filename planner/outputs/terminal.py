@@ -21,7 +21,7 @@ from rich.table import Table
 
 from planner.catalog import Catalog
 from planner.outputs.advice import ask_context
-from planner.plan.deployment import ask
+from planner.plan.deployment import Ask, ask
 from planner.plan.sweep import Results
 from planner.progress import Progress as ProgressCallback
 
@@ -81,13 +81,16 @@ def ask_table(page: dict[str, Any]) -> Table:
     return table
 
 
-def print_ask(catalog: Catalog, results: Results, console: Console | None = None) -> None:
-    """Print :func:`ask_table`, the ties and the workloads nothing serves."""
+def print_ask(
+    catalog: Catalog, results: Results, console: Console | None = None, plan: Ask | None = None
+) -> None:
+    """Print :func:`ask_table`, the ties and the workloads nothing serves, of ``plan`` (the
+    run's ask; planned from ``results`` where the caller has none)."""
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: wide enough for the table, not 80
             console = Console(width=120)
-    page = ask_context(ask(catalog, results.table), catalog)
+    page = ask_context(plan or ask(catalog, results.table), catalog)
     console.print(ask_table(page))
     for line in page["lines"]:
         if line["margin"]:

@@ -121,9 +121,10 @@ def _requested(catalog: Catalog) -> dict[str, str]:
     return {line.workload: line.model for line in catalog.deployment}
 
 
-def ask(catalog: Catalog, table: pd.DataFrame) -> Ask:
-    """The deployment plan of ``catalog`` over the evaluated ``table``."""
-    ranks = rank(table)
+def ask(catalog: Catalog, table: pd.DataFrame, ranks: pd.DataFrame | None = None) -> Ask:
+    """The deployment plan of ``catalog`` over the evaluated ``table`` (``ranks``: its
+    :func:`~planner.plan.recommend.rank` where the caller has it)."""
+    ranks = rank(table) if ranks is None else ranks
     winners = table[ranks["rank"].to_numpy() == 1]
     requested = _requested(catalog)
     model_order = {m.id: i for i, m in enumerate(catalog.models)}

@@ -116,10 +116,11 @@ def verdicts(table: pd.DataFrame, ranks: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def ranked(table: pd.DataFrame) -> pd.DataFrame:
+def ranked(table: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every candidate with its ``rank`` in its workload × model group (1 = recommended; NA when
-    not eligible) and a ``verdict`` saying why it won or lost."""
-    ranks = rank(table)
+    not eligible) and a ``verdict`` saying why it won or lost; ``ranks`` is :func:`rank` of
+    ``table`` where the caller has it."""
+    ranks = rank(table) if ranks is None else ranks
     out = table.copy()
     out["rank"] = pd.array(ranks["rank"].to_numpy(), dtype="Int64")
     out.loc[ranks["rank"].to_numpy() == 0, "rank"] = pd.NA
@@ -148,13 +149,13 @@ WINNER_DETAILS = (
 )
 
 
-def recommendations(table: pd.DataFrame) -> pd.DataFrame:
+def recommendations(table: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per workload × model, in plan order: the winner (or none) and the runner-up,
     with the group's number of options and of eligible ones; ``why_none`` counts the reasons
-    where nothing is eligible."""
+    where nothing is eligible (``ranks``: :func:`rank` of ``table`` where the caller has it)."""
     if table.empty:
         return pd.DataFrame(columns=[*GROUP, "options", "eligible"])
-    ranks = rank(table)
+    ranks = rank(table) if ranks is None else ranks
     grouped = table.groupby(GROUP, sort=False)
     frame = grouped.size().rename("options").reset_index()
     frame["eligible"] = grouped["eligible"].sum().astype(int).to_numpy()

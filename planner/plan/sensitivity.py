@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from planner.catalog import Catalog, Hardware, Workload
 from planner.plan.deployment import Line, ask
 from planner.plan.sweep import evaluate
@@ -106,17 +108,20 @@ def _decision(line: Line | None) -> tuple[Any, ...] | None:
     )
 
 
-def _lines(catalog: Catalog) -> dict[str, Line]:
-    return {line.workload: line for line in ask(catalog, evaluate(catalog).table).lines}
+def _lines(catalog: Catalog, rows: pd.DataFrame | None = None) -> dict[str, Line]:
+    return {line.workload: line for line in ask(catalog, evaluate(catalog, rows=rows).table).lines}
 
 
-def what_changes(catalog: Catalog) -> dict[str, list[tuple[str, Line | None]]]:
+def what_changes(
+    catalog: Catalog, rows: pd.DataFrame | None = None
+) -> dict[str, list[tuple[str, Line | None]]]:
     """For each workload, the input changes of :data:`CHANGES` that change its line of the ask,
-    with the line they lead to (None: nothing would serve it)."""
-    base = _lines(catalog)
+    with the line they lead to (None: nothing would serve it); ``rows`` (candidates, as
+    :func:`planner.plan.sweep.evaluate` takes them) plans only those on every side."""
+    base = _lines(catalog, rows)
     changed: dict[str, list[tuple[str, Line | None]]] = {w.id: [] for w in catalog.workloads}
     for label, change in CHANGES:
-        moved = _lines(change(catalog))
+        moved = _lines(change(catalog), rows)
         for workload in changed:
             before, after = base.get(workload), moved.get(workload)
             if _decision(before) != _decision(after):
@@ -145,21 +150,25 @@ class Bar:
         return abs(self.high_usd - self.low_usd)
 
 
-def _ask_totals(catalog: Catalog) -> tuple[float, float, dict[str, Any]]:
-    plan = ask(catalog, evaluate(catalog).table)
+def _ask_totals(
+    catalog: Catalog, rows: pd.DataFrame | None = None
+) -> tuple[float, float, dict[str, Any]]:
+    plan = ask(catalog, evaluate(catalog, rows=rows).table)
     decisions = {line.workload: _decision(line) for line in plan.lines}
     return plan.total("period_usd"), plan.total("devices"), decisions
 
 
-def tornado(catalog: Catalog, swing: float = 0.2) -> tuple[float, float, list[Bar]]:
+def tornado(
+    catalog: Catalog, swing: float = 0.2, rows: pd.DataFrame | None = None
+) -> tuple[float, float, list[Bar]]:
     """The ask's cost over the period and devices at the inputs as given, and per uncertain
     input (:data:`INPUTS`) the same with that input × (1 − swing) and × (1 + swing), widest
-    first. In closed form on every side, like :func:`what_changes`."""
-    base_usd, base_devices, base = _ask_totals(catalog)
+    first. In closed form on every side, like :func:`what_changes`, over ``rows`` where given."""
+    base_usd, base_devices, base = _ask_totals(catalog, rows)
     bars = []
     for label, scaled in INPUTS:
-        low_usd, low_devices, low = _ask_totals(scaled(1 - swing)(catalog))
-        high_usd, high_devices, high = _ask_totals(scaled(1 + swing)(catalog))
+        low_usd, low_devices, low = _ask_totals(scaled(1 - swing)(catalog), rows)
+        high_usd, high_devices, high = _ask_totals(scaled(1 + swing)(catalog), rows)
         flips = tuple(name for name, moved in (("lowered", low), ("raised", high)) if moved != base)
         bars.append(Bar(label, low_usd, high_usd, low_devices, high_devices, flips))
     return base_usd, base_devices, sorted(bars, key=lambda b: -b.swing_usd)

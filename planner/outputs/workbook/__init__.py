@@ -92,6 +92,7 @@ from planner.outputs.workbook.plan import (
     plan_formulas,
     shown_plan,
 )
+from planner.outputs.workbook.recommendation import RecommendationTable
 from planner.outputs.workbook.schedule import write_schedule, write_sensitivity
 from planner.outputs.workbook.summary import (
     HELPER_HEADER_FONT,
@@ -108,7 +109,6 @@ from planner.outputs.workbook.summary import (
     TITLE,
     TITLES,
     Group,
-    RecommendationTable,
     SummaryColumns,
     SummarySheet,
     _summary_widths,
@@ -123,8 +123,11 @@ from planner.plan.sweep import Results
 from planner.plan.tables import KEYS
 
 
-def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[str, Any]:
-    """The Summary sheet; returns the value of each of its formula cells (its cache)."""
+def _write_summary(
+    wb: Workbook, results: Results, layout: PlanLayout, ranks: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """The Summary sheet (``ranks``: :func:`planner.plan.recommend.rank` of the results where
+    the caller has it); returns the value of each of its formula cells (its cache)."""
     ws = _new_sheet(wb, "Summary", OUTPUT_TAB)
     sheet = SummarySheet(ws)
     missing = [c for c in NEEDED if c not in layout.letters]
@@ -147,7 +150,8 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
         wb.defined_names[plan_name(column)] = DefinedName(
             plan_name(column), attr_text=layout.column(column)
         )
-    groups = recommendation_groups(results.table)
+    ranks = recommend.rank(results.table) if ranks is None else ranks
+    groups = recommendation_groups(results.table, ranks)
     widths = _widths(ws, _summary_widths(results, columns))
     sheet.append([_text_cell(ws, TITLE, font=TITLE_FONT)])
     for line in INTRO:
@@ -163,7 +167,6 @@ def _write_summary(wb: Workbook, results: Results, layout: PlanLayout) -> dict[s
     helper_header = {"font": HELPER_HEADER_FONT, "fill": HEADER_FILL, "alignment": WRAP}
     header += [_text_cell(ws, h, **helper_header) for h in columns.helpers]
     header_row = sheet.append(header)
-    ranks = recommend.rank(results.table)
     table = RecommendationTable(
         sheet, results, layout, columns, recommend.verdicts(results.table, ranks)
     )
@@ -207,17 +210,19 @@ def write_workbook(
     sensitivity: tuple[float, float, list[Any]] | None = None,
     growth: list[list[Any]] | None = None,
     uncertainty: Any = None,
+    ranks: pd.DataFrame | None = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
     ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
     ``schedules`` (:func:`planner.plan.schedule.schedules`) the Schedule sheet and
     ``sensitivity`` (:func:`planner.plan.sensitivity.tornado`) the Sensitivity sheet, with
     ``growth`` (per schedule, :func:`planner.plan.schedule.growth_cases`) below it;
-    ``uncertainty`` (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet."""
+    ``uncertainty`` (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet; ``ranks``
+    is :func:`planner.plan.recommend.rank` of the results where the caller has it."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
-    summary_cache = _write_summary(wb, results, layout)
+    summary_cache = _write_summary(wb, results, layout, ranks)
     plan_rows = _write_plan(wb, results, layout)
     caches = {"Summary": summary_cache}
     for name in results.inputs.sheets:

@@ -25,8 +25,8 @@ from planner.outputs.workbook.summary import (
     Group,
     SummaryColumns,
     SummarySheet,
-    _plan_value,
     key_header,
+    plan_value,
 )
 from planner.plan import recommend
 from planner.plan.sweep import Results
@@ -145,7 +145,7 @@ def _summary_charts(
         position = group.best[0] if group.best else None
         for _, source in parts:
             if source in layout.letters:
-                formula = f'=IF({pick}=0,"",{_plan_value(layout, source, pick)})'
+                formula = f'=IF({pick}=0,"",{plan_value(layout, source, pick)})'
                 value = "" if position is None else results.table[source].iloc[position]
             else:
                 formula = f'=IF({pick}=0,"",{source})'
