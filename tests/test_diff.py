@@ -7,7 +7,9 @@ time, inter-token p95 target 10 ms), and two 40 GB devices at 500 W:
 - ``beta``: 1 TB/s, 30,000 USD. 14e9 / 1e12 = 14 ms a token: misses 10 ms, so not eligible.
 
 Energy per device: 500 W × 730 h = 365 kWh a month × 0.10 USD = 36.50 USD; over 36 months
-1,314 USD. TCO: alpha 20,000 + 1,314 = 21,314 USD; beta 30,000 + 1,314 = 31,314 USD.
+1,314 USD. TCO: alpha 20,000 + 1,314 = 21,314 USD; beta 30,000 + 1,314 = 31,314 USD. Renting
+either at 2.00 USD a device-hour costs 2.00 × 730 × 36 = 52,560 USD, more than owning, so the cost
+the ranking compares (``cost_usd``, the cheaper of the two) is the TCO and both are to buy.
 
 The refresh raises beta to 2 TB/s (7 ms: now meets the target) and cuts its price to 15,000 USD:
 TCO 16,314 USD, so beta replaces alpha, 5,000 USD cheaper (5,000 / 21,314 = 23.5%).
@@ -177,17 +179,18 @@ def test_bandwidth_and_price_change_is_reported_with_the_new_winner(runs):
     assert (rec.workload, rec.model) == ("demo", "tiny-7b")
     assert rec.winner_changed
     assert rec.old["hardware"] == "alpha" and rec.new["hardware"] == "beta"
-    assert rec.old["tco_usd"] == pytest.approx(21_314)
-    assert rec.new["tco_usd"] == pytest.approx(16_314)
+    assert rec.old["cost_usd"] == pytest.approx(21_314)
+    assert rec.new["cost_usd"] == pytest.approx(16_314)
+    assert rec.old["acquisition"] == rec.new["acquisition"] == "buy"
     changed = {c.field: c for c in rec.changes()}
-    assert set(changed) == {"hardware", "tco_usd"}  # same precision, TP and device count
-    assert changed["tco_usd"].delta == pytest.approx(-5_000)
+    assert set(changed) == {"hardware", "cost_usd"}  # same precision, TP and device count
+    assert changed["cost_usd"].delta == pytest.approx(-5_000)
 
     assert rows(diff, "newly_eligible") == [("beta/tiny-7b/bf16/demo/1", "eligible", False, True)]
     assert not rows(diff, "stops_eligible")
     assert not rows(diff, "newly_fits") and not rows(diff, "stops_fitting")  # both fit throughout
     ((key, field, old, new),) = rows(diff, "cost_changed")
-    assert (key, field) == ("beta/tiny-7b/bf16/demo/1", "tco_usd")
+    assert (key, field) == ("beta/tiny-7b/bf16/demo/1", "cost_usd")
     assert (old, new) == (pytest.approx(31_314), pytest.approx(16_314))
     assert not rows(diff, "candidate_added") and not rows(diff, "candidate_removed")
     assert diff.notes == []
@@ -200,11 +203,13 @@ def test_text_shows_the_input_change_and_the_new_winner(runs):
     assert "      memory_bandwidth: 1 TB/s → 2 TB/s (+1 TB/s, +100.0%)\n" in text
     assert "      price.purchase_usd: 30,000 USD → 15,000 USD (-15,000 USD, -50.0%)\n" in text
     assert "Recommendations that changed option (1):\n  demo × tiny-7b:\n" in text
-    assert "      was: 1 × alpha (TP 1) · bf16, TCO 21,314 USD\n" in text
-    assert "      now: 1 × beta (TP 1) · bf16, TCO 16,314 USD (-5,000 USD, -23.5%)\n" in text
+    assert "      was: 1 × alpha (TP 1) · bf16 to buy, cost 21,314 USD\n" in text
+    assert (
+        "      now: 1 × beta (TP 1) · bf16 to buy, cost 16,314 USD (-5,000 USD, -23.5%)\n" in text
+    )
     assert "Candidates newly eligible (1):\n  + demo × tiny-7b: beta (TP 1) · bf16\n" in text
     assert (
-        "  demo × tiny-7b: beta (TP 1) · bf16: TCO 31,314 USD → 16,314 USD (-15,000 USD, -47.9%)"
+        "  demo × tiny-7b: beta (TP 1) · bf16: cost 31,314 USD → 16,314 USD (-15,000 USD, -47.9%)"
         in text
     )
     assert "No changes" not in text
@@ -263,12 +268,19 @@ def test_sections_for_the_report(runs):
             "workload": "demo",
             "model": "tiny-7b",
             "change": "option",
-            "was": "1 × alpha (TP 1) · bf16, TCO 21,314 USD",
-            "now": "1 × beta (TP 1) · bf16, TCO 16,314 USD",
-            "TCO change": "-5,000 USD, -23.5%",
+            "was": "1 × alpha (TP 1) · bf16 to buy, cost 21,314 USD",
+            "now": "1 × beta (TP 1) · bf16 to buy, cost 16,314 USD",
+            "cost change": "-5,000 USD, -23.5%",
         }
     ]
-    assert sections["Cost changes"][0]["TCO change"] == "-15,000 USD, -47.9%"
+    assert sections["Cost changes"][0] == {
+        "candidate": "demo × tiny-7b: beta (TP 1) · bf16",
+        "cost was": "31,314 USD",
+        "cost now": "16,314 USD",
+        "cost change": "-15,000 USD, -47.9%",
+        "devices": "unchanged",
+        "why": "",
+    }
 
 
 def test_baseline_before_the_run_is_written_matches_the_written_run(runs):
@@ -291,7 +303,7 @@ def test_same_option_at_a_new_cost(runs, tmp_path: Path):
     assert rows(diff, "input_changed") == [("assumptions", "electricity_usd_per_kwh", 0.1, 0.2)]
     (rec,) = diff.recommendations
     assert not rec.winner_changed
-    assert [(c.field, c.delta) for c in rec.changes()] == [("tco_usd", pytest.approx(1_314))]
+    assert [(c.field, c.delta) for c in rec.changes()] == [("cost_usd", pytest.approx(1_314))]
     text = diff.to_text()
     assert (
         "      electricity_usd_per_kwh: 0.10 USD/kWh → 0.20 USD/kWh (+0.10 USD/kWh, +100.0%)"
@@ -299,7 +311,7 @@ def test_same_option_at_a_new_cost(runs, tmp_path: Path):
     )
     assert (
         "Recommendations with the same option at a new cost (1):\n"
-        "  demo × tiny-7b: 1 × alpha (TP 1) · bf16, TCO 22,628 USD (+1,314 USD, +6.2%)\n"
+        "  demo × tiny-7b: 1 × alpha (TP 1) · bf16 to buy, cost 22,628 USD (+1,314 USD, +6.2%)\n"
     ) in text
     assert "Cost changes (2 candidates; the 1 largest shown):" in diff.to_text(limit=1)
     sections = dict(diff.sections(limit=1))
@@ -309,6 +321,81 @@ def test_same_option_at_a_new_cost(runs, tmp_path: Path):
         "Cost changes (largest 1 of 2)",
     ]
     assert sections["Recommendation changes"][0]["change"] == "cost only"
+
+
+def cheaper_rent(runs, tmp_path: Path) -> Path:
+    """The refreshed catalogs with alpha rented at 0.50 USD a device-hour (was 2.00)."""
+    folder = tmp_path / "cheaper-rent"
+    shutil.copytree(runs["cat-refresh"], folder)
+    text = (folder / "hardware.yaml").read_text()
+    (folder / "hardware.yaml").write_text(
+        text.replace("cloud_usd_per_hour: 2.00", "cloud_usd_per_hour: 0.50", 1)
+    )
+    return folder
+
+
+def test_a_rental_price_alone_moves_the_ranking(runs, tmp_path: Path):
+    # From the refreshed run (beta wins, to buy at 16,314 USD), alpha's rent drops to 0.50 USD a
+    # device-hour: 0.50 × 730 × 36 = 13,140 USD over the period, less than owning it (21,314 USD,
+    # unchanged), so alpha is rented: its cost 21,314 → 13,140 USD (-8,174 USD, 8,174 / 21,314 =
+    # -38.4%), and it beats beta: the recommendation moves, 13,140 - 16,314 = -3,174 USD
+    # (3,174 / 16,314 = -19.5%).
+    catalog = load_catalog(cheaper_rent(runs, tmp_path))
+    diff = compare(load_run(runs["refresh"]), snapshot(catalog, evaluate(catalog).table))
+    assert rows(diff, "input_changed") == [("hardware/alpha", "price.cloud_usd_per_hour", 2.0, 0.5)]
+
+    (rec,) = diff.recommendations
+    assert rec.winner_changed
+    assert (rec.old["hardware"], rec.old["acquisition"]) == ("beta", "buy")
+    assert (rec.new["hardware"], rec.new["acquisition"]) == ("alpha", "rent")
+    changed = {c.field: c for c in rec.changes()}
+    assert set(changed) == {"hardware", "cost_usd"}
+    assert (changed["cost_usd"].old, changed["cost_usd"].new) == (
+        pytest.approx(16_314),
+        pytest.approx(13_140),
+    )
+    assert changed["cost_usd"].delta == pytest.approx(-3_174)
+
+    # owning alpha costs the same in both runs: the only cost change is the one the ranking reads
+    (cost,) = diff.of_kind("cost_changed")
+    assert (cost.key, cost.field) == ("alpha/tiny-7b/bf16/demo/1", "cost_usd")
+    assert (cost.old, cost.new, cost.delta) == (
+        pytest.approx(21_314),
+        pytest.approx(13_140),
+        pytest.approx(-8_174),
+    )
+    assert cost.note == "buy → rent: owning 21,314 USD, renting 13,140 USD"
+
+    text = diff.to_text()
+    assert (
+        "      was: 1 × beta (TP 1) · bf16 to buy, cost 16,314 USD\n"
+        "      now: 1 × alpha (TP 1) · bf16 to rent, cost 13,140 USD (-3,174 USD, -19.5%)\n"
+    ) in text
+    assert (
+        "  demo × tiny-7b: alpha (TP 1) · bf16: cost 21,314 USD → 13,140 USD (-8,174 USD, -38.4%)"
+        " (buy → rent: owning 21,314 USD, renting 13,140 USD)\n"
+    ) in text
+    sections = dict(diff.sections())
+    assert sections["Recommendation changes"][0]["cost change"] == "-3,174 USD, -19.5%"
+    assert sections["Cost changes"][0]["cost change"] == "-8,174 USD, -38.4%"
+
+
+def test_a_run_ranked_on_owning_alone_is_compared_on_its_tco(runs, tmp_path: Path):
+    # A results.csv from before renting was compared has no cost_usd, rent_usd or acquisition:
+    # its cost is its TCO, to buy. Against the cheaper rent, alpha costs 21,314 → 13,140 USD.
+    old = tmp_path / "owning-only"
+    shutil.copytree(runs["refresh"], old)
+    table = pd.read_csv(old / "results.csv")
+    table.drop(columns=["cost_usd", "rent_usd", "acquisition"]).to_csv(
+        old / "results.csv", index=False
+    )
+    catalog = load_catalog(cheaper_rent(runs, tmp_path))
+    diff = compare(load_run(old), snapshot(catalog, evaluate(catalog).table))
+    (rec,) = diff.recommendations
+    assert rec.describe("old") == "1 × beta (TP 1) · bf16 to buy, cost 16,314 USD"
+    (cost,) = diff.of_kind("cost_changed")
+    assert (cost.field, cost.delta) == ("cost_usd", pytest.approx(-8_174))
+    assert cost.note == "buy → rent: owning 21,314 USD, renting 13,140 USD"
 
 
 # No change; entries added and removed ------------------------------------------------------------
@@ -522,7 +609,7 @@ def test_field_unit(path, unit):
 
 
 def test_change_delta_and_percentages():
-    change = Change("cost_changed", "k", "tco_usd", 99_413.0, 99_381.0, "USD")
+    change = Change("cost_changed", "k", "cost_usd", 99_413.0, 99_381.0, "USD")
     assert change.delta == pytest.approx(-32.0)
     assert format_change(99_413.0, 99_381.0, "USD") == (
         "99,413 USD → 99,381 USD (-32.00 USD, -0.03%)"

@@ -10,7 +10,8 @@ two runs reports
 - **outputs**: the recommendation of each workload × model
   (:func:`planner.plan.recommend.recommendations`), candidates that newly fit or stop fitting
   (``fits``), become eligible or stop being eligible (``eligible``), the cost of candidates
-  present in both runs (``tco_usd``, ``devices_needed``), and candidates added or removed.
+  present in both runs (``cost_usd``, the cost the ranking compares: owning or renting over the
+  period, whichever is cheaper; ``devices_needed``), and candidates added or removed.
 
 One module per part: :mod:`.snapshots` (reading runs), :mod:`.inputs` and :mod:`.outputs` (what
 changed in each), :mod:`.changes` (the records of a change), :mod:`.values` (equality and text of
@@ -53,6 +54,7 @@ from planner.diff.values import (
     same,
 )
 from planner.outputs.runs import write_csv
+from planner.plan.recommend import COST
 
 
 def _count(n: int, word: str) -> str:
@@ -70,8 +72,9 @@ def _more(total: int, limit: int | None, what: str) -> list[str]:
 
 
 def _cost_delta(rec: RecommendationChange) -> str:
-    old = rec.old["tco_usd"] if rec.old else None
-    new = rec.new["tco_usd"] if rec.new else None
+    """The change of the cost the ranking compares, `` (-5,000 USD, -23.5%)``; empty when none."""
+    old = rec.old[COST] if rec.old else None
+    new = rec.new[COST] if rec.new else None
     if same(old, new) or delta(old, new) is None:
         return ""
     return f" ({format_delta(old, new, 'USD')})"
@@ -95,7 +98,7 @@ def _recommendation_row(rec: RecommendationChange) -> dict[str, str]:
         "change": "option" if rec.winner_changed else "cost only",
         "was": rec.describe("old"),
         "now": rec.describe("new"),
-        "TCO change": _cost_delta(rec).strip(" ()"),
+        "cost change": _cost_delta(rec).strip(" ()"),
     }
 
 
@@ -137,15 +140,16 @@ class RunDiff:
         return [c for c in self.changes() if c.kind in kinds]
 
     def _cost_groups(self) -> list[tuple[str, dict[str, Change]]]:
-        """Cost changes by candidate: largest TCO change first, then those costed in one run
-        only (they also appear among the fit and eligibility changes)."""
+        """Cost changes by candidate: largest change of the cost the ranking compares first,
+        then those costed in one run only (they also appear among the fit and eligibility
+        changes)."""
         by_key: dict[str, dict[str, Change]] = {}
         for c in self.of_kind("cost_changed"):
             by_key.setdefault(c.key, {})[c.field] = c
 
         def order(item: tuple[str, dict[str, Change]]) -> tuple[bool, float]:
-            tco = item[1].get("tco_usd")
-            d = tco.delta if tco else 0.0
+            cost = item[1].get(COST)
+            d = cost.delta if cost else 0.0
             return (d is None, -abs(d or 0.0))
 
         return sorted(by_key.items(), key=order)
@@ -264,7 +268,7 @@ class RunDiff:
         lines = ["", f"Cost changes ({_count(len(groups), 'candidate')}{shown}):"]
         for key, fields in _head(groups, limit):
             parts = []
-            for name, label in (("tco_usd", "TCO"), ("devices_needed", "devices")):
+            for name, label in ((COST, "cost"), ("devices_needed", "devices")):
                 if name in fields:
                     c = fields[name]
                     parts.append(f"{label} {format_change(c.old, c.new, c.unit)}")
@@ -292,8 +296,9 @@ class RunDiff:
         """Titled groups of rows for the report, every value formatted for people.
 
         Only groups with rows are returned: an empty list means no changes (notes, when there are
-        any, come last as their own group). Cost changes come largest TCO change first. With
-        ``limit``, a group keeps its first ``limit`` rows and its title says how many there are.
+        any, come last as their own group). Cost changes (of the cost the ranking compares) come
+        largest first. With ``limit``, a group keeps its first ``limit`` rows and its title says
+        how many there are.
         """
         groups: list[tuple[str, list[dict[str, str]]]] = []
         title = "Catalog changes" if self.field_level else "Catalog files changed"
@@ -340,15 +345,15 @@ class RunDiff:
     def _cost_rows(self) -> list[dict[str, str]]:
         rows = []
         for key, fields in self._cost_groups():
-            tco = fields.get("tco_usd")
+            cost = fields.get(COST)
             devices = fields.get("devices_needed")
             notes = {c.note for c in fields.values() if c.note}
             rows.append(
                 {
                     "candidate": candidate_label(key),
-                    "TCO was": format_value(tco.old, "USD") if tco else "unchanged",
-                    "TCO now": format_value(tco.new, "USD") if tco else "unchanged",
-                    "TCO change": format_delta(tco.old, tco.new, "USD") if tco else "",
+                    "cost was": format_value(cost.old, "USD") if cost else "unchanged",
+                    "cost now": format_value(cost.new, "USD") if cost else "unchanged",
+                    "cost change": format_delta(cost.old, cost.new, "USD") if cost else "",
                     "devices": (
                         f"{format_value(devices.old, 'devices')} → "
                         f"{format_value(devices.new, 'devices')}"
@@ -436,7 +441,7 @@ def _recommendations(
 ) -> tuple[list[RecommendationChange], int, list[str]]:
     """The recommendations that changed, how many workload × model plans were compared, and
     why they were not compared where a run's results lack what they need."""
-    needed = {"eligible", "status", "tco_usd", "devices_needed"}
+    needed = {"eligible", "status", COST, "devices_needed"}
     lacking = sorted(needed - set(old.table.columns) | needed - set(new.table.columns))
     if lacking:
         return (

@@ -7,7 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planner.diff.values import WINNER_FIELDS, as_number, delta, format_value, same
+from planner.diff.values import (
+    WINNER_FIELDS,
+    as_number,
+    delta,
+    format_value,
+    is_missing,
+    same,
+)
+from planner.plan.recommend import COST
 
 
 def key_part(value: Any) -> str:
@@ -58,8 +66,9 @@ class Change:
 class RecommendationChange:
     """The recommended option of one workload × model in each run.
 
-    ``old``/``new`` hold :data:`WINNER_FIELDS` (None where no option is eligible); ``*_why``
-    says why none is, and ``*_present`` whether the run plans that workload × model at all.
+    ``old``/``new`` hold :data:`WINNER_FIELDS` and :data:`~planner.diff.values.WINNER_SHOWN`
+    (None where no option is eligible); ``*_why`` says why none is, and ``*_present`` whether
+    the run plans that workload × model at all.
     """
 
     workload: str
@@ -84,8 +93,9 @@ class RecommendationChange:
         return any(not same(self.old[k], self.new[k]) for k in pick)
 
     def describe(self, side: str) -> str:
-        """The option of one side (``old`` or ``new``) for people: ``1 × beta (TP 1) · bf16,
-        TCO 16,314 USD``, or why there is none."""
+        """The option of one side (``old`` or ``new``) for people, with how to get its devices and
+        the cost the ranking compares: ``1 × beta (TP 1) · bf16 to buy, cost 16,314 USD``, or why
+        there is none."""
         present = self.old_present if side == "old" else self.new_present
         pick = self.old if side == "old" else self.new
         why = self.old_why if side == "old" else self.new_why
@@ -95,9 +105,11 @@ class RecommendationChange:
             return f"no eligible option ({why})" if why else "no eligible option"
         devices = as_number(pick["devices_needed"])
         count = f"{devices:,.0f}" if devices is not None else "?"
+        how = pick.get("acquisition")
+        way = "" if is_missing(how) or not how else f" to {how}"
         return (
             f"{count} × {pick['hardware']} (TP {int(pick['tensor_parallel'])}) · "
-            f"{pick['precision']}, TCO {format_value(pick['tco_usd'], 'USD')}"
+            f"{pick['precision']}{way}, cost {format_value(pick[COST], 'USD')}"
         )
 
     def changes(self) -> list[Change]:
@@ -105,7 +117,7 @@ class RecommendationChange:
             return [Change("recommendation_added", self.key, "", None, self.describe("new"))]
         if not self.new_present:
             return [Change("recommendation_removed", self.key, "", self.describe("old"), None)]
-        units = {"tco_usd": "USD", "devices_needed": "devices"}
+        units = {COST: "USD", "devices_needed": "devices"}
         rows = []
         for name in WINNER_FIELDS:
             old = self.old[name] if self.old else None

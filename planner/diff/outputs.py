@@ -1,5 +1,5 @@
 """What changed in the outputs: recommendations per workload and model, and candidates that
-begin or stop fitting or being eligible, with their cost deltas.
+begin or stop fitting or being eligible, with the deltas of the cost the ranking compares.
 """
 
 from __future__ import annotations
@@ -9,20 +9,30 @@ from typing import Any, cast
 import pandas as pd
 
 from planner.diff.changes import Change, RecommendationChange, key_part, key_parts
-from planner.diff.values import WINNER_FIELDS, as_plain, is_missing, same
-from planner.plan.recommend import recommendations
-from planner.plan.tables import ALL_KEYS
+from planner.diff.values import (
+    WINNER_FIELDS,
+    WINNER_SHOWN,
+    as_plain,
+    format_value,
+    is_missing,
+    same,
+)
+from planner.plan.recommend import COST, recommendations
+from planner.plan.tables import ALL_KEYS, TP_KEY
 
 
 def _winners(table: pd.DataFrame) -> dict[tuple[str, str], tuple[dict[str, Any] | None, str]]:
     if table.empty:
         return {}
     picks = recommendations(table)
+    shown = _records(table, WINNER_SHOWN)
     out: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
     for _, row in picks.iterrows():
         winner = None
         if not is_missing(row["hardware"]):
             winner = {k: as_plain(row[k]) for k in WINNER_FIELDS}
+            details = shown.get(_key(row), {})
+            winner |= {k: as_plain(details.get(k)) for k in WINNER_SHOWN}
         why = row.get("why_none", "")
         out[(row["workload"], row["model"])] = (winner, "" if is_missing(why) else str(why))
     return out
@@ -51,8 +61,20 @@ def recommendation_changes(old: pd.DataFrame, new: pd.DataFrame) -> list[Recomme
     return sorted(changes, key=lambda c: not c.winner_changed)
 
 
-#: The results columns compared candidate by candidate (and those that explain a change).
-COMPARED = ("fits", "eligible", "tco_usd", "devices_needed", "status", "fit_reason")
+#: The results columns compared candidate by candidate: whether it fits, may be recommended,
+#: the cost the ranking compares and its devices; and those that explain a change (why it does
+#: not fit or is not eligible; how its devices are got, owning's and renting's costs).
+COMPARED = (
+    "fits",
+    "eligible",
+    COST,
+    "devices_needed",
+    "status",
+    "fit_reason",
+    "acquisition",
+    "tco_usd",
+    "rent_usd",
+)
 
 
 def candidate_keys(table: pd.DataFrame) -> list[str]:
@@ -66,8 +88,15 @@ def candidate_label(key: str) -> str:
     return f"{workload} × {model}: {hardware} (TP {tp}) · {precision}"
 
 
-def _records(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    columns = [c for c in COMPARED if c in table.columns]
+def _key(row: pd.Series) -> str:
+    """The candidate key of a recommendation (:func:`candidate_keys`)."""
+    ids = [int(row[k]) if k == TP_KEY else row[k] for k in ALL_KEYS]
+    return "/".join(map(key_part, ids))
+
+
+def _records(table: pd.DataFrame, names: tuple[str, ...] = COMPARED) -> dict[str, dict[str, Any]]:
+    """The columns ``names`` (those the table has) of every candidate, by candidate key."""
+    columns = [c for c in names if c in table.columns]
     # The results columns are named by strings, so each record is keyed by them.
     records = cast("list[dict[str, Any]]", table[columns].to_dict(orient="records"))
     return dict(zip(candidate_keys(table), records, strict=True))
@@ -87,15 +116,48 @@ def _why(row: dict[str, Any]) -> str:
     return "" if status == "eligible" else status
 
 
+def _acquisition_note(prior: dict[str, Any], row: dict[str, Any]) -> str:
+    """Where how a candidate's devices are got flips between runs, the flip and what owning
+    (``tco_usd``) and renting (``rent_usd``) cost in the new run: ``buy → rent: owning 21,314
+    USD, renting 13,140 USD``; else empty."""
+    before, after = prior.get("acquisition"), row.get("acquisition")
+    if any(is_missing(way) or not way for way in (before, after)) or before == after:
+        return ""
+    owning, renting = (
+        format_value(row.get("tco_usd"), "USD"),
+        format_value(row.get("rent_usd"), "USD"),
+    )
+    return f"{before} → {after}: owning {owning}, renting {renting}"
+
+
+def _cost_changes(key: str, prior: dict[str, Any], row: dict[str, Any]) -> list[Change]:
+    """The cost the ranking compares and the devices of a candidate in both runs, where they
+    differ; the note says why a cost is missing or how the devices' getting flipped."""
+    changes = []
+    for column, unit in ((COST, "USD"), ("devices_needed", "devices")):
+        if column not in row or column not in prior or same(prior[column], row[column]):
+            continue
+        old_value, new_value = as_plain(prior[column]), as_plain(row[column])
+        note = ""
+        if new_value is None:
+            note = _why(row)
+        elif old_value is None:
+            note = f"before: {_why(prior)}"
+        elif column == COST:
+            note = _acquisition_note(prior, row)
+        changes.append(Change("cost_changed", key, column, old_value, new_value, unit, note))
+    return changes
+
+
 def candidate_changes(old: pd.DataFrame, new: pd.DataFrame) -> list[Change]:
-    """Candidates added or removed; for those in both, fit, eligibility and cost changes."""
+    """Candidates added or removed; for those in both, fit, eligibility and cost changes (the cost
+    the ranking compares, :data:`planner.plan.recommend.COST`)."""
     before, after = _records(old), _records(new)
     changes: list[Change] = []
     flips = (
         ("fits", "newly_fits", "stops_fitting", "fit_reason"),
         ("eligible", "newly_eligible", "stops_eligible", "status"),
     )
-    costs = (("tco_usd", "USD"), ("devices_needed", "devices"))
     for key, row in after.items():
         prior = before.get(key)
         if prior is None:
@@ -106,17 +168,7 @@ def candidate_changes(old: pd.DataFrame, new: pd.DataFrame) -> list[Change]:
                 now = bool(row[column])
                 note = "" if now or is_missing(row.get(reason)) else str(row[reason])
                 changes.append(Change(up if now else down, key, column, not now, now, note=note))
-        for column, unit in costs:
-            if column in row and column in prior and not same(prior[column], row[column]):
-                old_value, new_value = as_plain(prior[column]), as_plain(row[column])
-                note = ""
-                if new_value is None:
-                    note = _why(row)
-                elif old_value is None:
-                    note = f"before: {_why(prior)}"
-                changes.append(
-                    Change("cost_changed", key, column, old_value, new_value, unit, note)
-                )
+        changes += _cost_changes(key, prior, row)
     for key, row in before.items():
         if key not in after:
             changes.append(Change("candidate_removed", key, note=_status(row)))

@@ -17,6 +17,8 @@ import pandas as pd
 from planner import __version__
 from planner.catalog import Catalog, CatalogError, load_catalog
 from planner.catalog.safefile import FileProblem, read_regular, read_text
+from planner.diff.values import is_missing
+from planner.model.cost import BUY
 from planner.model.metric import metrics
 from planner.outputs.runs import CATALOG_COPY, MANIFEST, RESULTS_CSV, csv_text
 from planner.plan.lookups import LOOKUPS
@@ -54,9 +56,9 @@ BOOLEANS = frozenset({"fits", "eligible", "replica_fits", "meets_targets"})
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
-    """Booleans as bool (a CSV may hold ``True``/``False`` text), TP sizes as int, and the cost
-    the ranking reads (``cost_usd``) for runs written before renting was compared: their
-    ``tco_usd``, the cost they were ranked on."""
+    """Booleans as bool (a CSV may hold ``True``/``False`` text), TP sizes as int, and for runs
+    written before renting was compared, the cost the ranking reads (``cost_usd``): their
+    ``tco_usd``, the cost they were ranked on, and so ``acquisition`` ``buy`` where it is known."""
     out = table.copy()
     for column in BOOLEANS:
         if column in out and out[column].dtype != bool:
@@ -68,6 +70,8 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
         out["tensor_parallel"] = out["tensor_parallel"].astype(int)
     if "cost_usd" not in out and "tco_usd" in out:  # a run ranked on owning alone
         out["cost_usd"] = out["tco_usd"]
+        if "acquisition" not in out:
+            out["acquisition"] = out["tco_usd"].map(lambda v: None if is_missing(v) else BUY)
     return out
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from planner.catalog.records import quantity_fields
 from planner.model.units import BASE_UNIT, GB, TB
 from planner.outputs.formatting import duration, memory
+from planner.plan.recommend import COST
 
 #: Every ``kind`` of change, in the order the text and the CSV list them.
 KINDS: dict[str, str] = {
@@ -27,7 +28,10 @@ KINDS: dict[str, str] = {
     "stops_fitting": "a candidate that fit no longer fits (fits: True → False)",
     "newly_eligible": "a candidate may now be recommended (eligible: False → True)",
     "stops_eligible": "a candidate may no longer be recommended (eligible: True → False)",
-    "cost_changed": "tco_usd or devices_needed of a candidate present in both runs changed",
+    "cost_changed": (
+        "cost_usd (the cost the ranking compares: owning or renting over the period, whichever "
+        "is cheaper) or devices_needed of a candidate present in both runs changed"
+    ),
     "candidate_added": "a candidate only the new run evaluates",
     "candidate_removed": "a candidate only the old run evaluates",
 }
@@ -55,8 +59,13 @@ FIELD_UNITS: dict[str, str] = {
 #: Base unit of fields under a nested block, by the first part of the path.
 BLOCK_UNITS: dict[str, str] = {"compute": "FLOP/s", "targets": "s"}
 
-#: The recommended option's fields compared between runs.
-WINNER_FIELDS = ("hardware", "precision", "tensor_parallel", "devices_needed", "tco_usd")
+#: The recommended option's fields compared between runs: the option and the cost the ranking
+#: compares (:data:`planner.plan.recommend.COST`, ``cost_usd``).
+WINNER_FIELDS = ("hardware", "precision", "tensor_parallel", "devices_needed", COST)
+
+#: The recommended option's fields shown but not compared: how to get the devices (``buy`` or
+#: ``rent``, :func:`planner.model.cost.acquisition`).
+WINNER_SHOWN = ("acquisition",)
 
 #: Relative tolerance below which two numbers count as equal (CSV round trips are exact; this
 #: only absorbs float noise, never a real change).
