@@ -270,7 +270,8 @@ def where(condition: Any, if_true: Any, if_false: Any) -> Any:
     """``if_true`` where ``condition`` holds, else ``if_false`` (Excel ``IF``)."""
     if _symbolic(condition, if_true, if_false):
         return Call("IF", (lift(condition), lift(if_true), lift(if_false)))
-    if isinstance(if_true, str) != isinstance(if_false, str) and np.ndim(condition) == 0:
+    scalars = np.ndim(condition) == np.ndim(if_true) == np.ndim(if_false) == 0
+    if scalars and isinstance(if_true, str) != isinstance(if_false, str):
         return if_true if condition else if_false  # a number or a text, as the cell shows it
     result = np.where(condition, if_true, if_false)
     return result.item() if result.ndim == 0 else result
