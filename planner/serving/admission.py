@@ -1,5 +1,6 @@
-"""Admission in the serving simulation (:mod:`planner.serving.simulate`): which waiting requests a
-scheduling point admits (FIFO with head-of-line blocking, preempted requests first), whether an
+"""Admission in the serving simulation (:mod:`planner.serving.simulate`): the replica's state
+(:class:`_ReplicaState`), which waiting requests a scheduling point admits (FIFO with
+head-of-line blocking, preempted requests first) and queues for chunked prefill, whether an
 arrival finds room, and whether the queue's head would be admitted at the next step boundary.
 The rules are the module docstring's of :mod:`planner.serving.simulate`; these functions are
 the replica's methods (``_Replica._admit`` and the like), kept here by what they do.
@@ -8,10 +9,50 @@ the replica's methods (``_Replica._admit`` and the like), kept here by what they
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections import deque
+from collections.abc import Callable
 
-if TYPE_CHECKING:
-    from planner.serving.simulate import _Replica
+from planner.serving.clients import _Clients
+from planner.serving.steps import StepModel, step_table
+from planner.serving.traffic import SimConfig
+
+
+class _ReplicaState(_Clients):
+    """The state of one run of :class:`planner.serving.simulate._Replica`: its queues, its
+    running batch on the decode clock ``G``, its reservations and what arrivals find."""
+
+    def __init__(
+        self, cfg: SimConfig, max_jump: int | None = None, reference: bool = False
+    ) -> None:
+        super().__init__(cfg)
+        self.max_jump = max_jump  # tests only: cap on decode steps per iteration
+        # step times: looked up where they depend on integers alone, or (reference) computed
+        # each time by the step model's plain calls; the same numbers either way
+        self.step: StepModel = cfg.step if reference else step_table(cfg.step)
+        n = len(self.rec.prompt)
+        self.g_join = [0] * n
+        self.G_join = [0] * n
+        self.fin_G = [-1] * n
+        self.fresh: deque[int] = deque()
+        self.resume: deque[int] = deque()
+        # the running batch (insertion order = admission order) and its decode clock
+        self.running: dict[int, None] = {}
+        self.fin_heap: list[tuple[int, int]] = []  # (clock at which it finishes, rid)
+        self.G = 0
+        self.sum_base = 0  # sum over running of P + g_join - G_join; need = sum_base + B*G
+        self.reserved = 0  # reserve-max: tokens promised to the running batch
+        self.run_meas = 0  # running requests that are measured (not warm-up)
+        # for the "queued" flag: replica state while arrivals happen, what arrivals
+        # not yet admitted but with room will take, and whether a blocked request waits
+        self.room = (0, 0, 0)  # (running sequences, KV need [tokens], reserved [tokens])
+        self.ahead = [0, 0, 0]
+        self.blocked = False
+        self.need_at: Callable[[float], int] | None = None
+        # chunked prefill: admitted requests still prefilling, [rid, tokens, done], and the
+        # sequences and next-step KV need [tokens] they hold (0 without chunking)
+        self.prefilling: deque[list[int]] = deque()
+        self.pre_n = 0
+        self.pre_need = 0
 
 
 class _Admission:
@@ -31,7 +72,7 @@ _NOTHING = _Admission()
 """What a scheduling point with nobody waiting admits (never changed)."""
 
 
-def has_room(replica: _Replica, rid: int, t: float) -> bool:
+def has_room(replica: _ReplicaState, rid: int, t: float) -> bool:
     """Could rid, arriving at t, be admitted at the next step boundary?
 
     Uses the replica state in ``replica.room`` (the KV need at that boundary
@@ -57,7 +98,7 @@ def has_room(replica: _Replica, rid: int, t: float) -> bool:
     return fits
 
 
-def admit(replica: _Replica, now: float) -> _Admission:
+def admit(replica: _ReplicaState, now: float) -> _Admission:
     """Admit waiting requests FIFO with head-of-line blocking, preempted ones first."""
     cfg, rec, totals = replica.cfg, replica.rec, replica.totals
     reserve_max = cfg.admission == "reserve-max"
@@ -107,7 +148,9 @@ def admit(replica: _Replica, now: float) -> _Admission:
     return out
 
 
-def head_fits(replica: _Replica, rid: int, from_resume: bool, max_batch: float, need: int) -> bool:
+def head_fits(
+    replica: _ReplicaState, rid: int, from_resume: bool, max_batch: float, need: int
+) -> bool:
     """Would the queue head be admitted at the next step boundary? (nothing else changes;
     ``need`` is the batch's KV need now)."""
     cfg = replica.cfg
@@ -119,3 +162,18 @@ def head_fits(replica: _Replica, rid: int, from_resume: bool, max_batch: float, 
     # after one more decode step every running request needs one more token
     g_next = replica.rec.gen[rid] + (0 if (from_resume and cfg.preemption == "swap") else 1)
     return need + replica.pre_need + len(replica.running) + p + g_next <= cfg.kv_budget_tokens
+
+
+def queue_prefills(replica: _ReplicaState, admitted: _Admission) -> None:
+    """Chunked prefill: what was admitted waits to be prefilled chunk by chunk, holding its
+    place in the batch and the cache it will need for its first decode step: its prefill
+    tokens and the one it then emits, as admission counted it (swap resumes are copied
+    back whole, never queued here)."""
+    if not admitted.prefilled:
+        return
+    for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
+        replica.prefilling.append([rid, tokens, 0])
+        replica.pre_n += 1
+        replica.pre_need += tokens + 1
+    admitted.prefilled.clear()
+    admitted.prefill_tokens.clear()

@@ -125,21 +125,23 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from collections.abc import Callable
 
-from planner.serving.admission import _Admission, admit, has_room, head_fits
-from planner.serving.chunked import mixed, queue_prefills
+from planner.serving.admission import (
+    _NOTHING,
+    _Admission,
+    _ReplicaState,
+    admit,
+    has_room,
+    head_fits,
+    queue_prefills,
+)
+from planner.serving.reserved import simulate_reserved_chunked
 from planner.serving.statistics import (
-    DONE,
     PREEMPTED,
-    REJECTED,
     RUNNING,
     WAITING,
-    Records,
     SimResult,
-    Totals,
-    _rngs,
     summarise,
 )
 from planner.serving.steps import StepModel, _DecodeRun, step_table
@@ -147,8 +149,6 @@ from planner.serving.traffic import (
     Arrivals,
     Lengths,
     SimConfig,
-    request_delays,
-    request_lengths,
 )
 
 __all__ = [
@@ -161,101 +161,23 @@ __all__ = [
 ]
 
 
-class _Replica:
-    """State of one run; use :func:`simulate`.
+class _Replica(_ReplicaState):
+    """One run; use :func:`simulate`.
 
     The running batch is kept on a decode clock ``G`` (decode steps taken so far): a request
     that joined at clock ``G_join`` with ``g_join`` tokens has ``g_join + G - G_join`` tokens
     now, so the batch's KV need for its next decode step is ``sum_base + batch × G`` [tokens]
-    without touching every request.  The loop runs once per scheduling point, so it calls as
+    without touching every request. The loop runs once per scheduling point, so it calls as
     few functions as it can: state is read inline rather than through properties.
     """
 
-    def __init__(
-        self, cfg: SimConfig, max_jump: int | None = None, reference: bool = False
-    ) -> None:
-        self.cfg = cfg
-        self.max_jump = max_jump  # tests only: cap on decode steps per iteration
-        # step times: looked up where they depend on integers alone, or (reference) computed
-        # each time by the step model's plain calls; the same numbers either way
-        self.step: StepModel = cfg.step if reference else step_table(cfg.step)
-        prompt, output, n_tasks = request_lengths(cfg)
-        rpt = cfg.requests_per_task
-        warm = int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
-        self.rec = Records(prompt, output, n_tasks, rpt, warm, *request_delays(cfg, len(prompt)))
-        self.task_times: list[float] = []
-        if cfg.arrivals.kind != "closed":
-            self.task_times = cfg.arrivals.start_times_s(_rngs(cfg.seed)[0], n_tasks).tolist()
-        n = len(prompt)
-        self.g_join = [0] * n
-        self.G_join = [0] * n
-        self.fin_G = [-1] * n
-        self.next_task = 0
-        self.seq = 0
-        self.heap: list[tuple[float, int, int]] = []  # (time it reaches the queue, seq, rid)
-        self.fresh: deque[int] = deque()
-        self.resume: deque[int] = deque()
-        # the running batch (insertion order = admission order) and its decode clock
-        self.running: dict[int, None] = {}
-        self.fin_heap: list[tuple[int, int]] = []  # (clock at which it finishes, rid)
-        self.G = 0
-        self.sum_base = 0  # sum over running of P + g_join - G_join; need = sum_base + B*G
-        self.reserved = 0  # reserve-max: tokens promised to the running batch
-        self.run_meas = 0  # running requests that are measured (not warm-up)
-        self.totals = Totals()
-        # for the "queued" flag: replica state while arrivals happen, what arrivals
-        # not yet admitted but with room will take, and whether a blocked request waits
-        self.room = (0, 0, 0)  # (running sequences, KV need [tokens], reserved [tokens])
-        self.ahead = [0, 0, 0]
-        self.blocked = False
-        self.need_at: Callable[[float], int] | None = None
-        # chunked prefill: admitted requests still prefilling, [rid, tokens, done], and the
-        # sequences and next-step KV need [tokens] they hold (0 without chunking)
-        self.prefilling: deque[list[int]] = deque()
-        self.pre_n = 0
-        self.pre_need = 0
-
     # -- request life cycle --------------------------------------------------
 
-    def _issue(self, rid: int, t_send: float) -> None:
-        """Send request rid at t_send; it reaches the queue after preprocessing."""
-        self.rec.send_t[rid] = t_send
-        self.rec.issued += 1
-        self.seq += 1
-        heapq.heappush(self.heap, (t_send + self.rec.preprocess[rid], self.seq, rid))
-
-    def _start_task(self, t: float) -> None:
-        """Start the next task (if any remain) at time t [s]."""
-        if self.next_task >= self.rec.n_tasks:
-            return
-        tid = self.next_task
-        self.next_task += 1
-        self.rec.task_send[tid] = t
-        self._issue(tid * self.rec.rpt, t)
-
-    def _reject(self, rid: int, t: float) -> None:
-        """Reject rid at time t; its task fails."""
-        self.rec.status[rid] = REJECTED
-        if self.cfg.arrivals.kind == "closed":
-            self._start_task(t + self.cfg.reject_backoff_s)
-
     def _complete(self, rid: int, t: float) -> None:
-        """Server finished rid at t; schedule its task's next request or next task."""
-        rec = self.rec
-        rec.status[rid] = DONE
-        rec.done_t[rid] = t
-        rec.last_completion = t
-        if rec.window_open:
-            rec.completions_in_window += 1
+        """Server finished rid at t; its reservation is freed and its client answered."""
         if self.cfg.admission == "reserve-max":
-            self.reserved -= rec.prompt[rid] + self.cfg.max_output_tokens
-        t_recv = t + rec.network[rid]
-        if (rid + 1) % rec.rpt:
-            self._issue(rid + 1, t_recv + self.cfg.tool_time_s)
-        else:
-            rec.task_done[rid // rec.rpt] = t_recv
-            if self.cfg.arrivals.kind == "closed":
-                self._start_task(t_recv)
+            self.reserved -= self.rec.prompt[rid] + self.cfg.max_output_tokens
+        self._respond(rid, t)
 
     def _arrive(self, rid: int, t: float, now: float) -> None:
         """rid enters the scheduler at t (processed at the scheduling point ``now``)."""
@@ -287,7 +209,6 @@ class _Replica:
     _admit = admit
     _head_fits = head_fits
     _queue_prefills = queue_prefills
-    _mixed = mixed
 
     def _due(self, now: float) -> bool:
         """Is an arrival or a queue time-out due at or before ``now``? (else
@@ -354,12 +275,7 @@ class _Replica:
 
     def run(self) -> SimResult:
         """Run the event loop to the last completion (see the module docstring)."""
-        if self.cfg.arrivals.kind == "closed":
-            for _ in range(min(self.cfg.arrivals.concurrency, self.rec.n_tasks)):
-                self._start_task(0.0)
-        else:
-            for t in self.task_times:
-                self._start_task(t)
+        self._start_all()
         now = 0.0
         heap, fresh, resume, running = self.heap, self.fresh, self.resume, self.running
         while True:
@@ -436,6 +352,63 @@ class _Replica:
             self._complete(rid, t)
         else:
             self._join(rid)
+
+    def _mixed(self, now: float, in_window: bool) -> float:
+        """One step of chunked prefill: the running batch decodes a token each and the
+        prompts waiting are prefilled, oldest first, with the rest of the step's tokens; those
+        whose last chunk this was emit their first token. The time after it [s]."""
+        cfg, totals = self.cfg, self.totals
+        assert cfg.chunk_tokens is not None
+        stall = 0.0
+        if (
+            cfg.admission != "reserve-max"
+            and self.sum_base + len(self.running) * self.G + self.pre_need > cfg.kv_budget_tokens
+        ):
+            stall = self._preempt(now, [])
+        B = len(self.running)
+        ctx0 = self.sum_base + B * self.G
+        left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
+        chunks: list[tuple[list[int], int]] = []
+        pieces: list[tuple[int, int]] = []  # (done, take) of each chunk
+        for entry in self.prefilling:
+            if left <= 0:
+                break
+            take = min(entry[1] - entry[2], left)
+            chunks.append((entry, take))
+            pieces.append((entry[2], take))
+            left -= take
+        t_step = self.step.mixed_step_s(B, ctx0, pieces)
+        if B:
+            t_decode = self.step.decode_step_s(B, ctx0)
+            now = self._decode(
+                now,
+                _NOTHING,
+                0.0,
+                self.run_meas,
+                0,
+                in_window,
+                extra_s=stall + t_step - t_decode,
+            )
+            if in_window:
+                totals.prefill_busy += t_step - t_decode
+        else:
+            t1 = now + t_step
+            if in_window:
+                totals.busy += t_step
+                totals.prefill_busy += t_step
+            if self._due(t1):
+                self._events_until(t1, (self.pre_n, self.pre_need, self.reserved))
+            now = t1
+        for entry, take in chunks:
+            entry[2] += take
+        while self.prefilling and self.prefilling[0][2] >= self.prefilling[0][1]:
+            rid, tokens, _ = self.prefilling.popleft()
+            self.pre_n -= 1
+            self.pre_need -= tokens + 1
+            if in_window:
+                totals.tokens_window += 1
+            self._prefilled(rid, now)
+        return now
 
     def _preempt(self, now: float, swapped_in: list[int]) -> float:
         """current-length: preempt the latest admitted until the batch's next step fits the
@@ -580,4 +553,6 @@ def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
     ``reference``: compute every step time by the step model's plain calls instead of looking
     up its terms that depend on integers alone; the result is the same to the last bit (a
     check for tests and benchmarks)."""
+    if not reference and cfg.chunk_tokens is not None and cfg.admission == "reserve-max":
+        return simulate_reserved_chunked(cfg, step_table(cfg.step))
     return _Replica(cfg, reference=reference).run()

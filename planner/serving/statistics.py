@@ -4,6 +4,7 @@ percentiles, time-weighted segment quantiles and means, seeded random streams.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -277,7 +278,8 @@ def summarise(r: Records, t: Totals, kv_budget_tokens: int) -> SimResult:
     rejected = int((status == REJECTED).sum())
     queued = int(np.asarray(r.queued[w:])[issued].sum())
     preempted = int((np.asarray(r.preempted[w:]) > 0).sum())
-    segs = np.asarray(t.segments, dtype=float).reshape(-1, 4)
+    flat = itertools.chain.from_iterable(t.segments)
+    segs = np.fromiter(flat, dtype=float, count=4 * len(t.segments)).reshape(-1, 4)
     itl = _segment_quantiles(
         segs[:, 0], segs[:, 1], segs[:, 2], segs[:, 3], [p / 100 for p in _PERCENTILES]
     )

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+import numpy as np
+
 from planner.model import latency
 
 
@@ -261,7 +263,7 @@ class _DecodeRun:
         """The run of ``batch`` sequences from context ``ctx0`` [tokens], from the step's own
         terms, each a metric of the closed form (linear in the context)."""
         if isinstance(step, StepTable):
-            return cls(step.decode_first_s(batch, ctx0), step.decode_beta(batch))
+            return cls(*step.decode_run(batch, ctx0))
         memory, compute = step.decode_terms(batch, ctx0)
         beta = step.kv_bytes_per_token * batch / step.bandwidth_bytes_per_s
         return cls(max(memory, compute) + step.decode_overhead_s(batch), beta)
@@ -283,34 +285,53 @@ class _DecodeRun:
         return [(self.step_s(k0), self.beta, k1 - k0)]
 
     def steps_to_reach(self, target_s: float, n_max: int) -> int:
-        """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none.
+        """Smallest n in [1, n_max] whose first n steps last >= target_s; n_max if none
+        (:func:`steps_to_reach`)."""
+        return steps_to_reach(self.first, self.beta, target_s, n_max)
 
-        Solved in closed form (the steps grow linearly, so their sum is quadratic in n), then
-        checked against :meth:`total_s` one step either way, so that rounding never changes
-        the answer.
-        """
-        if n_max <= 1 or self.total_s(0, 1) >= target_s:
-            return 1
-        if self.total_s(0, n_max) < target_s:
-            return n_max
-        n = min(max(self._estimate(target_s, n_max), 1), n_max)
-        while n > 1 and self.total_s(0, n - 1) >= target_s:
-            n -= 1
-        while n < n_max and self.total_s(0, n) < target_s:
-            n += 1
-        return n
 
-    def _estimate(self, target_s: float, n_max: int) -> int:
-        """About the n of :meth:`steps_to_reach` (exact but for rounding): n steps last
-        n × (first − beta ÷ 2) + beta × n² ÷ 2."""
-        a = self.first - self.beta / 2
-        b = self.beta / 2
-        m = target_s / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * target_s)) / (2 * b)
-        return math.ceil(m) if math.isfinite(m) else n_max
+def steps_to_reach(first: float, beta: float, target_s: float, n_max: int) -> int:
+    """Smallest n in [1, n_max] whose first n decode steps, the first of ``first`` [s], each
+    ``beta`` [s] longer than the one before, last >= target_s [s]; n_max if none.
+
+    Solved in closed form (the steps grow linearly, so their sum is quadratic in n), then
+    checked against the sum of n steps, :meth:`_DecodeRun.total_s` ``(0, n)`` =
+    ``n × first + beta × n(n − 1) ÷ 2``, one step either way, so that rounding never changes
+    the answer.
+    """
+    if n_max <= 1 or first + beta * 0 / 2.0 >= target_s:
+        return 1
+    if n_max * first + beta * (n_max * (n_max - 1)) / 2.0 < target_s:
+        return n_max
+    # about the n (exact but for rounding): n steps last n × (first − beta ÷ 2) + beta × n² ÷ 2
+    a = first - beta / 2
+    b = beta / 2
+    m = target_s / a if b <= 0 else (-a + math.sqrt(a * a + 4 * b * target_s)) / (2 * b)
+    n = math.ceil(m) if math.isfinite(m) else n_max
+    n = min(max(n, 1), n_max)
+    while n > 1 and (n - 1) * first + beta * ((n - 1) * (n - 2)) / 2.0 >= target_s:
+        n -= 1
+    while n < n_max and n * first + beta * (n * (n - 1)) / 2.0 < target_s:
+        n += 1
+    return n
 
 
 _Method = TypeVar("_Method", bound=Callable[..., float])
 _REMEMBERED = ("decode_weight_bytes", "decode_multiply_s", "decode_overhead_s", "prefill_flops")
+
+
+class _Memo(dict[float, float]):
+    """A function of one number, computed once per number and looked up after (``memo[x]``)."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[float], float]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, value: float) -> float:
+        result = self[value] = self.compute(value)
+        return result
 
 
 def _remembered(compute: _Method) -> _Method:
@@ -319,11 +340,8 @@ def _remembered(compute: _Method) -> _Method:
     slot = f"_memo_{compute.__name__}"
 
     def remembered(self: StepModel, value: float) -> float:
-        memo: dict[float, float] = self.__dict__[slot]
-        result = memo.get(value)
-        if result is None:
-            result = memo[value] = compute(self, value)
-        return result
+        memo: _Memo = self.__dict__[slot]
+        return memo[value]
 
     remembered.__name__ = compute.__name__
     remembered.__doc__ = f":meth:`StepModel.{compute.__name__}`, computed once per input."
@@ -342,6 +360,7 @@ class StepTable(StepModel):
     _prefill_memory: float
     _last: tuple[tuple[float, float], tuple[float, float]]
     _by_batch: tuple[list[float], list[float], list[float], list[float]]
+    _memo_prefill_flops: _Memo
 
     decode_weight_bytes = _remembered(StepModel.decode_weight_bytes)
     decode_multiply_s = _remembered(StepModel.decode_multiply_s)
@@ -352,7 +371,8 @@ class StepTable(StepModel):
         super().__post_init__()
         # frozen: the memos are set past the dataclass's guard
         for name in _REMEMBERED:
-            object.__setattr__(self, f"_memo_{name}", {})
+            compute = functools.partial(getattr(StepModel, name), self)
+            object.__setattr__(self, f"_memo_{name}", _Memo(compute))
         object.__setattr__(self, "_prefill_memory", super().prefill_memory_s())
         object.__setattr__(self, "_last", ((-1, -1), (0.0, 0.0)))
         object.__setattr__(self, "_by_batch", ([], [], [], []))
@@ -380,12 +400,53 @@ class StepTable(StepModel):
         ``max(memory, compute) + overhead``, from the batch's arrays [s]: the memory and
         compute terms are :meth:`StepModel.read_s`'s sum with one cache read, and the same
         number to the last bit."""
-        weights, multiply, overhead, _ = self.batch_terms(batch)
+        return self.decode_run(batch, context_tokens_total)[0]
+
+    def mixed_times(
+        self, batch: int, context_tokens_total: int, chunks: Sequence[tuple[int, int]]
+    ) -> tuple[float, float, float]:
+        """A step of chunked prefill as the simulation takes it [s]: the step itself
+        (:meth:`StepModel.mixed_step_s`), the decode step of its batch alone
+        (:meth:`StepModel.decode_step_s`) and that step's time as :class:`_DecodeRun` reads it
+        (:meth:`decode_first_s`). Each from the batch's arrays and the prompts' remembered
+        arithmetic, in the plain calls' order of operations: the same numbers to the last bit.
+        ``chunks`` must not be empty."""
+        weights, multiply, overhead, _ = self._by_batch
+        if batch >= len(weights):
+            self.batch_terms(batch)
+        kv, bandwidth = self.kv_bytes_per_token, self.bandwidth_bytes_per_s
+        prefill_flops = self._memo_prefill_flops
+        flops: float = 0
+        cached_chunks = chunked = 0
+        for done, tokens in chunks:  # one pass; each sum in the chunks' order
+            cached_chunks += done
+            chunked += tokens
+            flops += prefill_flops[done + tokens] - prefill_flops[done]
+        cache = kv * float(context_tokens_total)
+        memory = (weights[batch] + cache) / bandwidth  # read_s, decode_memory_s of one sequence
+        compute = multiply[batch] + cache / bandwidth
+        slower = memory if memory >= compute else compute
+        per_token = self.allreduce_s_per_token
+        per_sequence = batch * (per_token + self.step_overhead_per_sequence_s)
+        decode = slower + per_sequence + self.step_overhead_s  # latency.itl_s
+        first = slower + overhead[batch]
+        cache = kv * float(float(context_tokens_total) + cached_chunks)
+        memory = (self.weight_bytes + cache) / bandwidth
+        compute = multiply[batch] + cache / bandwidth + flops / self.compute_flops_per_s
+        slower = memory if memory >= compute else compute
+        step = slower + per_sequence + self.step_overhead_s + chunked * per_token
+        return step, decode, first
+
+    def decode_run(self, batch: int, context_tokens_total: float) -> tuple[float, float]:
+        """(:meth:`decode_first_s`, :meth:`decode_beta`) of a run of decode steps [s, s/step]."""
+        weights, multiply, overhead, beta = self._by_batch
+        if batch >= len(weights):
+            self.batch_terms(batch)
         cache = self.kv_bytes_per_token * float(context_tokens_total)
         bandwidth = self.bandwidth_bytes_per_s
         memory = (weights[batch] + cache) / bandwidth
         compute = multiply[batch] + cache / bandwidth
-        return (memory if memory >= compute else compute) + overhead[batch]
+        return (memory if memory >= compute else compute) + overhead[batch], beta[batch]
 
     def decode_beta(self, batch: int) -> float:
         """The growth of a decode step's time per step of ``batch`` sequences [s/step]."""
@@ -400,6 +461,20 @@ class StepTable(StepModel):
             last = (key, super().decode_terms(*key))
             object.__setattr__(self, "_last", last)
         return last[1]
+
+    def remember_prefill_flops(self, prompt_tokens: Sequence[int]) -> None:
+        """Remember :meth:`prefill_flops` of each of these prompt lengths [tokens], computed in
+        one call of the same metric over an array (numpy's arithmetic is the scalar's, element
+        by element: the same numbers to the last bit)."""
+        memo = self._memo_prefill_flops
+        tokens = [p for p in set(prompt_tokens) if p not in memo]
+        if not tokens:
+            return
+        p = np.asarray(tokens, dtype=float)
+        flops = latency.prefill_flops(
+            self.flops_per_token / 2, p, self.attention_flops_per_token_sq / 2, 1, 1
+        )
+        memo.update(zip(tokens, np.asarray(flops, dtype=float).tolist(), strict=True))
 
     def prefill_memory_s(self) -> float:
         """:meth:`StepModel.prefill_memory_s`, computed once."""
