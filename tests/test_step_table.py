@@ -162,4 +162,22 @@ def test_every_step_time_is_the_step_models(batch, ctx, chunks, moe):
         if batch:
             run, ref = _DecodeRun.of(table, batch, ctx), _DecodeRun.of(step, batch, ctx)
             assert (run.first, run.beta) == (ref.first, ref.beta)
+        if chunks:  # a chunked step's three times at once, as the reserve-max loop takes them
+            times = table.mixed_times(batch, ctx, chunks)
+            first = _DecodeRun.of(step, batch, ctx).first if batch else times[2]
+            assert [t.hex() for t in times] == [
+                want.hex(),
+                step.decode_step_s(batch, ctx).hex(),
+                first.hex(),
+            ]
     assert not math.isnan(table.decode_step_s(batch, ctx))
+
+
+@settings(max_examples=50, deadline=None)
+@given(tokens=st.lists(st.integers(0, 400_000), min_size=1, max_size=50))
+def test_prefill_arithmetic_over_an_array_is_the_scalar_calls(tokens):
+    """Remembered from one call over an array, each prompt's arithmetic is the scalar call's."""
+    table = StepTable(**{f.name: getattr(MOE_STEP, f.name) for f in dataclasses.fields(MOE_STEP)})
+    table.remember_prefill_flops(tokens)
+    for p in tokens:
+        assert table.prefill_flops(p).hex() == MOE_STEP.prefill_flops(p).hex()
