@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner.serving.reserved import simulate_reserved_chunked
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, SimResult, StepModel, simulate
@@ -174,3 +176,42 @@ def test_the_cases_reach_what_they_name():
     assert results["current length, swap"].swap_bytes > 0
     assert results["agent loop"].tasks_completed > 0
     assert results["one-token answers"].n_completed > 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    closed=st.booleans(),
+    load=st.floats(0.5, 80.0),
+    budget=st.integers(2_000, 80_000),
+    chunk=st.sampled_from([1, 7, 64, 512, 4096, None]),
+    max_batch=st.sampled_from([1, 2, 8, 64, None]),
+    capacity=st.sampled_from([None, 0, 2]),
+    timeout=st.sampled_from([None, 0.05, 2.0]),
+    rpt=st.integers(1, 3),
+    output_max=st.sampled_from([1, 16, 600]),
+    spread=st.sampled_from([0.0, 0.5]),
+    warmup=st.sampled_from([0.0, 0.3]),
+    seed=st.integers(0, 3),
+)
+def test_random_runs_are_the_references(
+    closed, load, budget, chunk, max_batch, capacity, timeout, rpt, output_max, spread, warmup, seed
+):
+    arrivals = Arrivals.closed(max(1, int(load))) if closed else Arrivals.poisson(load)
+    cfg = _config(
+        arrivals=arrivals,
+        kv_budget_tokens=budget,
+        prompt=Lengths.from_summary(400, 1500, 3000),
+        output=Lengths.from_summary(max(1, output_max // 3), max(1, output_max // 2), output_max),
+        max_output_tokens=output_max,
+        chunk_tokens=chunk,
+        max_batch=max_batch,
+        queue_capacity=capacity,
+        queue_timeout_s=timeout,
+        requests_per_task=rpt,
+        tool_time_s=0.1 * (rpt - 1),
+        delay_spread=spread,
+        warmup_fraction=warmup,
+        n_requests=60,
+        seed=seed,
+    )
+    _assert_equal(simulate(cfg), simulate(cfg, reference=True))

@@ -36,6 +36,7 @@ class _ReservedChunked(_Clients):
         "ahead_n",
         "ahead_reserved",
         "blocked",
+        "chunk",
         "fin_heap",
         "fresh",
         "joined",
@@ -47,6 +48,7 @@ class _ReservedChunked(_Clients):
     def __init__(self, cfg: SimConfig, table: StepTable) -> None:
         super().__init__(cfg)
         self.table = table
+        self.chunk: int = cfg.chunk_tokens  # type: ignore[assignment]
         table.remember_prefill_flops(self.rec.prompt)
         self.max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
         self.timeout = cfg.queue_timeout_s if cfg.queue_timeout_s is not None else math.inf
@@ -103,25 +105,6 @@ class _ReservedChunked(_Clients):
                 self.blocked = True
             fresh.append(rid)
 
-    def _completions(
-        self, clock: int, now: float, state: tuple[int, int, int, int]
-    ) -> tuple[int, int, int, int]:
-        """The running requests whose last token came at decode clock ``clock`` (time ``now``)
-        leave: ``state`` is (batch, sum of base contexts, reserved tokens, measured running),
-        before and after."""
-        batch, sum_base, reserved, meas = state
-        fin_heap, prompt, joined = self.fin_heap, self.rec.prompt, self.joined
-        warm, reserve = self.rec.warm_rid, self.cfg.max_output_tokens
-        while fin_heap[0][0] <= clock:
-            rid = heapq.heappop(fin_heap)[1]
-            batch -= 1
-            sum_base -= prompt[rid] + 1 - joined[rid]
-            if rid >= warm:
-                meas -= 1
-            reserved -= prompt[rid] + reserve
-            self._respond(rid, now)
-        return batch, sum_base, reserved, meas
-
     def _admit(self, now: float, batch: int, reserved: int, pre: deque[list[int]]) -> int:
         """Admit waiting requests FIFO with head-of-line blocking into the prefill queue
         ``pre``, ``[rid, prompt tokens, tokens prefilled]``; the tokens reserved after [tokens]."""
@@ -144,13 +127,12 @@ class _ReservedChunked(_Clients):
         return reserved
 
     def _mixed(
-        self, now: float, in_window: bool, pre: deque[list[int]], state: tuple[int, int, int]
+        self, now: float, in_window: bool, pre: deque[list[int]], batch: int, ctx0: int, meas: int
     ) -> float:
-        """One step of chunked prefill: the running batch decodes a token each and the prompts
-        waiting are prefilled, oldest first, with the rest of the step's tokens (``state``:
-        batch, its cached tokens, measured running). The time after it [s]."""
-        batch, ctx0, meas = state
-        left = self.cfg.chunk_tokens - batch  # type: ignore[operator]
+        """One step of chunked prefill: the running batch (``batch`` sequences holding ``ctx0``
+        tokens, ``meas`` of them measured) decodes a token each and the prompts waiting are
+        prefilled, oldest first, with the rest of the step's tokens. The time after it [s]."""
+        left = self.chunk - batch
         if left < 1:
             left = 1  # decodes first; a prompt always moves
         pieces = []  # (done, take) of each chunk
@@ -185,13 +167,12 @@ class _ReservedChunked(_Clients):
         return now + total
 
     def _jump(
-        self, now: float, in_window: bool, n: int, state: tuple[int, int, int, int]
+        self, now: float, in_window: bool, n: int, batch: int, ctx0: int, meas: int, reserved: int
     ) -> tuple[float, int]:
         """Decode steps of the running batch, up to ``n`` at once: up to the next thing that
         could change the schedule (an admission or time-out of the queue's head, an arrival;
-        ``n`` ends at the next completion). ``state``: batch, its cached tokens, measured
-        running, reserved tokens. The time after them [s] and the steps taken."""
-        batch, ctx0, meas, reserved = state
+        ``n`` ends at the next completion). ``reserved``: the tokens reserved [tokens]; the
+        rest as :meth:`_mixed`'s. The time after them [s] and the steps taken."""
         cfg, fresh = self.cfg, self.fresh
         first, beta = self.table.decode_run(batch, ctx0)
         if fresh:
@@ -230,27 +211,35 @@ class _ReservedChunked(_Clients):
         state: tuple[int, int, int, int],
     ) -> tuple[int, int, int, int]:
         """After a step ending at ``now`` (decode clock ``clock``) and the arrivals during it:
-        the completions, then the prompts whose last chunk it was emit their first token and
-        join the batch (or complete). ``state`` as :meth:`_completions`'."""
-        if self.fin_heap[0][0] <= clock:
-            state = self._completions(clock, now, state)
+        the running requests whose last token it was leave, then the prompts whose last chunk
+        it was emit their first token and join the batch (or complete). ``state``: (batch, sum
+        of its base contexts, reserved tokens, measured running), before and after."""
         batch, sum_base, reserved, meas = state
         rec, fin_heap, joined = self.rec, self.fin_heap, self.joined
-        prompt, output = rec.prompt, rec.output
+        prompt, output, warm = rec.prompt, rec.output, rec.warm_rid
+        reserve = self.cfg.max_output_tokens
+        while fin_heap[0][0] <= clock:
+            rid = heapq.heappop(fin_heap)[1]
+            batch -= 1
+            sum_base -= prompt[rid] + 1 - joined[rid]
+            if rid >= warm:
+                meas -= 1
+            reserved -= prompt[rid] + reserve
+            self._respond(rid, now)
         while pre and pre[0][2] >= pre[0][1]:
             rid = pre.popleft()[0]
             if in_window:
                 self.totals.tokens_window += 1
             rec.first_t[rid] = now
             if output[rid] <= 1:
-                reserved -= prompt[rid] + self.cfg.max_output_tokens
+                reserved -= prompt[rid] + reserve
                 self._respond(rid, now)
                 continue
             batch += 1
             sum_base += prompt[rid] + 1 - clock
             joined[rid] = clock
             heapq.heappush(fin_heap, (clock + output[rid] - 1, rid))
-            if rid >= rec.warm_rid:
+            if rid >= warm:
                 meas += 1
         return batch, sum_base, reserved, meas
 
@@ -277,11 +266,13 @@ class _ReservedChunked(_Clients):
                 self.blocked = False
             self.ahead_n = self.ahead_reserved = 0
             if pre:
-                now = self._mixed(now, in_window, pre, (batch, sum_base + batch * clock, meas))
+                now = self._mixed(now, in_window, pre, batch, sum_base + batch * clock, meas)
                 clock += 1 if batch else 0
             elif batch:
-                state = (batch, sum_base + batch * clock, meas, reserved)
-                now, n = self._jump(now, in_window, fin_heap[0][0] - clock, state)
+                ctx0 = sum_base + batch * clock
+                now, n = self._jump(
+                    now, in_window, fin_heap[0][0] - clock, batch, ctx0, meas, reserved
+                )
                 clock += n
             else:
                 continue
