@@ -550,9 +550,12 @@ class _Replica(_ReplicaState):
 def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
     """Simulate one replica serving ``cfg``'s workload; see the module docstring.
 
-    ``reference``: compute every step time by the step model's plain calls instead of looking
-    up its terms that depend on integers alone; the result is the same to the last bit (a
-    check for tests and benchmarks)."""
+    ``reserve-max`` admission with chunked prefill (the shipped engines' and most runs') runs
+    on a loop of its own (:mod:`planner.serving.reserved`), everything else on
+    :class:`_Replica`, both with step times looked up where they depend on integers alone.
+    ``reference``: run :class:`_Replica` with every step time computed by the step model's
+    plain calls; the result is the same to the last bit (a check for tests and benchmarks,
+    tests/test_simulate_equal.py)."""
     if not reference and cfg.chunk_tokens is not None and cfg.admission == "reserve-max":
         return simulate_reserved_chunked(cfg, step_table(cfg.step))
     return _Replica(cfg, reference=reference).run()
