@@ -71,3 +71,32 @@ def test_error_lists_accepted_units():
 
 def test_constants():
     assert units.GIB == 2**30 and units.GB == 10**9 and units.TIB == 2**40
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, True),
+        (-2.5, True),
+        (1e308, True),
+        ("40", True),  # text that reads as a number (a CSV cell) is a number
+        (None, False),
+        (float("nan"), False),
+        (float("inf"), False),
+        (float("-inf"), False),
+        ("n/a", False),
+        ([1.0], False),
+    ],
+)
+def test_is_finite(value, expected):
+    assert units.is_finite(value) is expected
+
+
+def test_is_finite_refuses_pandas_and_numpy_missing_values():
+    import numpy as np
+    import pandas as pd
+
+    assert not units.is_finite(pd.NA)
+    assert not units.is_finite(pd.NaT)
+    assert not units.is_finite(np.float64("nan"))
+    assert units.is_finite(np.int64(3))

@@ -18,14 +18,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from planner.measure.errors import MeasurementFileError
 from planner.measure.vllm_log import MAX_DEVICE_BYTES
-from planner.model.units import BYTE_UNITS, GIB
+from planner.model.units import BYTE_UNITS, GIB, is_finite
 
 
 class FormatError(MeasurementFileError):
@@ -78,7 +77,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:40]}… ({len(text):,} characters)"
 
 
-def _finite(
+def _checked(
     value: Any,
     key: str,
     text: str = "",
@@ -90,9 +89,10 @@ def _finite(
 ) -> float:
     """``value`` as a float, refused (naming ``key`` and its line in ``text``) unless it is a
     finite number above ``least`` (or equal to it where ``zero``), at most ``most``, and whole
-    where ``whole``."""
+    where ``whole``. Stricter than :func:`is_finite`, which it applies: a figure in a
+    benchmark's JSON must be a JSON number, not text or true/false that would read as one."""
     line = _line_of(text, key) if text else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not is_finite(value):
         raise FormatError(f"{key} must be a finite number, got {_shown(value)}", key, line)
     if value < least or (value == least and not zero):
         relation = "at least" if zero else "above"
@@ -147,7 +147,7 @@ def parse_vllm_bench(text: str) -> dict[str, float]:
         stat = _VLLM_STATS.get(match.group(1), match.group(1))
         # a spread may be 0 (every request alike); a mean, median or percentile may not
         spread = stat == "std"
-        ms = _finite(value, key, text, zero=spread, most=MAX_LATENCY_MS)
+        ms = _checked(value, key, text, zero=spread, most=MAX_LATENCY_MS)
         out[f"{_VLLM_METRICS[match.group(2)]}.{stat}"] = ms / 1000
     if not out:
         raise FormatError(
@@ -157,7 +157,7 @@ def parse_vllm_bench(text: str) -> dict[str, float]:
         value = data.get(key)
         if value is None or value == "inf":  # vLLM writes "inf" for "all requests at once"
             continue
-        out[key] = _finite(value, key, text, **_PLAIN_RULES.get(key, {}))
+        out[key] = _checked(value, key, text, **_PLAIN_RULES.get(key, {}))
     _completed(data, out, text)
     return out
 
@@ -180,7 +180,7 @@ def _completed(data: Mapping[str, Any], figures: dict[str, float], text: str) ->
         return
     failed = data.get("failed")
     if failed is not None:
-        failed = _finite(failed, "failed", text, zero=True, whole=True)
+        failed = _checked(failed, "failed", text, zero=True, whole=True)
     elif "num_prompts" in figures:
         failed = max(0.0, figures["num_prompts"] - completed)
     line = _line_of(text, "completed")
@@ -247,7 +247,7 @@ def parse_perf_export(text: str) -> dict[str, float]:
             scale, most = 1.0, MAX_COUNT
         for stat, label in _PERF_STATS.items():
             if block.get(stat) is not None:
-                value = _finite(block[stat], f"{key}.{stat}", text, zero=stat == "std", most=most)
+                value = _checked(block[stat], f"{key}.{stat}", text, zero=stat == "std", most=most)
                 out[f"{name}.{label}"] = value * scale
     if not out:
         raise FormatError(

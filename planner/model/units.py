@@ -145,3 +145,13 @@ def gib(n_bytes: float) -> float:
 def gb(n_bytes: float) -> float:
     """Bytes to decimal gigabytes [GB], 1 GB = 1000**3 B."""
     return n_bytes / GB
+
+
+def is_finite(value: object) -> bool:
+    """Whether ``value`` is a finite number: an int, float or numpy number, or text that reads as
+    one; ``False`` for None, pandas' NA, NaN, ±inf and anything else (never an exception). The one
+    test every layer uses before treating a figure as known."""
+    try:
+        return math.isfinite(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import Catalog
-from planner.outputs.formatting import count, finite, usd
+from planner.model.units import is_finite
+from planner.outputs.formatting import count, usd
 from planner.plan import recommend
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.recommend import candidate_label
@@ -19,9 +20,9 @@ from planner.plan.recommend import candidate_label
 
 def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
     """When buying beats renting, in words, from ``break_even_month`` and the rental price."""
-    if not finite(row["cloud_usd_per_month"]):
+    if not is_finite(row["cloud_usd_per_month"]):
         return "no rental price"
-    if not finite(row["break_even_month"]):
+    if not is_finite(row["break_even_month"]):
         if short:
             return "never (rent ≤ running cost)"
         return "never: renting costs no more a month than running owned devices"
@@ -37,10 +38,10 @@ def buy_or_rent_sentence(row: pd.Series, months: int) -> str:
         f"Owning costs {usd(row['capital_usd'])} USD of capital and "
         f"{usd(row['opex_usd_per_month'])} USD a month to run: {usd(row['tco_usd'])} USD over "
         f"{months} months"
-        if finite(row["tco_usd"])
+        if is_finite(row["tco_usd"])
         else "No purchase price (or electricity rate) is catalogued for this device"
     )
-    if not finite(row["cloud_usd_per_month"]):
+    if not is_finite(row["cloud_usd_per_month"]):
         return f"{owning}; no rental price is catalogued, so renting could not be compared. "
     renting = (
         f"renting the same devices costs {usd(row['cloud_usd_per_month'])} USD a month: "
@@ -49,12 +50,12 @@ def buy_or_rent_sentence(row: pd.Series, months: int) -> str:
     if row.get("acquisition") == RENT:
         verdict = "rent: owning would not pay back within the period" + (
             f" (break-even {break_even_text(row, months)})"
-            if finite(row["break_even_month"])
+            if is_finite(row["break_even_month"])
             else " (renting costs no more a month than running owned devices)"
         )
     else:
         verdict = f"buy: owning breaks even in {break_even_text(row, months)}"
-    if not finite(row["tco_usd"]):
+    if not is_finite(row["tco_usd"]):
         return f"{owning}; {renting}. "
     return f"{owning}; {renting}. So {verdict}. "
 
@@ -65,7 +66,7 @@ def api_sentence(row: pd.Series, catalog: Catalog) -> str:
     offer = next((o for o in catalog.api_offers if o.model == model.id), None)
     if offer is None:
         return "No API price is catalogued for this model: the API comparison could not be made. "
-    if not finite(row.get("api_usd")):
+    if not is_finite(row.get("api_usd")):
         return (
             f"{offer.label} accepts at most {offer.max_context_tokens or 0:,} tokens a request, "
             f"fewer than this workload's longest ({float(row['tokens_per_sequence']):,.0f}): "
@@ -76,7 +77,7 @@ def api_sentence(row: pd.Series, catalog: Catalog) -> str:
         f"cost {usd(row['api_usd'])} USD over the period"
     )
     load = row["api_break_even_requests_per_s"]
-    at = f"{float(load):,.2f} requests/s" if finite(load) else "n/a"
+    at = f"{float(load):,.2f} requests/s" if is_finite(load) else "n/a"
     if advice(row) == API:
         return (
             f"{api}, less than the devices: call the API unless the load grows beyond {at} "
@@ -86,7 +87,7 @@ def api_sentence(row: pd.Series, catalog: Catalog) -> str:
 
 
 def _money(value: float) -> str:
-    return usd(value) if finite(value) else "n/a"
+    return usd(value) if is_finite(value) else "n/a"
 
 
 def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
@@ -203,9 +204,9 @@ def margin_text(row: pd.Series | dict[str, Any], margin: float) -> str:
     parts = [
         f"{float(row[column]):.0%} headroom to the {name} target"
         for name, column in HEADROOMS
-        if finite(row.get(column)) and float(row[column]) < margin
+        if is_finite(row.get(column)) and float(row[column]) < margin
     ]
-    if finite(row.get("kv_spare_fraction")) and float(row["kv_spare_fraction"]) < margin:
+    if is_finite(row.get("kv_spare_fraction")) and float(row["kv_spare_fraction"]) < margin:
         parts.append(f"{float(row['kv_spare_fraction']):.0%} of KV capacity spare")
     return "tight: " + "; ".join(parts) if parts else ""
 

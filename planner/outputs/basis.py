@@ -13,7 +13,8 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.catalog.engines import step_overhead_per_sequence
 from planner.model.calibration import latency_band_fraction
-from planner.outputs.formatting import binary_decimal, count, duration, finite, memory, usd
+from planner.model.units import is_finite
+from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
 
 #: What the estimates leave out, for the risks section.
 NOT_MODELLED = [
@@ -153,7 +154,7 @@ def measured_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
                 "measured": _measured_value(row["measured"], row["unit"]),
                 "estimated": _measured_value(row["estimated"], row["unit"]),
                 "error": f"{row['error_fraction']:+.1%}"
-                if finite(row["error_fraction"])
+                if is_finite(row["error_fraction"])
                 else "n/a",
             }
             for _, row in rows.iterrows()

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from planner.model import memory
-from planner.model.units import GB, GIB
+from planner.model.units import GB, GIB, is_finite
 
 FONTS = ["Carlito", "DejaVu Sans"]
 
@@ -149,13 +149,6 @@ def _gib_to_gb(v: Any) -> Any:
 
 def _gb_to_gib(v: Any) -> Any:
     return v * GB / GIB
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return value is not None and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
 
 
 # Memory breakdown ---------------------------------------------------------------------------
@@ -436,8 +429,8 @@ def _latency_panel(
             label="simulated p95",
         )
         for yi, v, u in zip(y, p95, upper, strict=True):
-            text = f" {_short(v)}" if _finite(v) else " not simulated"
-            ax.text(u if _finite(v) else 0, yi - offset, text, va="center", fontsize=6)
+            text = f" {_short(v)}" if is_finite(v) else " not simulated"
+            ax.text(u if is_finite(v) else 0, yi - offset, text, va="center", fontsize=6)
     if band.any():
         ax.errorbar(
             planned,
@@ -450,9 +443,9 @@ def _latency_panel(
             label="90% band",
         )
     top = np.nanmax(
-        np.concatenate([estimate, p95, upper, [target if _finite(target) else 0, 1e-9]])
+        np.concatenate([estimate, p95, upper, [target if is_finite(target) else 0, 1e-9]])
     )
-    if _finite(target):
+    if is_finite(target):
         ax.axvline(target, color=TARGET_COLOUR, linestyle="--", linewidth=1.1, label="p95 target")
         ax.set_title(f"{title} [{unit}] · p95 target {_short(target)} {unit}", loc="left")
     else:
@@ -464,7 +457,7 @@ def _latency_panel(
 
 def _short(value: float) -> str:
     """A figure for a chart label: three significant digits, thousands separated, no exponent."""
-    if not _finite(value):
+    if not is_finite(value):
         return "n/a"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 

@@ -13,9 +13,10 @@ import pandas as pd
 from markupsafe import Markup
 
 from planner.catalog import Catalog
+from planner.model.units import is_finite
 from planner.outputs import charts
 from planner.outputs.advice import margin_text
-from planner.outputs.formatting import count, duration, finite, usd
+from planner.outputs.formatting import count, duration, usd
 from planner.outputs.sections import was_simulated
 from planner.plan.deployment import API, Ask
 from planner.plan.recommend import candidate_label
@@ -211,7 +212,7 @@ def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
                 "nodes": count(line.nodes),
                 "spares": count(spares),
                 "node_down": node_down(line.nodes, spares),
-                "racks": count(racks) if finite(racks) else "no limit",
+                "racks": count(racks) if is_finite(racks) else "no limit",
                 "node_kw": _kw(row.get("node_power_w", math.nan) / 1000),
                 "peak_kw": _kw(row.get("facility_peak_kw", math.nan)),
             }
@@ -284,7 +285,7 @@ def node_down(nodes: float, spares: int) -> str:
 
 
 def _kw(value: float) -> str:
-    return f"{value:,.1f}" if finite(value) else "n/a"
+    return f"{value:,.1f}" if is_finite(value) else "n/a"
 
 
 def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None:

@@ -14,38 +14,30 @@ from typing import Any
 
 import pandas as pd
 
-from planner.model.units import GB, GIB, KB, KIB, MB, MIB, TIB
+from planner.model.units import GB, GIB, KB, KIB, MB, MIB, TIB, is_finite
 
 #: What a missing figure reads.
 NOT_AVAILABLE = "n/a"
 
 
-def finite(value: Any) -> bool:
-    """Whether ``value`` is a finite number (not None, NA, NaN or infinite)."""
-    try:
-        return value is not None and value is not pd.NA and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def usd(value: Any) -> str:
     """Whole US dollars with thousands separators (``27,759``)."""
-    return f"{float(value):,.0f}" if finite(value) else NOT_AVAILABLE
+    return f"{float(value):,.0f}" if is_finite(value) else NOT_AVAILABLE
 
 
 def cents(value: Any) -> str:
     """A price with cents (``2.80``)."""
-    return f"{float(value):,.2f}" if finite(value) else NOT_AVAILABLE
+    return f"{float(value):,.2f}" if is_finite(value) else NOT_AVAILABLE
 
 
 def count(value: Any) -> str:
     """A whole count with thousands separators (``1,137``)."""
-    return f"{float(value):,.0f}" if finite(value) else NOT_AVAILABLE
+    return f"{float(value):,.0f}" if is_finite(value) else NOT_AVAILABLE
 
 
 def duration(value: Any) -> str:
     """A duration in ms below one second, else in s, three significant digits (``20 ms``)."""
-    if not finite(value):
+    if not is_finite(value):
         return NOT_AVAILABLE
     seconds = float(value)
     if abs(seconds) < 1:
@@ -69,7 +61,7 @@ def memory(value: Any) -> str:
     >>> memory(14e9)
     '13.04 GiB (14.00 GB)'
     """
-    if not finite(value):
+    if not is_finite(value):
         return NOT_AVAILABLE
     binary, decimal = binary_decimal(float(value))
     return f"{binary} ({decimal})"
@@ -89,7 +81,7 @@ def exact_binary(n_bytes: float) -> str:
 
 def bandwidth(value: Any) -> str:
     """A bandwidth given in B/s, in decimal GB/s as datasheets state it (``3,350 GB/s``)."""
-    return f"{float(value) / GB:,.0f} GB/s" if finite(value) else NOT_AVAILABLE
+    return f"{float(value) / GB:,.0f} GB/s" if is_finite(value) else NOT_AVAILABLE
 
 
 def short(value: Any) -> str:

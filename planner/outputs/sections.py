@@ -15,6 +15,7 @@ from markupsafe import Markup
 from planner.catalog import Catalog, Workload
 from planner.catalog.workloads import length_summary
 from planner.model.targets import TARGETS as LATENCY_TARGETS
+from planner.model.units import is_finite
 from planner.outputs import charts
 from planner.outputs.advice import (
     api_sentence,
@@ -22,7 +23,7 @@ from planner.outputs.advice import (
     buy_or_rent_sentence,
     margin_text,
 )
-from planner.outputs.formatting import binary_decimal, count, duration, finite, usd
+from planner.outputs.formatting import binary_decimal, count, duration, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
 
@@ -34,7 +35,7 @@ TARGETS: list[tuple[str, str, str, str]] = [
 
 def memory_cell(value: Any) -> Markup:
     """A memory figure for a table cell: GiB (or MiB) with GB (or MB) beneath it."""
-    if not finite(value):
+    if not is_finite(value):
         return Markup("n/a")
     binary, decimal = binary_decimal(float(value))
     return Markup(f'{binary}<br><span class="small">{decimal}</span>')
@@ -86,9 +87,9 @@ def targets_met(row: pd.Series | dict[str, Any]) -> list[str]:
     simulated = was_simulated(row)
     out = []
     for name, estimate, target, p95 in TARGETS:
-        if not finite(row[target]):
+        if not is_finite(row[target]):
             continue
-        if simulated and finite(row.get(p95)):
+        if simulated and is_finite(row.get(p95)):
             out.append(f"{name} p95 {duration(row[p95])} ≤ {duration(row[target])}")
         else:
             out.append(f"{name} est. {duration(row[estimate])} ≤ {duration(row[target])}")
@@ -112,7 +113,7 @@ def target_text(workload: Workload) -> str:
 
 
 def _plural(n: Any, word: str) -> str:
-    return f"{count(n)} {word}{'' if finite(n) and float(n) == 1 else 's'}"
+    return f"{count(n)} {word}{'' if is_finite(n) and float(n) == 1 else 's'}"
 
 
 def _option_words(row: pd.Series, catalog: Catalog) -> str:
@@ -207,12 +208,12 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "margin": margin_text(row, catalog.assumptions.margin),
         "cost": usd(row["cost_usd"]),
         "rent": usd(row["rent_usd"]),
-        "api": usd(row["api_usd"]) if finite(row.get("api_usd")) else "no price",
+        "api": usd(row["api_usd"]) if is_finite(row.get("api_usd")) else "no price",
         "owned": usd(row["owned_usd_per_month"]),
         "cloud": usd(row["cloud_usd_per_month"]),
         "break_even": break_even_text(row, months, short=True),
         "per_million": f"{row['owned_usd_per_million_tokens']:,.2f}"
-        if finite(row["owned_usd_per_million_tokens"])
+        if is_finite(row["owned_usd_per_million_tokens"])
         else "n/a",
         "targets": targets_met(row),
     }
@@ -320,7 +321,7 @@ def _memory_rows(
 
 
 def _percent(value: Any) -> str:
-    return f"{float(value):.1%}" if finite(value) else "n/a"
+    return f"{float(value):.1%}" if is_finite(value) else "n/a"
 
 
 def simulation_rows(shown: pd.DataFrame) -> list[dict[str, str]]:

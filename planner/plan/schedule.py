@@ -49,6 +49,7 @@ from planner.model.finance import (
 )
 from planner.model.finance import book_value_usd as book_value_usd
 from planner.model.metric import metrics
+from planner.model.units import is_finite
 from planner.plan.assumptions import GLOBALS
 from planner.plan.deployment import API, Ask, Line
 
@@ -187,14 +188,15 @@ def node_costs(catalog: Catalog, row: Any, devices: int) -> NodeCosts:
         metric = registry[name]
         values[name] = metric(*(values[i] if i in values else row[i] for i in metric.inputs))
 
-    def finite(name: str) -> float:
-        value = float(values[name])
-        return value if math.isfinite(value) else math.inf
+    def known_or_inf(name: str) -> float:
+        """A cost as a float; NaN (a missing price) as inf, so it is never costed as zero."""
+        value = values[name]
+        return float(value) if is_finite(value) else math.inf
 
     return NodeCosts(
-        finite("capital_usd"),
-        finite("opex_usd_per_month"),
-        finite("cloud_usd_per_month"),
+        known_or_inf("capital_usd"),
+        known_or_inf("opex_usd_per_month"),
+        known_or_inf("cloud_usd_per_month"),
         a.amortisation_months,
     )
 

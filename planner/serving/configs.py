@@ -15,6 +15,7 @@ import pandas as pd
 
 from planner.catalog.datafiles import read_trace
 from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks, step_overhead_per_sequence
+from planner.model.units import is_finite
 from planner.plan.lengths import lengths
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 
@@ -37,8 +38,9 @@ replica's step grid and each first token would wait the same part of a step, whi
 artefact of the simulation, not a property of engines."""
 
 
-def _finite(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
+#: planner.serving.sizing imports the test under this name; it is :func:`is_finite` (a
+#: known, finite number), not a second rule.
+_finite = is_finite
 
 
 def users_per_replica(concurrency: int, replicas: int) -> int:
