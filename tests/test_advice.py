@@ -279,7 +279,7 @@ def test_the_input_change_the_decision_hangs_on_is_named(tmp_path):
     text = sensitivity_text(changes, [label for label, _ in CHANGES])
     assert text == (
         "In closed form, the decision changes with +10 % device prices "
-        "(then invented-7b: buy 1 × round-80)."
+        "(then invented-7b: buy 1 × round-80 (TP 1) · bf16)."
     )
 
 
@@ -296,5 +296,13 @@ def test_planner_run_ends_with_the_ask(tmp_path):
     assert result.exit_code == 0, result.output
     rows = [line for line in result.output.splitlines() if "│" in line]
     cells = [[c.strip() for c in row.split("│")[1:-1]] for row in rows]
-    assert ["steady", "invented-7b", "rent", "1 × round-80 · bf16", "0", "365", "13,140"] in cells
+    assert [
+        "steady",
+        "invented-7b",
+        "rent",
+        "1 × round-80 (TP 1) · bf16",
+        "0",
+        "365",
+        "13,140",
+    ] in cells
     assert ["Total", "", "", "1 device", "0", "365", "13,140"] in cells

@@ -24,7 +24,8 @@ from conftest import ROUND_ASSUMPTIONS  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
 from planner.model.units import GIB, MIB  # noqa: E402
 from planner.outputs import charts, formatting, report, sections  # noqa: E402
-from planner.plan.recommend import candidate_label, ranked, recommendations  # noqa: E402
+from planner.plan.labels import short_label  # noqa: E402
+from planner.plan.recommend import ranked, recommendations  # noqa: E402
 from planner.plan.sweep import evaluate  # noqa: E402
 from planner.resources import templates_dir  # noqa: E402
 
@@ -211,7 +212,7 @@ def test_the_first_page_is_the_ask_and_the_decision_ends_with_its_sign_off(rende
     reader = rendered["reader"]
     page = _flat(reader.pages[0].extract_text())
     assert "The ask" in page and "Total 1 device " in page
-    for text in ("buy", "Round 80 · bf16", "25,000", "77", "27,759"):
+    for text in ("buy", "Round 80 (TP 1) · bf16", "25,000", "77", "27,759"):
         assert text in page, text
     # renting round-80 instead: 2.00 × 730 × 36 = 52,560; no API price in this catalog
     assert "Renting every option instead: 52,560 USD" in page
@@ -238,7 +239,7 @@ def test_recommendation_and_its_cost_are_those_of_the_results(rendered):
     winner = ranks[ranks["rank"].eq(1).fillna(False).astype(bool)].iloc[0]
     assert rec["hardware"] == "round-80"
     for expected in (
-        candidate_label(winner),
+        short_label(winner),
         f"{formatting.usd(rec['tco_usd'])} USD over 36 months",
         formatting.usd(rec["capital_usd"]),
         formatting.usd(rec["opex_usd_per_month"]),

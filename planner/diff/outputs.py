@@ -17,6 +17,7 @@ from planner.diff.values import (
     is_missing,
     same,
 )
+from planner.plan.labels import option_label
 from planner.plan.recommend import COST, recommendations
 from planner.plan.tables import ALL_KEYS, TP_KEY
 
@@ -84,8 +85,7 @@ def candidate_keys(table: pd.DataFrame) -> list[str]:
 
 def candidate_label(key: str) -> str:
     """A candidate key for people: ``chat × llama-3.1-8b: h100-sxm-80gb (TP 1) · fp8``."""
-    hardware, model, precision, workload, tp = key_parts(key)
-    return f"{workload} × {model}: {hardware} (TP {tp}) · {precision}"
+    return option_label(dict(zip(ALL_KEYS, key_parts(key), strict=True)))
 
 
 def _key(row: pd.Series) -> str:

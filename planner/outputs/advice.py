@@ -15,7 +15,7 @@ from planner.model.units import is_finite
 from planner.outputs.formatting import count, usd
 from planner.plan import recommend
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
-from planner.plan.recommend import candidate_label
+from planner.plan.labels import short_label
 
 
 def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
@@ -103,16 +103,12 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
                 "model": catalog.get("models", line.model).label,
                 "chosen_by": line.chosen_by,
                 "advice": line.advice,
-                "what": "hosted API"
-                if line.advice == API
-                else f"{count(line.devices)} × {hardware} · {row['precision']}",
-                "option": candidate_label(row),
+                "what": "hosted API" if line.advice == API else short_label(row, hardware=hardware),
+                "option": short_label(row),
                 "ids": (
                     line.workload,
                     line.model,
-                    "hosted API"
-                    if line.advice == API
-                    else f"{count(line.devices)} × {row['hardware']} · {row['precision']}",
+                    "hosted API" if line.advice == API else short_label(row),
                 ),
                 "nodes": count(line.nodes),
                 "capital": _money(line.capital_usd),
@@ -220,8 +216,6 @@ def sensitivity_text(changes: list[tuple[str, Line | None]], tried: list[str]) -
         if line is None:
             said.append(f"{label} (nothing would then qualify)")
         else:
-            devices = (
-                "" if line.advice == API else f" {count(line.devices)} × {line.row['hardware']}"
-            )
+            devices = "" if line.advice == API else f" {short_label(line.row)}"
             said.append(f"{label} (then {line.model}: {line.advice}{devices})")
     return "In closed form, the decision changes with " + "; ".join(said) + "."

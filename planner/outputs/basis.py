@@ -15,6 +15,7 @@ from planner.catalog.engines import step_overhead_per_sequence
 from planner.model.calibration import latency_band_fraction
 from planner.model.units import is_finite
 from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
+from planner.plan.labels import option_label
 
 #: What the estimates leave out, for the risks section.
 NOT_MODELLED = [
@@ -146,8 +147,7 @@ def measured_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     groups = []
     for measurement, rows in table.groupby("measurement", sort=False):
         first = rows.iloc[0]
-        parallel = f" × {first['tensor_parallel']}" if first["tensor_parallel"] > 1 else ""
-        option = f"{first['model']} · {first['precision']} on {first['hardware']}{parallel}"
+        option = option_label(first, workload=False)  # no device count: one replica measured
         figures = [
             {
                 "what": row["what"],

@@ -19,7 +19,7 @@ from planner.outputs.advice import margin_text
 from planner.outputs.formatting import count, duration, usd
 from planner.outputs.sections import was_simulated
 from planner.plan.deployment import API, Ask
-from planner.plan.recommend import candidate_label
+from planner.plan.labels import short_label
 from planner.plan.schedule import HOURS, PLANS, GrowthCase, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
 from planner.plan.uncertainty import Bands, leading_options
@@ -68,7 +68,7 @@ def schedule_sections(
         out.append(
             {
                 "workload": found.workload,
-                "option": candidate_label(found.line.row),
+                "option": short_label(found.line.row),
                 "growth": (
                     f"{forecast.growth_per_month:+.1%} a month for {len(found.nodes)} months"
                     if forecast.growth_per_month is not None
@@ -206,7 +206,7 @@ def bill_of_materials(catalog: Catalog, plan: Ask) -> list[dict[str, Any]]:
         rows.append(
             {
                 "workload": catalog.get("workloads", line.workload).label,
-                "option": candidate_label(row),
+                "option": short_label(row),
                 "advice": line.advice,
                 "devices": count(line.devices),
                 "nodes": count(line.nodes),
@@ -324,7 +324,7 @@ def uncertainty_section(bands: Bands | None, plan: Ask) -> dict[str, Any] | None
                 "cost": " / ".join(usd(p[f"cost_usd_p{q}"]) for q in (10, 50, 90)),
                 "options": [
                     {
-                        "option": f"{o['hardware']}, {o['precision']}, TP {o['tensor_parallel']}",
+                        "option": short_label(o, devices=False),
                         "cheapest": f"{o['cheapest_share']:.0%}",
                         "meets": f"{o['meets_share']:.0%}",
                         "devices": " / ".join(
@@ -361,8 +361,8 @@ def _p90_words(bands: Bands, workload: str, model: str) -> str:
     r = mine.iloc[0]
     met = "meets every target" if bool(r["meets_targets_sim"]) else "misses a target"
     return (
-        f"At the draw of its P90 cost (draw {int(r['draw'])}), {r['hardware']}, {r['precision']}, "
-        f"TP {int(r['tensor_parallel'])}: {_devices(r['devices_needed'])} in closed form; "
+        f"At the draw of its P90 cost (draw {int(r['draw'])}), {short_label(r, devices=False)}: "
+        f"{_devices(r['devices_needed'])} in closed form; "
         f"simulated under that draw's inputs, {_devices(r['sim_devices_needed'])}, p95 TTFT "
         f"{duration(r['ttft_p95_s'])}, p95 ITL {duration(r['itl_p95_s'])}: {met}"
     )

@@ -25,7 +25,8 @@ from planner.outputs.advice import (
 )
 from planner.outputs.formatting import binary_decimal, count, duration, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
-from planner.plan.recommend import GROUP, ORDER, candidate_label, recommendations
+from planner.plan.labels import option_label, short_label
+from planner.plan.recommend import GROUP, ORDER, recommendations
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -63,14 +64,12 @@ def featured(ranks: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts)
 
 
-def short_label(row: pd.Series | dict[str, Any]) -> str:
-    """A chart label: ``llama-3.1-8b · h100-sxm-80gb · fp8 · TP 2 (runner-up)``."""
-    text = f"{row['model']} · {row['hardware']} · {row['precision']}"
-    if int(row["tensor_parallel"]) > 1:
-        text += f" · TP {int(row['tensor_parallel'])}"
-    if row["role"] != "recommended":
-        text += f" ({row['role']})"
-    return text
+def chart_label(row: pd.Series | dict[str, Any]) -> str:
+    """An option in a chart or table of one workload: the long form without the workload,
+    with its role unless recommended: ``llama-3.1-8b: 4 × h100-sxm-80gb (TP 2) · fp8
+    (runner-up)``."""
+    text = option_label(row, workload=False)
+    return text if row["role"] == "recommended" else f"{text} ({row['role']})"
 
 
 def was_simulated(row: pd.Series | dict[str, Any]) -> bool:
@@ -194,7 +193,7 @@ def _option_row(row: pd.Series, catalog: Catalog) -> dict[str, Any]:
         "model_label": model.label,
         "revision": model.revision or "",
         "role": row.get("role", "recommended"),
-        "option": candidate_label(row),
+        "option": short_label(row),
         "hardware": row["hardware"],
         "hardware_label": catalog.get("hardware", row["hardware"]).label,
         "devices": count(row["devices_needed"]),
@@ -333,7 +332,7 @@ def simulation_rows(shown: pd.DataFrame) -> list[dict[str, str]]:
         simulated = was_simulated(row)
         rows.append(
             {
-                "label": short_label(row),
+                "label": chart_label(row),
                 "replicas": f"{count(row['replicas_needed'])} → "
                 f"{count(row.get('sim_replicas_needed')) if simulated else 'not simulated'}",
                 **{
@@ -353,8 +352,8 @@ def _memory_part(
     """The memory chart (every shown option) and table (recommended ones) of a workload."""
     a = catalog.assumptions
     segments = charts.memory_segments(shown, a.runtime_overhead, a.reserve)
-    labels = [short_label(r) for _, r in shown.iterrows()]
-    main_labels = [short_label(r) for _, r in main.iterrows()]
+    labels = [chart_label(r) for _, r in shown.iterrows()]
+    main_labels = [chart_label(r) for _, r in main.iterrows()]
     return {
         "memory_svg": Markup(charts.memory_breakdown(labels, segments, key)),
         "memory_rows": _memory_rows(main, segments.loc[main.index], main_labels),
@@ -369,7 +368,7 @@ def _concurrency_part(catalog: Catalog, main: pd.DataFrame, key: str) -> Markup:
     return Markup(
         charts.concurrency_chart(
             distinct,
-            [short_label(r) for _, r in distinct.iterrows()],
+            [chart_label(r) for _, r in distinct.iterrows()],
             a.kv_block_tokens,
             float(first["tokens_per_sequence"]),
             float(first["concurrency"]),
@@ -401,7 +400,7 @@ def _charts(
     out["concurrency_svg"] = _concurrency_part(catalog, main, f"w{index}c")
     panels = ["itl_load_s", "ttft_load_s", "e2e_load_s"]
     panels += ["task_load_s"] if workload.requests_per_task > 1 else []
-    labels = [short_label(r) for _, r in main.iterrows()]
+    labels = [chart_label(r) for _, r in main.iterrows()]
     out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))
     out["simulation"] = simulation_rows(main)
     return out

@@ -222,17 +222,8 @@ def closing_line(table: pd.DataFrame) -> str:
     return line + "."
 
 
-def candidate_label(row: pd.Series) -> str:
-    """A short human label of an option: ``4 × h100-sxm-80gb (TP 2) · fp8``."""
-    return (
-        f"{int(row['devices_needed']) if pd.notna(row['devices_needed']) else '?'} × "
-        f"{row['hardware']} (TP {int(row['tensor_parallel'])}) · {row['precision']}"
-    )
-
-
 __all__ = [
     "ALL_KEYS",
-    "candidate_label",
     "closing_line",
     "rank",
     "ranked",

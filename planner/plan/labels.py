@@ -1,0 +1,58 @@
+"""How an option is named for people: one short form and one long form, used by every writer.
+
+An option is a workload × model served on a number of devices of one hardware, at a precision,
+with a tensor-parallel size (the devices over it are its replicas). The **short form** names what
+is deployed, for a place that already names the workload and the model (a row of the ask, a
+model's line of a table): ``4 × h100-sxm-80gb (TP 2) · fp8``. The **long form** names the whole
+option: ``chat × llama-3.1-8b: 4 × h100-sxm-80gb (TP 2) · fp8``; a chart of one workload's models
+drops the workload it is titled with (``llama-3.1-8b: 4 × ...``).
+
+The device count is left out where the record has none (a candidate's key, before it is sized)
+or where the text says it beside the label; an unknown count reads ``?``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from planner.model.units import is_finite
+
+__all__ = ["option_label", "short_label"]
+
+#: A results row, or any mapping with its key columns.
+Option = Mapping[Any, Any] | pd.Series
+
+
+def short_label(
+    option: Option,
+    *,
+    devices: bool = True,
+    hardware: str | None = None,
+) -> str:
+    """What an option deploys: ``4 × h100-sxm-80gb (TP 2) · fp8``.
+
+    ``option`` is a results row (or any mapping with ``hardware``, ``precision``,
+    ``tensor_parallel`` and, for the count, ``devices_needed``); ``devices=False`` leaves the
+    count out; ``hardware`` names the device for its reader (the catalog's label) in place of
+    its id."""
+    text = f"{hardware or option['hardware']} (TP {int(option['tensor_parallel'])}) · "
+    text += str(option["precision"])
+    if not devices or "devices_needed" not in option:
+        return text
+    count = option["devices_needed"]
+    return f"{int(float(count)):,} × {text}" if is_finite(count) else f"? × {text}"
+
+
+def option_label(
+    option: Option,
+    *,
+    workload: bool = True,
+    devices: bool = True,
+) -> str:
+    """The whole option: ``chat × llama-3.1-8b: 4 × h100-sxm-80gb (TP 2) · fp8`` (without the
+    workload where ``workload`` is False, without the count as :func:`short_label`)."""
+    named = f"{option['workload']} × {option['model']}" if workload else str(option["model"])
+    return f"{named}: {short_label(option, devices=devices)}"
