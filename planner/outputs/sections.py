@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
@@ -27,6 +28,7 @@ from planner.outputs.formatting import binary_decimal, count, duration, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import option_label, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
+from planner.plan.selection import closest
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -42,26 +44,28 @@ def memory_cell(value: Any) -> Markup:
     return Markup(f'{binary}<br><span class="small">{decimal}</span>')
 
 
+#: The role of an option shown for a workload × model where none is eligible.
+CLOSEST = "closest, not eligible"
+
+
 def featured(ranks: pd.DataFrame) -> pd.DataFrame:
-    """The options the report shows, with their ``role``, per workload × model.
+    """The options the report shows, with their ``role``, per workload × model, in plan order.
 
     The recommended option and the runner-up; where no option is eligible, the one that comes
-    closest (a replica holds a sequence; targets met first, then the lowest inter-token latency),
-    so that the charts still show what the catalog can do. Input is :func:`recommend.ranked`.
+    closest (:func:`planner.plan.selection.closest`, the rule the simulation's choice follows
+    too), so that the charts still show what the catalog can do. Input is
+    :func:`recommend.ranked`.
     """
-    parts = []
-    for _, group in ranks.groupby(GROUP, sort=False):
-        top = group[group["rank"].notna()].sort_values("rank").head(2)
-        if len(top):
-            parts.append(top.assign(role=["recommended", "runner-up"][: len(top)]))
-            continue
-        fitting = group[group["replica_fits"].astype(bool)]
-        if len(fitting):
-            closest = fitting.sort_values(["meets_targets", "itl_load_s"], ascending=[False, True])
-            parts.append(closest.head(1).assign(role="closest, not eligible"))
-    if not parts:
-        return ranks.head(0).assign(role=pd.Series(dtype=str))
-    return pd.concat(parts)
+    rank = ranks["rank"].astype("Float64").fillna(0).to_numpy(dtype=float)
+    served = pd.Series(rank > 0, index=ranks.index)
+    served = served.groupby([ranks[g] for g in GROUP], sort=False).transform("any")
+    leading = (rank >= 1) & (rank <= 2)
+    top = ranks[leading].assign(role=np.where(rank[leading] == 1, "recommended", "runner-up"))
+    near = closest(ranks[~served.to_numpy(dtype=bool)]).assign(role=CLOSEST)
+    shown = pd.concat([top, near]) if len(near) else top
+    group = ranks.groupby(GROUP, sort=False).ngroup().loc[shown.index].to_numpy()
+    place = np.where(shown["role"].to_numpy() == "runner-up", 1, 0)
+    return shown.iloc[np.lexsort((place, group))]
 
 
 def chart_label(row: pd.Series | dict[str, Any]) -> str:
@@ -476,8 +480,7 @@ def workload_sections(
                 },
                 "record": workload_record(catalog, workload, rows),
                 "cost_rows": [
-                    _option_row(r, catalog)
-                    for _, r in shown[shown["role"] != "closest, not eligible"].iterrows()
+                    _option_row(r, catalog) for _, r in shown[shown["role"] != CLOSEST].iterrows()
                 ],
                 "n_candidates": len(rows),
                 "n_eligible": int(rows["eligible"].astype(bool).sum()),

@@ -72,7 +72,7 @@ def rank(table: pd.DataFrame) -> pd.DataFrame:
     eligible = table["eligible"].astype(bool).to_numpy() if n else np.zeros(0, bool)
     positions = np.flatnonzero(eligible)
     groups = table.groupby(GROUP, sort=False).ngroup().to_numpy() if n else np.zeros(0, int)
-    keys = [_key(table, k)[positions] for k in reversed(ORDER)]
+    keys = [sort_key(table, k)[positions] for k in reversed(ORDER)]
     order = positions[np.lexsort((positions, *keys, groups[positions]))]
     in_group = groups[order]
     first = np.r_[True, in_group[1:] != in_group[:-1]] if len(order) else np.zeros(0, bool)
@@ -85,7 +85,8 @@ def rank(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"rank": ranks, "winner": winner}, index=table.index)
 
 
-def _key(table: pd.DataFrame, column: str) -> np.ndarray:
+def sort_key(table: pd.DataFrame, column: str) -> np.ndarray:
+    """A ranking key of ``table`` as floats, a missing value as :data:`MISSING_LAST`."""
     values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
     return np.where(np.isnan(values), MISSING_LAST, values)
 
@@ -104,7 +105,7 @@ def verdicts(table: pd.DataFrame, ranks: pd.DataFrame) -> np.ndarray:
     decided = np.zeros(len(losers), dtype=bool)
     words = np.full(len(losers), TIED, dtype=object)
     for k in ORDER:
-        key = _key(table, k)
+        key = sort_key(table, k)
         mine, best = key[losers], key[winner[losers]]
         now = ~decided & (mine > best)
         if k == ORDER[0]:

@@ -4,6 +4,8 @@ The serving simulation (:mod:`planner.serving.sizing`) is too slow to run on eve
 these functions pick the rows worth it, by the recommendation's own rule
 (:func:`planner.plan.recommend.rank`): :func:`select_candidates` before any simulation,
 :func:`unsimulated_leaders` and :func:`contenders` after a round, among the ranked options.
+:func:`closest` is the one rule for which option comes closest where none is eligible: what the
+simulation tries first and what the report shows.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pandas as pd
 
 from planner.plan import recommend
 
-__all__ = ["contenders", "select_candidates", "unsimulated_leaders"]
+__all__ = ["closest", "contenders", "select_candidates", "unsimulated_leaders"]
 
 
 def _target_misses(table: pd.DataFrame) -> pd.Series:
@@ -22,12 +24,30 @@ def _target_misses(table: pd.DataFrame) -> pd.Series:
     return (~table[cols].astype(bool)).sum(axis=1)
 
 
+def closest(table: pd.DataFrame, per_group: int = 1) -> pd.DataFrame:
+    """Per workload × model group of ``table``, the ``per_group`` options that come closest to
+    eligible, for a group where none is: among those where a replica holds a maximum-length
+    sequence (``replica_fits``), the fewest closed-form latency targets missed, then the
+    recommendation's own order (:data:`recommend.ORDER`: cost, devices, margin, inter-token
+    latency; a missing figure last), then plan order. A group where no replica fits has none.
+    Groups in the order they first appear, closest first within each; keeps the index and
+    columns."""
+    near = table[table["replica_fits"].astype(bool).to_numpy()]
+    if near.empty:
+        return near
+    keys = [recommend.sort_key(near, k) for k in reversed(recommend.ORDER)]
+    groups = table.groupby(recommend.GROUP, sort=False).ngroup().to_numpy()
+    groups = groups[table["replica_fits"].astype(bool).to_numpy()]
+    order = np.lexsort((np.arange(len(near)), *keys, _target_misses(near).to_numpy(), groups))
+    picked = near.iloc[order]
+    return picked[picked.groupby(recommend.GROUP, sort=False).cumcount().to_numpy() < per_group]
+
+
 def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     """The rows worth simulating: per workload × model, the ``per_group`` best rows that are
     eligible in closed form (``meets_targets`` with a known ``cost_usd``: what ``eligible`` says
     before any simulation), ranked by the recommendation's own rule (:func:`recommend.rank`);
-    where none is, the ``per_group`` closest (a replica holds a maximum-length sequence; fewest
-    closed-form targets missed; then cost). Keeps the table's index and columns.
+    where none is, the ``per_group`` :func:`closest`. Keeps the table's index and columns.
     """
     ok = table["meets_targets"].astype(bool) & table[recommend.COST].notna()
     ranks = recommend.rank(table.assign(eligible=ok))["rank"].to_numpy()
@@ -36,13 +56,7 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     leading = leading[np.lexsort((ranks[leading], groups[leading]))]  # by group, then rank
     picked = [table.iloc[leading]]
     served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
-    for _, group in table[~served.to_numpy(dtype=bool)].groupby(recommend.GROUP, sort=False):
-        near = group[group["replica_fits"].astype(bool)].copy()  # one block: cheap to extend
-        near["_misses"] = _target_misses(near)
-        best = near.sort_values(
-            ["_misses", recommend.COST, "devices_needed"], kind="stable", na_position="last"
-        ).drop(columns="_misses")
-        picked.append(best.head(per_group))
+    picked.append(closest(table[~served.to_numpy(dtype=bool)], per_group))
     return pd.concat(picked)
 
 
