@@ -11,6 +11,7 @@ from pydantic import AfterValidator, Field, model_validator
 from planner.catalog.fields import (
     MAX_SAMPLES,
     Count,
+    CountOrZero,
     Entry,
     Fraction,
     OptionalRate,
@@ -131,6 +132,60 @@ class Forecast(Record):
         return self
 
 
+class Prefix(Record):
+    """What a workload's prompts share, that an engine with prefix caching need not prefill
+    again. Each is a mean over the workload's requests, in tokens:
+
+    - ``shared_tokens``: the tokens every request begins with, the same for all (a system
+      prompt, tool definitions, few-shot examples);
+    - ``history_tokens``: the tokens of a request's prompt that repeat its own task's previous
+      request, its prompt and answer (an agent's trace, a conversation's earlier turns), the
+      first request of a task counted with none; needs ``requests_per_task`` > 1;
+    - ``document_tokens`` and ``questions_per_document``: one document asked that many
+      questions, each a request of its own; the first prefills it, the others find it cached;
+    - ``measured_hit_ratio``: the share of prompt tokens the engine's cache served, as measured
+      (vLLM's ``prefix_cache_hits`` ÷ ``prefix_cache_queries``, a benchmark's cached-token
+      count); given, it is planned with instead of the ratio computed from the others.
+
+    The pieces are taken as one prefix in that order (shared, document, history); an engine
+    caches it in whole blocks of the assumptions' ``kv_block_tokens``.
+    """
+
+    shared_tokens: CountOrZero = 0
+    history_tokens: CountOrZero = 0
+    document_tokens: CountOrZero = 0
+    questions_per_document: Count = 1
+    measured_hit_ratio: Annotated[float, Field(strict=True, ge=0, le=1)] | None = None
+
+    @model_validator(mode="after")
+    def _document_asked(self) -> Prefix:
+        if self.document_tokens > 0 and self.questions_per_document < 2:
+            raise ValueError(
+                f"document_tokens ({self.document_tokens:,}) is given with "
+                f"questions_per_document {self.questions_per_document}: a document asked one "
+                f"question is never found cached; give the questions asked of each document "
+                f"(2 or more), or leave document_tokens out"
+            )
+        return self
+
+    @property
+    def tokens(self) -> int:
+        """The prefix's tokens: shared + document + history [tokens]."""
+        return self.shared_tokens + self.document_tokens + self.history_tokens
+
+
+def mean_prompt(lengths: Lengths) -> float | None:
+    """The mean prompt where the record itself says it (a count, a summary, samples); None for
+    a CSV column, read only when the catalog loads its files [tokens]."""
+    if isinstance(lengths, int):
+        return float(lengths)
+    if lengths.mean is not None:
+        return float(lengths.mean)
+    if lengths.samples is not None:
+        return sum(lengths.samples) / len(lengths.samples)
+    return None
+
+
 class Workload(Entry, Uncertain):
     """A workload's shape: lengths, arrival pattern, agent loops, latency targets."""
 
@@ -154,6 +209,7 @@ class Workload(Entry, Uncertain):
     targets: Targets = Targets()
     admission: Literal["reserve-max", "current-length"] = "reserve-max"
     forecast: Forecast | None = None
+    prefix: Prefix | None = None
 
     @model_validator(mode="after")
     def _one_arrival(self) -> Workload:
@@ -166,5 +222,26 @@ class Workload(Entry, Uncertain):
             raise ValueError(
                 f"output_tokens: the range reaches {output.high:g} tokens, past "
                 f"max_output_tokens ({self.max_output_tokens})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _prefix_fits(self) -> Workload:
+        """A prefix is part of the prompt: it must fit within the mean prompt, and history
+        needs a task of several requests."""
+        if self.prefix is None:
+            return self
+        if self.prefix.history_tokens > 0 and self.requests_per_task < 2:
+            raise ValueError(
+                f"prefix.history_tokens ({self.prefix.history_tokens:,}) repeats a task's "
+                f"previous request, but requests_per_task is {self.requests_per_task}: give "
+                f"the requests each task (or conversation) sends, or leave history_tokens out"
+            )
+        prompt = mean_prompt(self.prompt_tokens)
+        if prompt is not None and self.prefix.tokens > prompt:
+            raise ValueError(
+                f"prefix: shared_tokens + document_tokens + history_tokens is "
+                f"{self.prefix.tokens:,} tokens, more than the mean prompt ({prompt:,g} "
+                f"tokens) they are part of"
             )
         return self
