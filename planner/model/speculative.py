@@ -14,7 +14,7 @@ divided by the tokens it emits is the inter-token latency (:func:`planner.model.
 takes the step's pieces from here). At small batches the step is bound by reading the weights,
 so the extra arithmetic is nearly free and speculation pays; as the batch grows the k + 1
 multiplications become the step's bound and speculation turns into a loss
-(:func:`speculative_speedup` below 1, from :func:`break_even_batch`).
+(:func:`speculative_speedup` below 1).
 
 With no speculation (k = 0) every figure here is the plain step's exactly: one token per step,
 no proposer time, no extra writes, no extra weights or cache.
@@ -210,7 +210,20 @@ def plain_itl_s(
 def speculative_speedup(plain_itl_s: Any, itl_s: Any) -> Any:
     """How much faster tokens come with speculation at the replica's batch: plain ITL ÷
     speculative ITL [ratio]; above 1 it pays, below 1 it is a loss (1 without speculation).
-    Output tokens per second per replica grow by the same factor."""
+    Output tokens per second per replica grow by the same factor.
+
+    The batch where it turns into a loss has no one closed form: both steps are the larger of
+    a memory line and an arithmetic line in the batch B (and the proposer's step too), so the
+    crossing depends on which lines bind on each side. Within one regime it is a linear
+    equation: with the plain step bound by its weight read and the verifying step by its
+    k + 1 tokens' arithmetic, B = (E × (W + O) − k × D − O) ÷ ((k + 1) × F + C + k × d −
+    E × R), E the tokens per step, W the plain step's weight-read time, O the fixed overheads,
+    D and d the proposer's read time per forward and per sequence, F the arithmetic per
+    sequence, C and R the cache times per sequence (tests/test_speculative.py works one: 55.7
+    sequences). In general it is found by evaluating this ratio at increasing batches (the
+    serving simulation's step table, or the Plan's column at each candidate's batch), the
+    smallest batch where it falls to 1 or below.
+    """
     return plain_itl_s / itl_s
 
 
