@@ -186,7 +186,7 @@ def test_history_is_found_cached_until_the_pool_is_too_small(
     """An agent whose step re-sends 12,000 tokens of its own history before 600 new ones (five
     calls a task, 2 s of tool time between them, 600-token answers at 20 ms a token), on the
     seed's 8 GiB pool of 131,072-byte tokens (65,536 tokens), in blocks of 16."""
-    pool = kv_pool_idle_tokens(8 * GIB, 0.0, KV_PER_TOKEN, batch, 12_600 + 600 / 2)
+    pool = kv_pool_idle_tokens(8 * GIB, 0.0, KV_PER_TOKEN, batch, 12_600 + 600 / 2, 0)
     assert pool == room
     tasks = idle_tasks_per_replica(batch, 5, 2.0, 600, 0.02)
     assert tasks == pytest.approx(idle, rel=1e-12)
@@ -198,10 +198,17 @@ def test_history_is_found_cached_until_the_pool_is_too_small(
     assert prefill_tokens_mean(12_600, cached) == pytest.approx(prefilled, rel=1e-12)
 
 
+def test_running_sequences_hold_the_shared_prefix_once() -> None:
+    """The seed's 8 GiB pool (65,536 tokens of 131,072 B) with a 2,000-token system prompt
+    cached (262,144,000 B, 2,000 tokens): 63,536 tokens left; 4 sequences of 12,900 tokens
+    each hold 10,900 of their own, 43,600 in all: 19,936 idle."""
+    assert kv_pool_idle_tokens(8 * GIB, 262_144_000, KV_PER_TOKEN, 4, 12_900, 2000) == 19_936
+
+
 def test_the_hit_ratio_falls_as_concurrency_rises() -> None:
     ratios = []
     for batch in range(1, 8):
-        pool = kv_pool_idle_tokens(8 * GIB, 0.0, KV_PER_TOKEN, batch, 12_900)
+        pool = kv_pool_idle_tokens(8 * GIB, 0.0, KV_PER_TOKEN, batch, 12_900, 0)
         tasks = idle_tasks_per_replica(batch, 5, 2.0, 600, 0.02)
         kept = history_retained_fraction(12_000, tasks, pool)
         ratios.append(prefix_hit_ratio_expected(0, 0, 1, 12_000, kept, 16, 12_600))

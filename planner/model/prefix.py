@@ -60,15 +60,19 @@ def kv_pool_idle_tokens(
     kv_bytes_per_token: Any,
     decode_batch: Any,
     mean_context_tokens: Any,
+    shared_prefix_cached_tokens: Any,
 ) -> Any:
     """Cache slots a replica's pool has beside the shared prefix and the running sequences:
-    (budget − shared prefix) ÷ KV bytes per token − batch × mean context, at least 0 [tokens].
+    (budget − shared prefix) ÷ KV bytes per token − batch × (mean context − shared prefix's
+    cached tokens), at least 0 [tokens].
 
-    A running sequence holds blocks for the tokens it has (the paged cache grows with it); the
-    rest of the pool keeps the blocks of finished requests until it needs them.
+    A running sequence holds blocks for the tokens it has (the paged cache grows with it), the
+    shared prefix's once for all; the rest of the pool keeps the blocks of finished requests
+    until it needs them.
     """
     pool = (kv_budget_bytes - shared_prefix_kv_bytes) / maximum(kv_bytes_per_token, 1)
-    return maximum(pool - decode_batch * mean_context_tokens, 0)
+    running = decode_batch * (mean_context_tokens - shared_prefix_cached_tokens)
+    return maximum(pool - running, 0)
 
 
 @metric("tasks", source="agent loop: a task alternates model calls and tool time", group="latency")
