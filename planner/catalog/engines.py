@@ -46,6 +46,7 @@ class EngineSeries(Record):
     cuda_graphs: BytesOrZero
     cuda_graphs_in_budget: bool
     chunked_prefill: bool
+    prefix_caching: bool
     step_overhead_per_sequence: Seconds
     sources: Annotated[list[Text], Field(min_length=1)]
 
@@ -154,6 +155,16 @@ def prefills_in_chunks(engine: Engine | None) -> bool:
     if chosen.chunked_prefill is not None:
         return chosen.chunked_prefill
     return constants_for(chosen).chunked_prefill
+
+
+def caches_prefixes(engine: Engine | None) -> bool:
+    """Whether the engine keeps prompts' cached blocks for later requests with the same prefix:
+    its profile's ``prefix_caching``, else its release's default (engines.yaml; the default
+    engine when none is named)."""
+    chosen = DEFAULT_ENGINE if engine is None else engine
+    if chosen.prefix_caching is not None:
+        return chosen.prefix_caching
+    return constants_for(chosen).prefix_caching
 
 
 def engine_series(engine: Engine | None) -> str:

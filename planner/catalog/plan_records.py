@@ -10,6 +10,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from planner.catalog.acceptance import ACCEPTANCE_DEFAULTS
 from planner.catalog.fields import (
     BytesOrZero,
     Count,
@@ -40,6 +41,84 @@ MEMORY_FRACTION_FIELDS = {
 }
 
 
+#: The most tokens a speculative step may propose per sequence (engines take a handful; SGLang's
+#: EAGLE default is 5 steps, vLLM's examples up to 7).
+MAX_PROPOSED_TOKENS = 32
+
+
+class Speculative(Uncertain):
+    """Speculative decoding on the engine: a proposer guesses ``proposed_tokens`` tokens per
+    sequence each step and the target model verifies them in one forward pass.
+
+    ``method``: ``draft`` (a smaller model of ``models.yaml``, ``draft_model``), ``eagle`` (an
+    EAGLE head: one decoder layer over the target's features, sharing its LM head) or ``mtp``
+    (the model's own multi-token-prediction layers, DeepSeek-V3's). For ``eagle`` and ``mtp``,
+    ``draft_parameters`` counts the head's own weights (the shared LM head not included) and
+    ``draft_layers`` the layers of the target's attention shape it caches (1 for an EAGLE head
+    and DeepSeek-V3's MTP module). ``acceptance_rate`` is the share of proposed tokens accepted,
+    each independently (else the method's shipped figure, planner/catalog/acceptance.py; a
+    draft model has none); ``acceptance_by_workload`` overrides it for the workloads it names.
+    ``models`` lists the target models it applies to (a draft or head serves one family; left
+    out: every model).
+    """
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {"acceptance_rate": 1.0}
+
+    method: Literal["draft", "eagle", "mtp"]
+    proposed_tokens: Annotated[int, Field(strict=True, ge=1, le=MAX_PROPOSED_TOKENS)]
+    draft_model: Id | None = None
+    draft_parameters: Count | None = None
+    draft_layers: Count | None = None
+    acceptance_rate: Fraction | None = None
+    acceptance_by_workload: dict[Id, Fraction] = Field(default_factory=dict)
+    models: list[Id] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _proposer_described(self) -> Speculative:
+        """A draft model is named and nothing else; a head or MTP layers give their size."""
+        if self.method == "draft":
+            if self.draft_model is None:
+                raise ValueError(
+                    "draft_model: expected an id of models.yaml for method 'draft' (the model "
+                    "that proposes the tokens)"
+                )
+            for name in ("draft_parameters", "draft_layers"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name}: only for methods 'eagle' and 'mtp'; method 'draft' reads its "
+                        f"size from draft_model {self.draft_model!r} in models.yaml"
+                    )
+            if self.acceptance_rate is None:
+                raise ValueError(
+                    "acceptance_rate: expected a fraction for method 'draft' (no shipped "
+                    "default: a draft model's acceptance depends on the pair and the text; "
+                    "measure it, e.g. vLLM's spec_decode acceptance metrics)"
+                )
+            return self
+        if self.draft_model is not None:
+            raise ValueError(
+                f"draft_model: only for method 'draft'; method {self.method!r} gives "
+                f"draft_parameters (its own weights) instead"
+            )
+        if self.draft_parameters is None:
+            raise ValueError(
+                f"draft_parameters: expected the parameter count of the {self.method} "
+                f"proposer's own weights (e.g. 250000000), the shared LM head not included"
+            )
+        return self
+
+    @property
+    def default_acceptance_rate(self) -> float:
+        """The acceptance rate the profile gives, else its method's shipped figure."""
+        if self.acceptance_rate is not None:
+            return self.acceptance_rate
+        return ACCEPTANCE_DEFAULTS[self.method].rate
+
+    def applies_to(self, model: str) -> bool:
+        """Whether the target ``model`` is served with speculation."""
+        return self.models is None or model in self.models
+
+
 class Engine(Record):
     """The serving engine whose start-up memory arithmetic sizes the KV pool.
 
@@ -48,10 +127,13 @@ class Engine(Record):
     engine; left out, the release's default), ``max_num_batched_tokens`` (SGLang's
     ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``), ``max_num_seqs`` (else the
     assumptions' ``max_batch_sequences``). Its block size is the assumptions'
-    ``kv_block_tokens``; its KV dtype is the precision's. ``version`` selects the engine's
-    measured constants (activation, non-torch and CUDA-graph memory, budget rule) from the data
-    file shipped with planner; a release it lacks is planned with the nearest series it has,
-    with a warning.
+    ``kv_block_tokens``; its KV dtype is the precision's. ``prefix_caching``: whether it keeps
+    the cache of prompts' prefixes for later requests (vLLM ``enable_prefix_caching``, SGLang's
+    radix cache, TensorRT-LLM ``enable_block_reuse``; left out, the release's default), reused
+    in whole blocks of ``kv_block_tokens`` (vLLM hashes full blocks only). ``version`` selects
+    the engine's measured constants (activation, non-torch and CUDA-graph memory, budget rule)
+    from the data file shipped with planner; a release it lacks is planned with the nearest
+    series it has, with a warning.
     """
 
     name: Literal["vllm", "sglang", "tensorrt-llm"]
@@ -64,6 +146,9 @@ class Engine(Record):
     max_num_seqs: Count | None = None  # None: the assumptions' max_batch_sequences
     cuda_graphs: bool = True
     chunked_prefill: bool | None = None  # None: the release's default (engines.yaml)
+    speculative: Speculative | None = None  # None: every step emits one token
+    # None: the release's default (engines.yaml); cached in whole kv_block_tokens blocks
+    prefix_caching: bool | None = None
 
     @model_validator(mode="after")
     def _one_fraction(self) -> Engine:
@@ -213,12 +298,16 @@ class Scenario(Entry):
 
 class ApiOffer(Entry):
     """A hosted API that serves one model of ``models.yaml``, at its list price per million
-    tokens in and out; ``as_of`` is the date the price was read (prices move), ``source`` where,
-    and ``max_context_tokens`` the longest request it accepts (prompt + output), if it limits it."""
+    tokens in and out (``cached_input_usd_per_million_tokens``: input tokens served from its
+    prompt cache, where it prices them apart); ``as_of`` is the date the price was read (prices
+    move), ``source`` where, and ``max_context_tokens`` the longest request it accepts (prompt +
+    output), if it limits it."""
 
     model: Id
     input_usd_per_million_tokens: Money
     output_usd_per_million_tokens: Money
+    # the price of input tokens served from the API's prompt cache (left out: the full price)
+    cached_input_usd_per_million_tokens: Money | None = None
     as_of: dt.date
     max_context_tokens: Count | None = None  # the API's limit on prompt + output tokens
 

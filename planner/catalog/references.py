@@ -121,6 +121,44 @@ def _calibration(
     return problems
 
 
+def _speculative(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """The engine's speculative setting names a draft model, targets or workloads the catalog
+    lacks."""
+    engine = parsed["assumptions"].assumptions.engine  # type: ignore[attr-defined]
+    speculative = None if engine is None else engine.speculative
+    if speculative is None:
+        return []
+    valid = {
+        section: [e.id for e in getattr(parsed[section], section)]
+        for section in ("models", "workloads")
+    }
+    wanted: list[tuple[str, str, tuple[str | int, ...]]] = []
+    if speculative.draft_model is not None:
+        wanted.append(("models", speculative.draft_model, ("draft_model",)))
+    wanted += [("models", m, ("models", i)) for i, m in enumerate(speculative.models or [])]
+    wanted += [
+        ("workloads", w, ("acceptance_by_workload", w)) for w in speculative.acceptance_by_workload
+    ]
+    problems = []
+    for section, ref, path in wanted:
+        if ref not in valid[section]:
+            problems.append(
+                Problem(
+                    display_path(folder, "assumptions"),
+                    f"no {section} entry {ref!r} in {section}.yaml; expected one of: "
+                    f"{', '.join(valid[section])}",
+                    line=docs["assumptions"].line_of(
+                        ("assumptions", "engine", "speculative", *path)
+                    ),
+                    entry="assumptions engine.speculative",
+                    field=str(path[0]),
+                )
+            )
+    return problems
+
+
 def dangling_references(
     folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
 ) -> list[Problem]:
@@ -152,6 +190,7 @@ def dangling_references(
     problems.extend(_offers(folder, parsed, docs))
     problems.extend(_deployment(folder, parsed, docs))
     problems.extend(_calibration(folder, parsed, docs))
+    problems.extend(_speculative(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]

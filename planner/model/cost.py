@@ -123,12 +123,24 @@ def api_usd_per_month(
     api_output_usd_per_million_tokens: Any,
     tokens_per_sequence: Any,
     api_max_context_tokens: Any,
+    api_cached_input_fraction: Any = 0,
+    api_cached_input_usd_per_million_tokens: Any = float("nan"),
 ) -> Any:
     """Calling the model's hosted API for the forecast volume: tokens in and out per month ×
     their price per million [USD/month]; missing without an API offer for the model, or when
-    the workload's longest request (prompt + promised output) exceeds what the API accepts."""
+    the workload's longest request (prompt + promised output) exceeds what the API accepts.
+    The share of input tokens served from the API's prompt cache is charged at its cached
+    price (the full input price where the offer gives none)."""
+    cached_price = where(
+        is_missing(api_cached_input_usd_per_million_tokens),
+        api_input_usd_per_million_tokens,
+        api_cached_input_usd_per_million_tokens,
+    )
+    input_price = (
+        1 - api_cached_input_fraction
+    ) * api_input_usd_per_million_tokens + api_cached_input_fraction * cached_price
     bill = (
-        input_tokens_per_month * api_input_usd_per_million_tokens
+        input_tokens_per_month * input_price
         + output_tokens_per_month * api_output_usd_per_million_tokens
     ) / 1_000_000
     fits = where(

@@ -106,15 +106,18 @@ def decode_batch(concurrency: Any, replica_capacity_sequences: Any) -> Any:
     source="Fedus et al. 2022; expected distinct experts under uniform top-k routing",
     group="latency",
 )
-def experts_touched_fraction(experts: Any, experts_per_token: Any, decode_batch: Any) -> Any:
-    """Share of routed experts a decode step reads at batch B: 1 − (1 − k/E)^B (1 for dense).
+def experts_touched_fraction(
+    experts: Any, experts_per_token: Any, decode_batch: Any, verify_tokens_per_sequence: Any = 1
+) -> Any:
+    """Share of routed experts a decode step reads at batch B: 1 − (1 − k/E)^(B × T) (1 for
+    dense), T the tokens each sequence runs (1; k + 1 when verifying speculation).
 
-    Each token picks k of E experts; with B tokens an expert is missed by all with probability
-    (1 − k/E)^B, so weight reads of a mixture of experts grow with the batch towards all experts.
+    Each token picks k of E experts; with B × T tokens an expert is missed by all with
+    probability (1 − k/E)^(B × T), so weight reads of a mixture of experts grow with the batch
+    towards all experts.
     """
-    return where(
-        experts > 0, 1 - power(1 - experts_per_token / maximum(experts, 1), decode_batch), 1
-    )
+    tokens = decode_batch * verify_tokens_per_sequence
+    return where(experts > 0, 1 - power(1 - experts_per_token / maximum(experts, 1), tokens), 1)
 
 
 @metric("B", source=f"{POPE} (a batch shares the weight reads)", group="latency")
@@ -195,9 +198,12 @@ def decode_memory_s(
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
+    verify_kv_write_bytes_per_sequence_step: Any = 0,
 ) -> Any:
-    """Memory time of a decode step: (weights once + batch × cache reads) ÷ bandwidth [s]."""
-    read = decode_weight_bytes_per_step + decode_batch * kv_read_bytes_per_sequence_step
+    """Memory time of a decode step: (weights once + batch × (cache reads + a verifying step's
+    extra cache writes)) ÷ bandwidth [s]."""
+    per_sequence = kv_read_bytes_per_sequence_step + verify_kv_write_bytes_per_sequence_step
+    read = decode_weight_bytes_per_step + decode_batch * per_sequence
     return read / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
 
 
@@ -210,14 +216,17 @@ def decode_compute_s(
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
+    verify_tokens_per_sequence: Any = 1,
 ) -> Any:
     """Time of a decode step bound by its arithmetic: the weight multiplications (2 × active
-    parameters × batch ÷ achieved compute + their padding), then attention reading every
-    sequence's cache in kernels of its own [s]. The two run one after the other, so a step
-    whose multiplications outlast the weight read still waits for its caches: the step is
-    max(weights, multiplications) + caches, not max(weights + caches, multiplications).
+    parameters × batch × tokens per sequence ÷ achieved compute + their padding), then
+    attention reading every sequence's cache in kernels of its own [s]. The two run one after
+    the other, so a step whose multiplications outlast the weight read still waits for its
+    caches: the step is max(weights, multiplications) + caches, not max(weights + caches,
+    multiplications). A verifying step multiplies k + 1 tokens per sequence.
     """
-    multiply = decode_flops_per_token * decode_batch / achieved_compute_flops_per_s
+    tokens = decode_batch * verify_tokens_per_sequence
+    multiply = decode_flops_per_token * tokens / achieved_compute_flops_per_s
     cache = decode_batch * kv_read_bytes_per_sequence_step
     return (
         multiply + matmul_padding_s + cache / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
@@ -232,17 +241,28 @@ def itl_s(
     decode_batch: Any,
     step_overhead_s: Any,
     step_overhead_per_sequence_s: Any,
+    draft_s: Any = 0,
+    verify_tokens_per_sequence: Any = 1,
+    speculative_tokens_per_step: Any = 1,
 ) -> Any:
-    """Inter-token latency at the replica's batch: one decode step [s].
+    """Inter-token latency at the replica's batch: one decode step ÷ the tokens it emits per
+    sequence [s].
 
-    max(memory time, compute time) + all-reduce for the batch + fixed step overhead + the
-    engine's time per sequence decoding (sampling, input preparation). Queueing and prefill
+    The step: max(memory time, compute time) + all-reduce of each sequence's tokens + fixed
+    step overhead + the engine's time per sequence decoding (sampling, input preparation) +
+    the speculative proposer's time (``draft_s``). Without speculation a step runs and emits one
+    token per sequence; verifying k proposals it runs k + 1 and emits
+    ``speculative_tokens_per_step`` (:mod:`planner.model.speculative`). Queueing and prefill
     stalls are not in it (see the simulated percentiles).
     """
-    per_sequence = allreduce_s_per_token + step_overhead_per_sequence_s
-    return (
-        maximum(decode_memory_s, decode_compute_s) + decode_batch * per_sequence + step_overhead_s
+    per_sequence = allreduce_s_per_token * verify_tokens_per_sequence + step_overhead_per_sequence_s
+    step = (
+        maximum(decode_memory_s, decode_compute_s)
+        + decode_batch * per_sequence
+        + step_overhead_s
+        + draft_s
     )
+    return step / speculative_tokens_per_step
 
 
 @metric("", source=ROOFLINE, kind="text", group="latency")
@@ -263,15 +283,21 @@ def prefill_flops(
     layers: Any,
     attention_heads: Any,
     head_dim: Any,
+    prefix_hit_ratio: Any = 0,
 ) -> Any:
     """Arithmetic for a prompt of P tokens: 2 × active × P + attention growing with P² [FLOP].
 
     Attention scores and weighted sums cost 4 × P² × heads × head dim per layer, halved by the
-    causal mask.
+    causal mask. With C = hit ratio × P tokens found in the prefix cache, only N = P − C are
+    computed: 2 × active × N + 2 × layers × heads × head dim × (N² + 2 × N × C), the new
+    tokens attending over the cached ones in full and over each other causally (C = 0: the
+    whole prompt).
     """
-    linear = 2 * active_parameters * prompt_tokens_mean
-    attention = 2 * layers * prompt_tokens_mean * prompt_tokens_mean * attention_heads * head_dim
-    return linear + attention
+    cached = prefix_hit_ratio * prompt_tokens_mean
+    new = prompt_tokens_mean - cached
+    linear = 2 * active_parameters * new
+    attention = 2 * layers * new * new * attention_heads * head_dim
+    return linear + attention + 4 * layers * new * cached * attention_heads * head_dim
 
 
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
@@ -283,16 +309,18 @@ def prefill_s(
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
+    prefix_hit_ratio: Any = 0,
 ) -> Any:
     """Time to process the mean prompt: max(compute, one weight read) + all-reduce + overhead [s].
 
     The compute is the prompt's arithmetic and the multiplications' padding at the achieved
     rate. Long prompts are compute-bound; tiny ones are bound by reading the weights once.
+    Tokens found in the prefix cache (the hit ratio of the prompt) are not all-reduced.
     """
     compute = prefill_flops / achieved_compute_flops_per_s + matmul_padding_s
     return (
         maximum(compute, weight_read_s)
-        + prompt_tokens_mean * allreduce_s_per_token
+        + prompt_tokens_mean * (1 - prefix_hit_ratio) * allreduce_s_per_token
         + step_overhead_s
     )
 
@@ -326,6 +354,7 @@ def prefill_stall_s(
     weight_read_s: Any,
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
+    prefix_hit_ratio: Any = 0,
 ) -> Any:
     """Time another request's prompt adds to a running request's life [s].
 
@@ -336,7 +365,7 @@ def prefill_stall_s(
     """
     compute = prefill_flops / achieved_compute_flops_per_s
     shared = maximum(compute - prompt_chunks * weight_read_s, 0)
-    chunked = shared + prompt_tokens_mean * allreduce_s_per_token
+    chunked = shared + prompt_tokens_mean * (1 - prefix_hit_ratio) * allreduce_s_per_token
     return where(chunked_prefill > 0, chunked, prefill_s)
 
 

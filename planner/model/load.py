@@ -233,6 +233,7 @@ rebound(
         "decode_memory_s": "load_decode_memory_s",
         "decode_compute_s": "load_decode_compute_s",
         "decode_batch": "load_batch",
+        "draft_s": "load_draft_s",
     },
     "Inter-token latency at the forecast load: one decode step at the load batch [s].",
 )

@@ -166,16 +166,20 @@ def kv_bytes_per_sequence(
     windowed_tokens_per_sequence: Any,
     kv_bytes_per_token_windowed: Any,
     state_bytes_per_sequence: Any,
+    draft_kv_bytes_per_token: Any = 0,
 ) -> Any:
     """Cache reserved per sequence at its maximum length, per device [B].
 
     Full layers × allocated tokens + windowed layers × tokens in the window + any fixed state of
-    cacheless layers. 4,096 tokens at 128 KiB per token need 512 MiB.
+    cacheless layers + a speculative proposer's own cache (a draft model's or head's layers ×
+    allocated tokens; 0 without one). 4,096 tokens at 128 KiB per token need 512 MiB; with a
+    draft model caching 32 KiB per token, 640 MiB.
     """
     return (
         allocated_tokens_per_sequence * kv_bytes_per_token
         + windowed_tokens_per_sequence * kv_bytes_per_token_windowed
         + state_bytes_per_sequence
+        + allocated_tokens_per_sequence * draft_kv_bytes_per_token
     )
 
 
@@ -195,34 +199,47 @@ def kv_budget_bytes(
     reserve_bytes: Any,
     engine_modelled: Any,
     kv_pool_bytes: Any,
+    draft_weight_bytes_per_device: Any = 0,
 ) -> Any:
     """Memory left for the KV cache per device: memory − weights − runtime overhead − reserve [B].
 
     16 GiB − 4 GiB weights − 2 GiB runtime − 2 GiB reserve leaves 8 GiB. Negative when
     the weights alone do not fit. With an engine profile, the engine's own pool
     (``kv_pool_bytes``) instead, wherever the model's architecture sizes its activation peak.
+    A speculative proposer's weights (0 without one) come out of either: the engine loads
+    them before it sizes its pool.
     """
     planned = memory_bytes - weight_bytes_per_device - runtime_overhead_bytes - reserve_bytes
-    return where((engine_modelled > 0) & is_number(kv_pool_bytes), kv_pool_bytes, planned)
+    pool = where((engine_modelled > 0) & is_number(kv_pool_bytes), kv_pool_bytes, planned)
+    return pool - draft_weight_bytes_per_device
 
 
 @metric("sequences", source=PAGED, group="memory")
-def max_sequences(kv_budget_bytes: Any, kv_bytes_per_sequence: Any) -> Any:
-    """Concurrent sequences whose maximum-length cache fits: ⌊budget ÷ per sequence⌋, at least 0.
+def max_sequences(
+    kv_budget_bytes: Any, kv_bytes_per_sequence: Any, shared_prefix_kv_bytes: Any = 0
+) -> Any:
+    """Concurrent sequences whose maximum-length cache fits: ⌊(budget − shared prefix) ÷ (per
+    sequence − shared prefix)⌋, at least 0.
 
     8 GiB ÷ 512 MiB = 16; with 1,024 more output tokens per sequence (5,120 tokens,
-    640 MiB) it is 12.
+    640 MiB) it is 12. A prefix every sequence shares (``shared_prefix_kv_bytes``, 0 without
+    prefix caching) is held once: the pool reserves it once and each sequence the rest.
     """
-    return maximum(0, floor(kv_budget_bytes / kv_bytes_per_sequence))
+    own = kv_bytes_per_sequence - shared_prefix_kv_bytes
+    return maximum(0, floor((kv_budget_bytes - shared_prefix_kv_bytes) / own))
 
 
 @metric("B", source=POPE, group="memory")
-def kv_bytes_at_concurrency(concurrency: Any, kv_bytes_per_sequence: Any) -> Any:
+def kv_bytes_at_concurrency(
+    concurrency: Any, kv_bytes_per_sequence: Any, shared_prefix_kv_bytes: Any = 0
+) -> Any:
     """KV cache the workload's concurrent users need at maximum length, per device [B].
 
-    Sixteen 4,096-token sequences need 8 GiB. Zero for an open-loop workload.
+    Sixteen 4,096-token sequences need 8 GiB. Zero for an open-loop workload. A prefix they all
+    share is counted once: users × (per sequence − shared prefix) + shared prefix.
     """
-    return concurrency * kv_bytes_per_sequence
+    shared = where(concurrency > 0, shared_prefix_kv_bytes, 0)
+    return concurrency * (kv_bytes_per_sequence - shared_prefix_kv_bytes) + shared
 
 
 @metric("", source=PAGED, kind="bool", group="memory")

@@ -60,6 +60,8 @@ METRIC_MODULES = (
     "planner.model.cost",
     "planner.model.facility",
     "planner.model.latency",
+    "planner.model.prefix",
+    "planner.model.speculative",
     "planner.model.memory",
     "planner.model.engine",
     "planner.model.load",

@@ -24,6 +24,8 @@ MISTRAL = "Jiang et al. 2023 (Mistral 7B)"
 DEEPSEEK_V2 = "DeepSeek-AI 2024 (DeepSeek-V2)"
 LEAST_SQUARES = "NIST/SEMATECH e-Handbook, §4.1.4.1 (least squares)"
 NORMAL = "NIST/SEMATECH e-Handbook, §1.3.6.7.1 (normal quantiles)"
+LEVIATHAN = "Leviathan et al. 2023 (speculative decoding)"
+EAGLE = "Li et al. 2024 (EAGLE: a one-layer draft head over the target's features)"
 
 REFERENCES: dict[str, str] = {
     UNITS: "IEC 80000-13:2008, Quantities and units, Part 13: Information science and "
@@ -64,4 +66,12 @@ REFERENCES: dict[str, str] = {
     NORMAL: "NIST/SEMATECH e-Handbook of Statistical Methods, 2012, section 1.3.6.7.1, "
     "Cumulative Distribution Function of the Standard Normal Distribution (P(Z ≤ 1.2816) = "
     "0.90).",
+    LEVIATHAN: "Y. Leviathan, M. Kalman, Y. Matias, Fast Inference from Transformers via "
+    "Speculative Decoding, ICML 2023, arXiv:2211.17192, §3.1 (k proposals each accepted with "
+    "probability α emit (1 − α^(k+1)) ÷ (1 − α) tokens per verifying step).",
+    EAGLE: "Y. Li, F. Wei, C. Zhang, H. Zhang, EAGLE: Speculative Sampling Requires Rethinking "
+    "Feature Uncertainty, ICML 2024, arXiv:2401.15077 (a one-layer head drafting from the "
+    "target's features, sharing its embeddings and LM head); DeepSeek-AI, DeepSeek-V3 "
+    "Technical Report, arXiv:2412.19437, §2.2 and §5.4.3 (multi-token prediction modules "
+    "reused for speculative decoding).",
 }

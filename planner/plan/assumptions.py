@@ -13,6 +13,7 @@ from planner.catalog.engines import (
     DEFAULT_ENGINE,
     FRACTION_RULES,
     EngineSeries,
+    caches_prefixes,
     constants_for,
     memory_fraction,
     prefills_in_chunks,
@@ -43,6 +44,12 @@ def _g(
 
 def _engine(a: Any) -> Engine:
     return a.engine if a.engine is not None else DEFAULT_ENGINE
+
+
+def _speculative_acceptance(engine: Engine) -> float:
+    """The engine profile's acceptance rate of proposed tokens (0 without speculation)."""
+    spec = engine.speculative
+    return 0.0 if spec is None else spec.default_acceptance_rate
 
 
 def _series(a: Any) -> EngineSeries:
@@ -175,6 +182,25 @@ GLOBALS = [
         "engine: 1 when prompts are prefilled in chunks that share steps with the decodes (vLLM "
         "V1), 0 when each prompt takes steps of its own",
         lambda a: 1.0 if prefills_in_chunks(a.engine) else 0.0,
+    ),
+    _g(
+        "prefix_caching",
+        "prefix_caching",
+        1,
+        "1 = yes",
+        "engine: 1 when it keeps prompts' cached blocks for later requests with the same prefix "
+        "(vLLM V1, SGLang's radix cache, TensorRT-LLM block reuse), 0 when every prompt is "
+        "prefilled whole",
+        lambda a: 1.0 if caches_prefixes(a.engine) else 0.0,
+    ),
+    _g(
+        "speculative_acceptance_rate",
+        "speculative_acceptance_rate",
+        1,
+        "fraction",
+        "engine: share of speculatively proposed tokens the model accepts, each independently "
+        "(the profile's, else its method's published figure; 0: no speculative decoding)",
+        lambda a: _speculative_acceptance(_engine(a)),
     ),
     _g(
         "max_model_len_setting",

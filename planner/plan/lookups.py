@@ -10,6 +10,7 @@ from planner.model.calibrated import CALIBRATED_FIGURES
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan.columns import TFLOPS, Lookup
+from planner.plan.speculative import LOOKUPS as SPECULATIVE_LOOKUPS
 
 
 def _lk(
@@ -168,6 +169,14 @@ LOOKUPS = [
         "hosted API price per million output tokens (api_offers.yaml)",
     ),
     _lk(
+        "api_cached_input_usd_per_million_tokens",
+        "model",
+        "api_cached_input_usd_per_mtok",
+        1,
+        "USD",
+        "hosted API price per million cached input tokens (api_offers.yaml; blank: full price)",
+    ),
+    _lk(
         "api_max_context_tokens",
         "model",
         "api_max_context_tokens",
@@ -259,5 +268,46 @@ LOOKUPS = [
     _lk("tool_time_s", "workload", "tool_time_s", 1, "s", "tool time between calls"),
     _lk("preprocess_s", "workload", "preprocess_s", 1, "s", "preprocessing time"),
     _lk("network_s", "workload", "network_s", 1, "s", "network and serialisation time"),
+    _lk(
+        "shared_prefix_tokens",
+        "workload",
+        "shared_prefix_tokens",
+        1,
+        "tokens",
+        "tokens every request begins with",
+    ),
+    _lk(
+        "history_prefix_tokens",
+        "workload",
+        "history_prefix_tokens",
+        1,
+        "tokens",
+        "mean tokens repeating the task's previous request",
+    ),
+    _lk(
+        "document_prefix_tokens",
+        "workload",
+        "document_prefix_tokens",
+        1,
+        "tokens",
+        "tokens of a document asked several questions",
+    ),
+    _lk(
+        "questions_per_document",
+        "workload",
+        "questions_per_document",
+        1,
+        "",
+        "questions asked of one document",
+    ),
+    _lk(
+        "measured_prefix_hit_ratio",
+        "workload",
+        "measured_prefix_hit_ratio",
+        1,
+        "fraction",
+        "measured prefix cache hit ratio (blank: computed)",
+    ),
     *(_lk(t.column, "workload", t.column, 1, "s", f"{t.label} p95 target") for t in TARGETS),
+    *SPECULATIVE_LOOKUPS,
 ]

@@ -23,6 +23,7 @@ from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.calibrated import CALIBRATED_FIGURES
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
+from planner.plan import speculative
 from planner.plan.assumptions import GLOBALS, Global
 from planner.plan.columns import (
     ALL_KEYS,
@@ -385,9 +386,57 @@ def workload_columns(
         Column("tool_time_s", "s", "tool time between calls of a task", lambda w: w.tool_time),
         Column("preprocess_s", "s", "preprocessing before prefill", lambda w: w.preprocess_time),
         Column("network_s", "s", "serialisation and network delivery", lambda w: w.network_time),
+        *_prefix_columns(),
         *(Column(t.column, "s", f"target: p95 {t.meaning}", _target(t.field)) for t in TARGETS),
         Column("admission", "", "admission policy", lambda w: w.admission, "text"),
         Column("source", "", "where the numbers come from", lambda w: w.source or "", "text"),
+    ]
+
+
+def _prefix(field: str, default: float) -> Callable[[Workload], float]:
+    """Reads a field of a workload's ``prefix`` (``default`` where it gives none)."""
+
+    def get(w: Workload) -> float:
+        value = None if w.prefix is None else getattr(w.prefix, field)
+        return default if value is None else float(value)
+
+    return get
+
+
+def _prefix_columns() -> list[Column]:
+    """The Workloads sheet's columns of what its prompts share (workloads.yaml ``prefix``)."""
+    return [
+        Column(
+            "shared_prefix_tokens",
+            "tokens",
+            "tokens every request begins with, the same for all (system prompt, tools)",
+            _prefix("shared_tokens", 0.0),
+        ),
+        Column(
+            "history_prefix_tokens",
+            "tokens",
+            "mean tokens of a prompt that repeat its task's previous request (history)",
+            _prefix("history_tokens", 0.0),
+        ),
+        Column(
+            "document_prefix_tokens",
+            "tokens",
+            "tokens of a document asked several questions",
+            _prefix("document_tokens", 0.0),
+        ),
+        Column(
+            "questions_per_document",
+            "",
+            "requests asking questions of one document (the first prefills it)",
+            _prefix("questions_per_document", 1.0),
+        ),
+        Column(
+            "measured_prefix_hit_ratio",
+            "fraction",
+            "share of prompt tokens the engine's prefix cache served, as measured (blank: "
+            "computed from the prefix)",
+            _prefix("measured_hit_ratio", math.nan),
+        ),
     ]
 
 
@@ -435,6 +484,13 @@ def api_columns(offer_of: Callable[[Model], ApiOffer | None]) -> list[Column]:
             price("output_usd_per_million_tokens"),
         ),
         Column(
+            "api_cached_input_usd_per_mtok",
+            "USD",
+            "hosted API price per million input tokens served from its prompt cache (empty: "
+            "the full input price)",
+            price("cached_input_usd_per_million_tokens"),
+        ),
+        Column(
             "api_max_context_tokens",
             "tokens",
             "longest request the API accepts (empty: no limit given)",
@@ -451,13 +507,15 @@ def input_tables(catalog: Catalog, simulated: pd.DataFrame | None = None) -> Inp
             compute_formats(catalog), catalog.assumptions.devices_per_node, catalog.calibrated()
         ),
         "Models": MODEL_COLUMNS
-        + api_columns(lambda m: {o.model: o for o in catalog.api_offers}.get(m.id)),
+        + api_columns(lambda m: {o.model: o for o in catalog.api_offers}.get(m.id))
+        + speculative.model_columns(catalog),
         "Precisions": PRECISION_COLUMNS,
         "Workloads": workload_columns(
             lambda w, which: length_summary(catalog, w, which),
             lambda w: arrival_rate(catalog, w),
             lambda w: median_prompt_tokens(catalog, w),
-        ),
+        )
+        + speculative.workload_columns(catalog),
     }
     records: dict[
         str, tuple[Hardware, ...] | tuple[Model, ...] | tuple[Precision, ...] | tuple[Workload, ...]
