@@ -165,6 +165,9 @@ def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():
         "load_batch",
         "step_overhead_s",
         "step_overhead_per_sequence_s",
+        "load_draft_s",
+        "verify_tokens_per_sequence",
+        "speculative_tokens_per_step",
     )
     assert registry["e2e_load_s"].func is registry["e2e_s"].func
     assert "itl_load_s" in registry["e2e_load_s"].inputs

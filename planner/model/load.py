@@ -21,6 +21,7 @@ from planner.model.expr import exp, is_number, maximum, minimum, where
 from planner.model.metric import metric, rebound
 from planner.model.sources import (
     ARRIVAL,
+    LEVIATHAN,
     LITTLE,
     PASTA,
     RESIDUAL,
@@ -42,7 +43,21 @@ def _fixed_point(rate: Any, intercept: Any, slope: Any, cap: Any) -> Any:
     return where(room > 0, (1 + rate * intercept) / where(room > 0, room, NAN), cap)
 
 
-@metric("sequences", source=f"{LITTLE}: L = λ × W; {PASTA}", group="latency")
+#: A speculative decode step's inputs, each at its value with speculation off (k = 0): one
+#: position and one token a step per sequence, no extra cache writes, no proposer.
+SPECULATION_OFF: dict[str, float] = {
+    "verify_tokens_per_sequence": 1,
+    "speculative_tokens_per_step": 1,
+    "verify_kv_write_bytes_per_sequence_step": 0,
+    "speculative_tokens": 0,
+    "draft_read_bytes_per_forward": 0,
+    "mean_context_tokens": 0,
+    "draft_kv_bytes_per_token": 0,
+    "draft_flops_per_token": 0,
+}
+
+
+@metric("sequences", source=f"{LITTLE}: L = λ × W; {PASTA}; {LEVIATHAN}", group="latency")
 def open_loop_batch_bound(
     decode_batch: Any,
     forecast_requests_per_s: Any,
@@ -61,39 +76,63 @@ def open_loop_batch_bound(
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
     step_overhead_per_sequence_s: Any,
+    verify_tokens_per_sequence: Any = 1,
+    speculative_tokens_per_step: Any = 1,
+    verify_kv_write_bytes_per_sequence_step: Any = 0,
+    speculative_tokens: Any = 0,
+    draft_read_bytes_per_forward: Any = 0,
+    mean_context_tokens: Any = 0,
+    draft_kv_bytes_per_token: Any = 0,
+    draft_flops_per_token: Any = 0,
 ) -> Any:
     """The batch an open-loop request's tokens share at the forecast load: itself and the
     others in flight, B = 1 + per-replica rate × e2e(B) by Little's law [sequences].
 
-    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) × ITL(B) + (B − 1) × stall + network, and
-    ITL(B) the larger of a memory line (weights + B × cache) ÷ bandwidth and a compute line
-    B × FLOP ÷ compute + padding + B × cache ÷ bandwidth, plus B × (all-reduce + time per
-    sequence) + overhead: so e2e
-    is the larger of two lines in B, and the fixed point the larger of each line's
-    (``_fixed_point``). The weights are those of the full batch: for a mixture of experts an
-    upper bound, which :func:`open_loop_batch_refined` brings down. The cap is the full batch.
+    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) ÷ E steps × step(B) + (B − 1) × stall +
+    network, E the tokens a step emits per sequence (1 without speculation,
+    :func:`planner.model.speculative.speculative_tokens_per_step`). The step
+    (:func:`planner.model.latency.itl_s` × E) is the larger of a memory line (weights + B ×
+    (cache + a verifying step's k extra writes)) ÷ bandwidth and a compute line B × T × FLOP
+    ÷ compute + padding + B × cache ÷ bandwidth, T = k + 1 positions verified per sequence;
+    plus B × (T × all-reduce + time per sequence) + overhead + the proposer's k forwards, each
+    the larger of its memory line (its weights + B × context × its cache) ÷ bandwidth and its
+    compute line B × its FLOP ÷ compute (:func:`planner.model.speculative.draft_s`). A sum of
+    two maxima of lines is the largest of the four sums, so e2e is the largest of four lines
+    in B, and the fixed point the largest of each line's (``_fixed_point``). With speculation
+    off (k = 0, E = T = 1, no proposer) the four are the two lines of the plain step.
+    The weights are those of the full batch: for a mixture of experts an upper bound, which
+    :func:`open_loop_batch_refined` brings down. The cap is the full batch.
     """
     planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
     rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
-    steps = output_tokens_mean - 1
+    steps = (output_tokens_mean - 1) / speculative_tokens_per_step
     bandwidth = memory_bandwidth_bytes_per_s * bandwidth_efficiency
     base = ttft_s - prefill_stall_s + network_s + steps * step_overhead_s
-    per_batch = prefill_stall_s + steps * (allreduce_s_per_token + step_overhead_per_sequence_s)
-    memory = _fixed_point(
-        rate,
-        base + steps * decode_weight_bytes_per_step / bandwidth,
-        per_batch + steps * kv_read_bytes_per_sequence_step / bandwidth,
-        decode_batch,
+    per_token = allreduce_s_per_token * verify_tokens_per_sequence
+    per_batch = prefill_stall_s + steps * (per_token + step_overhead_per_sequence_s)
+    caches = steps * kv_read_bytes_per_sequence_step / bandwidth
+    writes = steps * verify_kv_write_bytes_per_sequence_step / bandwidth
+    multiply = steps * decode_flops_per_token * verify_tokens_per_sequence
+    multiply = multiply / achieved_compute_flops_per_s
+    forwards = steps * speculative_tokens
+    target = (
+        (base + steps * decode_weight_bytes_per_step / bandwidth, per_batch + caches + writes),
+        (base + steps * matmul_padding_s, per_batch + multiply + caches),
     )
-    compute = _fixed_point(
-        rate,
-        base + steps * matmul_padding_s,
-        per_batch
-        + steps * decode_flops_per_token / achieved_compute_flops_per_s
-        + steps * kv_read_bytes_per_sequence_step / bandwidth,
-        decode_batch,
+    draft = (
+        (
+            forwards * draft_read_bytes_per_forward / bandwidth,
+            forwards * mean_context_tokens * draft_kv_bytes_per_token / bandwidth,
+        ),
+        (0, forwards * draft_flops_per_token / achieved_compute_flops_per_s),
     )
-    return where(planned, maximum(memory, compute), decode_batch)
+    points = [
+        _fixed_point(rate, intercept + draft_intercept, slope + draft_slope, decode_batch)
+        for intercept, slope in target
+        for draft_intercept, draft_slope in draft
+    ]
+    batch = maximum(maximum(points[0], points[1]), maximum(points[2], points[3]))
+    return where(planned, batch, decode_batch)
 
 
 _open_loop_batch = open_loop_batch_bound  # called by the refinement, whose input shadows the name
@@ -124,6 +163,14 @@ def open_loop_batch_refined(
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
     step_overhead_per_sequence_s: Any,
+    verify_tokens_per_sequence: Any = 1,
+    speculative_tokens_per_step: Any = 1,
+    verify_kv_write_bytes_per_sequence_step: Any = 0,
+    speculative_tokens: Any = 0,
+    draft_read_bytes_per_forward: Any = 0,
+    mean_context_tokens: Any = 0,
+    draft_kv_bytes_per_token: Any = 0,
+    draft_flops_per_token: Any = 0,
 ) -> Any:
     """The open-loop batch solved again with the weights a step reads at the previous pass's
     batch [sequences] (one pass of the fixed-point iteration; a dense model's batch is unchanged).
@@ -131,9 +178,12 @@ def open_loop_batch_refined(
     A mixture's decode step reads the experts its batch touches, fewer at a smaller batch, so the
     full-batch weights of :func:`open_loop_batch_bound` make it too large; each pass reads the
     weights at the last batch, and the batches fall towards the fixed point (each still an upper
-    bound, as the weights grow with the batch).
+    bound, as the weights grow with the batch). A verifying step's k + 1 tokens per sequence
+    touch the experts of B × (k + 1) tokens.
     """
-    touched = latency.experts_touched_fraction(experts, experts_per_token, open_loop_batch_bound)
+    touched = latency.experts_touched_fraction(
+        experts, experts_per_token, open_loop_batch_bound, verify_tokens_per_sequence
+    )
     weights = latency.decode_weight_bytes_per_step(
         decoder_weight_bytes_per_device,
         routed_expert_parameters,
@@ -159,6 +209,14 @@ def open_loop_batch_refined(
         allreduce_s_per_token,
         step_overhead_s,
         step_overhead_per_sequence_s,
+        verify_tokens_per_sequence,
+        speculative_tokens_per_step,
+        verify_kv_write_bytes_per_sequence_step,
+        speculative_tokens,
+        draft_read_bytes_per_forward,
+        mean_context_tokens,
+        draft_kv_bytes_per_token,
+        draft_flops_per_token,
     )
 
 
@@ -331,17 +389,27 @@ rebound(
 
 @metric("steps", source=SARATHI, group="latency")
 def first_token_chunks(
-    prompt_tokens_median: Any, max_num_batched_tokens: Any, load_batch: Any
+    prompt_tokens_median: Any,
+    max_num_batched_tokens: Any,
+    load_batch: Any,
+    prefix_hit_ratio: Any = 0,
+    verify_tokens_per_sequence: Any = 1,
 ) -> Any:
     """Steps the median prompt takes under chunked prefill: each step carries the others'
-    decodes first (load batch − 1 tokens) and a chunk of the prompt with the rest of the
-    ``max_num_batched_tokens`` budget: ⌈prompt ÷ (budget − others)⌉, at least 1 [steps]."""
-    return latency.chunks(
-        prompt_tokens_median, maximum(max_num_batched_tokens - (load_batch - 1), 1)
-    )
+    decodes first (load batch − 1 sequences of T = k + 1 tokens each, 1 without speculation)
+    and a chunk of the prompt's uncached tokens with the rest of the ``max_num_batched_tokens``
+    budget: ⌈prompt × (1 − hit ratio) ÷ (budget − others × T)⌉, at least 1 [steps].
+
+    Tokens found in the prefix cache are not computed and take none of the budget (vLLM counts
+    them as computed before it schedules the rest); a verifying sequence takes its k
+    proposals and its own token.
+    """
+    prefilled = prompt_tokens_median * (1 - prefix_hit_ratio)
+    decodes = (load_batch - 1) * verify_tokens_per_sequence
+    return latency.chunks(prefilled, maximum(max_num_batched_tokens - decodes, 1))
 
 
-@metric("s", source=f"{SARATHI}; {ROOFLINE}", group="latency")
+@metric("s", source=f"{SARATHI}; {ROOFLINE}; {LEVIATHAN}", group="latency")
 def chunked_prefill_s(
     first_token_chunks: Any,
     load_decode_memory_s: Any,
@@ -358,33 +426,43 @@ def chunked_prefill_s(
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
+    prefix_hit_ratio: Any = 0,
+    verify_tokens_per_sequence: Any = 1,
+    load_draft_s: Any = 0,
 ) -> Any:
     """Time of the median prompt's chunks, each in a step shared with the others' decodes [s].
 
-    Each of the steps is a decode step of the others (:func:`planner.model.latency.itl_s`)
-    that reads the weights (all of them: a prompt's tokens touch every expert) and the caches
-    of the load batch, and carries an equal share of the prompt's arithmetic; the prompt's
-    tokens are all-reduced besides. The prompt's arithmetic hides under the weight read,
-    which a prompt's step of its own cannot do; the others' cache reads follow the
-    multiplications (:func:`planner.model.latency.decode_compute_s`). With no others in
-    flight each step reads the weights alone: a lone prompt in one chunk takes its no-load
-    prefill.
+    Each of the steps is a decode step of the others (:func:`planner.model.latency.itl_s`
+    over one step, not divided by the tokens it emits) that reads the weights (all of them: a
+    prompt's tokens touch every expert) and the caches of the load batch, and carries an equal
+    share of the prompt's arithmetic (``median_prefill_flops``, its cached tokens not
+    computed); the prompt's uncached tokens, median × (1 − hit ratio), are all-reduced
+    besides. The prompt's arithmetic hides under the weight read, which a prompt's step of its
+    own cannot do; the others' cache reads follow the multiplications
+    (:func:`planner.model.latency.decode_compute_s`). With speculation the others' step is a
+    verifying one: k + 1 positions each multiplied and all-reduced, its cache writes (in
+    ``load_decode_memory_s``) and the proposer's forwards at the load batch
+    (``load_draft_s``). With no others in flight each step reads the weights alone and
+    proposes nothing: a lone prompt in one chunk takes its no-load prefill.
     """
     steps = first_token_chunks
     others = maximum(load_batch - 1, 0)
     memory = where(others > 0, maximum(load_decode_memory_s, weight_read_s), weight_read_s)
-    flops = others * decode_flops_per_token + median_prefill_flops / steps
+    decodes = others * decode_flops_per_token * verify_tokens_per_sequence
+    flops = decodes + median_prefill_flops / steps
     caches = (
         others
         * kv_read_bytes_per_sequence_step
         / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
     )
     compute = flops / achieved_compute_flops_per_s + matmul_padding_s + caches
+    draft = where(others > 0, load_draft_s, 0)
     step = latency.itl_s(
         memory, compute, allreduce_s_per_token, others, step_overhead_s,
-        step_overhead_per_sequence_s,
+        step_overhead_per_sequence_s, draft, verify_tokens_per_sequence,
     )  # fmt: skip
-    return steps * step + prompt_tokens_median * allreduce_s_per_token
+    prefilled = prompt_tokens_median * (1 - prefix_hit_ratio)
+    return steps * step + prefilled * allreduce_s_per_token
 
 
 @metric("s", source=f"{RESIDUAL}; {PASTA}", group="latency")
