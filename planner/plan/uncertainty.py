@@ -78,10 +78,17 @@ class Input:
 
 
 def uncertain_inputs(catalog: Catalog) -> list[Input]:
-    """Every quantity the catalog gives as a distribution, in catalog order."""
-    found = [
-        Input("assumptions", None, (name,), d) for name, d in catalog.assumptions.uncertain.items()
-    ]
+    """Every quantity the catalog gives as a distribution, in catalog order: the assumptions'
+    own and their engine's speculative acceptance rate, each device's prices, each workload's
+    own, its arrival's and its prefix's measured hit ratio."""
+    assumptions = catalog.assumptions
+    found = [Input("assumptions", None, (name,), d) for name, d in assumptions.uncertain.items()]
+    speculative = None if assumptions.engine is None else assumptions.engine.speculative
+    if speculative is not None:
+        found += [
+            Input("assumptions", None, ("engine", "speculative", n), d)
+            for n, d in speculative.uncertain.items()
+        ]
     for h in catalog.hardware:
         found += [Input("hardware", h.id, ("price", n), d) for n, d in h.price.uncertain.items()]
     for w in catalog.workloads:
@@ -89,6 +96,10 @@ def uncertain_inputs(catalog: Catalog) -> list[Input]:
         if w.arrival is not None:
             found += [
                 Input("workloads", w.id, ("arrival", n), d) for n, d in w.arrival.uncertain.items()
+            ]
+        if w.prefix is not None:
+            found += [
+                Input("workloads", w.id, ("prefix", n), d) for n, d in w.prefix.uncertain.items()
             ]
     return found
 
