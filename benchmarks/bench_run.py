@@ -1,16 +1,19 @@
 """Benchmark: a `planner run` beside aiconfigurator's default search (run by hand, not a test).
 
-    python benchmarks/bench_run.py [--repeat 3] [--suite]
+    python benchmarks/bench_run.py [--repeat 3] [--suite] [--stages]
 
 Runs ``planner run`` on the shipped catalogs into a temporary folder ``--repeat`` times and
 reports each run's wall time and CPU time (user + system, the worker processes of the
 simulation included: the CPU time of every child process the run waited for, from
-``getrusage(RUSAGE_CHILDREN)`` around it). When the ``aiconfigurator`` command is on PATH (it is
+``getrusage(RUSAGE_CHILDREN)`` around it; the pool's workers are joined before the run ends,
+so they count: the sum over every process of the run read from /proc agrees within a few
+tenths of a second). When the ``aiconfigurator`` command is on PATH (it is
 not a dependency of planner: install it in a venv of its own, ``pip install aiconfigurator``),
 its default search (Qwen3-32B on 8 H200 SXM, agg against disagg) runs in the same session, as
 often, and the ratios of the medians are printed: both measured under the same load. With
 ``--suite`` the test suite is timed too, the fast default set (``pytest``) and every test (the
-README's command, ``pytest --all``).
+README's command, ``pytest --all``). With ``--stages`` a run's stages are timed in this process
+first (the simulation in process too): where its CPU goes, from the run's own progress reports.
 
 The figures depend on what else the machine runs: read them beside the load average printed
 first, and compare runs only within one session.
@@ -113,6 +116,52 @@ def aiconfigurator_runs(exe: str, repeat: int) -> list[Timing]:
     return timings
 
 
+#: The stages' names as printed: the evaluations between the simulation's rounds report no
+#: stage of their own, so they count with it.
+STAGE_NAMES = {"simulating": "simulating (+ evaluating, rounds)"}
+
+
+class StageClock:
+    """CPU seconds of this process by stage: each progress report closes the time since the
+    one before, which is the stage then reported (its name without the steps)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.stage = "start"
+        self.mark = time.process_time()
+
+    def enter(self, stage: str) -> None:
+        now = time.process_time()
+        self.seconds[self.stage] = self.seconds.get(self.stage, 0.0) + now - self.mark
+        self.stage, self.mark = stage, now
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        self.enter(stage)
+
+
+def stages() -> dict[str, float]:
+    """CPU seconds of each stage of a run on the shipped catalogs, all in this process: the
+    imports, loading the catalogs, evaluating (every round), simulating (every round), what the
+    writers show (the outlook: ranking, sensitivity, schedules) and writing each file."""
+    clock = StageClock()
+    clock.enter("import planner")
+    from planner.catalog import load_catalog
+    from planner.outputs.outlook import outlook
+    from planner.outputs.runs import write_run
+    from planner.pipeline import plan
+
+    clock.enter("load catalogs")
+    catalog = load_catalog(SHIPPED)
+    results = plan(catalog, processes=1, progress=clock.progress)
+    clock.enter("outlook")
+    derived = outlook(catalog, results.table)
+    with tempfile.TemporaryDirectory(prefix="bench-stages-") as scratch:
+        write_run(catalog, results, Path(scratch) / "run", derived=derived,
+                  progress=clock.progress)  # fmt: skip
+        clock.enter("end")
+    return clock.seconds
+
+
 def median(timings: Sequence[Timing]) -> Timing:
     return Timing(
         statistics.median(t.wall_s for t in timings), statistics.median(t.cpu_s for t in timings)
@@ -132,9 +181,19 @@ def main() -> None:
     parser.add_argument(
         "--suite", action="store_true", help="also time the fast test set and the whole suite"
     )
+    parser.add_argument(
+        "--stages", action="store_true", help="first time a run's stages in this process"
+    )
     args = parser.parse_args()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min)")
+    if args.stages:
+        seconds = stages()
+        seconds.pop("start", None)
+        print(f"{'stage (in process)':<34} {'CPU s':>8}")
+        for stage, cpu in seconds.items():
+            print(f"{STAGE_NAMES.get(stage, stage):<34} {cpu:>8.2f}")
+        print(f"{'all':<34} {sum(seconds.values()):>8.2f}", flush=True)
     print(f"{'command':<34} {'wall s':>8} {'CPU s':>8}   (each run: wall/CPU)")
     ours = planner_runs(args.repeat)
     print(line("planner run (shipped catalogs)", ours), flush=True)
