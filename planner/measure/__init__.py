@@ -7,7 +7,7 @@ was measured on::
     measurements:
       - id: h100-llama-8b-startup
         file: h100-llama-8b.log
-        format: vllm-log          # vllm-log, vllm-bench, perf-export or nvidia-smi
+        format: vllm-log          # vllm-log, vllm-bench, perf-export, vllm-metrics or nvidia-smi
         hardware: h100-sxm-80gb
         model: llama-3.1-8b
         precision: bf16
@@ -49,6 +49,7 @@ from planner.measure.benchmarks import (
     parse_vllm_bench,
 )
 from planner.measure.errors import MeasurementFileError
+from planner.measure.prometheus import parse_vllm_metrics
 from planner.measure.vllm_log import LogError, Setting, log_settings, parse_vllm_log, summarise
 from planner.model.units import GIB
 
@@ -56,7 +57,7 @@ from planner.model.units import GIB
 FOLDER = "measurements"
 INDEX = "index.yaml"
 
-Format = Literal["vllm-log", "vllm-bench", "perf-export", "nvidia-smi"]
+Format = Literal["vllm-log", "vllm-bench", "perf-export", "vllm-metrics", "nvidia-smi"]
 
 #: Formats whose figures depend on the traffic: they need the concurrency they were run at.
 TRAFFIC_FORMATS = ("vllm-bench", "perf-export")
@@ -97,6 +98,9 @@ class MeasurementEntry(Entry):
     concurrency: Count | None = None
     prompt_tokens: Count | None = None
     output_tokens: Count | None = None
+    #: The workload whose traffic it served: a prefix-cache hit ratio measured is that
+    #: workload's (``planner calibrate`` says what to set in workloads.yaml).
+    workload: Id | None = None
 
 
 class MeasurementsFile(Record):
@@ -145,6 +149,7 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
     "vllm-log": _log,
     "vllm-bench": _json("vllm-bench", parse_vllm_bench),
     "perf-export": _json("perf-export", parse_perf_export),
+    "vllm-metrics": lambda text: Parsed(parse_vllm_metrics(text), {}, {}),
     "nvidia-smi": lambda text: Parsed(parse_nvidia_smi(text), {}, {}),
 }
 
@@ -207,6 +212,7 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
         "hardware": {h.id for h in catalog.hardware},
         "model": {m.id for m in catalog.models},
         "precision": {p.id for p in catalog.precisions},
+        "workload": {w.id for w in catalog.workloads},
     }
     problems = []
     out = []
@@ -215,7 +221,7 @@ def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:
         missing = False
         for field, ids in known.items():
             value = getattr(entry, field)
-            if value not in ids:
+            if value not in ids and (field != "workload" or value is not None):
                 line = doc.line_of(("measurements", i, field))
                 message = f"no {field} {value!r} in the catalog; known: {', '.join(sorted(ids))}"
                 problems.append(Problem(display, message, line=line, entry=where, field=field))

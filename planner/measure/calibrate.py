@@ -24,6 +24,10 @@ Per hardware × engine release:
   (leave one out, the same rules on the remaining points; with no point left, the
   assumptions). The band the plan puts on calibrated estimates comes from those errors, not
   from the in-sample fit, which a fit with as many figures as points makes exact.
+* **Engine features.** A prefix cache's hit ratio and speculative decoding's acceptance are
+  read, not fitted (:mod:`~planner.measure.features`): each is a figure to set in the catalog
+  (the workload's ``prefix.measured_hit_ratio``, the engine's acceptance rate), which the
+  summary and the calibration's notes name.
 * **Memory.** The engine's activation peak is its structural peak × a scale (a line through
   the origin); memory outside PyTorch is the mean measured, apart for tensor parallelism.
 
@@ -64,6 +68,7 @@ from planner.measure.compare import (
     measured_figures,
 )
 from planner.measure.design import DISTINCT, Design, design
+from planner.measure.features import FEATURE_FIGURES, feature_figures
 from planner.measure.fitting import (
     ALTERNATIONS,
     BOUNDS,
@@ -75,7 +80,14 @@ from planner.measure.fitting import (
     predictor,
 )
 from planner.measure.memory_fit import ACTIVATION_INPUTS, calibrate_memory
-from planner.measure.points import DECODE_FIGURES, Calibration, LatencyPoint, Point, Unused
+from planner.measure.points import (
+    DECODE_FIGURES,
+    Calibration,
+    LatencyPoint,
+    Measured,
+    Point,
+    Unused,
+)
 
 #: Figures compared with the plan but not fitted, and why.
 COMPARED_ONLY = {
@@ -124,8 +136,15 @@ def calibrate(catalog: Catalog, measurements: tuple[Measurement, ...]) -> list[C
         estimates = estimate_rows(catalog, group)
         for measurement, estimate in zip(group, estimates, strict=True):
             figures = measured_figures(catalog, measurement)
+            for read in feature_figures(catalog, measurement, figures):
+                if isinstance(read, Measured):
+                    fit.measured.append(read)
+                else:
+                    fit.unused.append(read)
             kept = {}
             for figure, value in figures.items():
+                if figure in FEATURE_FIGURES:
+                    continue
                 reason = _unused_reason(figure, value, measurement, estimate)
                 if reason is not None:
                     fit.unused.append(Unused(measurement.entry.id, figure, reason))
@@ -194,6 +213,7 @@ __all__ = [
     "Calibration",
     "Design",
     "LatencyPoint",
+    "Measured",
     "Point",
     "Predict",
     "Unused",

@@ -33,7 +33,7 @@ def check_fits(fits: list[Calibration]) -> None:
     """Raise :class:`~planner.catalog.CatalogError` unless the calibration document passes
     the records ``planner check`` reads calibration.yaml with."""
     document = calibration_document(fits)
-    if not document["calibration"]:
+    if not document["calibration"]:  # neither a fitted figure nor one measured to set
         raise CatalogError(
             [
                 Problem(NOT_WRITTEN, f"{fit.hardware} on {fit.engine}: nothing fitted: {why}")
@@ -72,8 +72,8 @@ def calibration_document(fits: list[Calibration]) -> dict[str, Any]:
     could not separate."""
     entries = []
     for fit in fits:
-        if not fit.fitted():
-            continue  # a calibration without a fitted figure calibrates nothing
+        if not fit.fitted() and not fit.measured:
+            continue  # a calibration without a fitted or measured figure calibrates nothing
         figures = {
             "bandwidth_efficiency": _rounded(fit.bandwidth_efficiency),
             # to the microsecond: the plan must read each fitted point as the fit does
@@ -103,8 +103,9 @@ def calibration_document(fits: list[Calibration]) -> dict[str, Any]:
                 {"measurement": u.measurement, "figure": u.figure, "reason": u.reason}
                 for u in fit.unused
             ]
-        if fit.notes:
-            entry["notes"] = list(fit.notes)
+        notes = list(fit.notes) + [m.sentence() for m in fit.measured]
+        if notes:
+            entry["notes"] = notes
         entries.append(entry)
     return {"calibration": entries}
 
@@ -116,7 +117,7 @@ def summary(fits: list[Calibration]) -> list[str]:
     for fit in fits:
         used, unused = len(fit.points), len(fit.unused)
         line = f"{fit.hardware} on {fit.engine}: {used} figure(s) used, {unused} not used"
-        if not fit.fitted():
+        if not fit.fitted() and not fit.measured:
             line += "; nothing fitted, so no calibration of it is written"
         inside, outside = fit.rms(held_out=False), fit.rms(held_out=True)
         if inside is not None and outside is not None:
@@ -125,6 +126,7 @@ def summary(fits: list[Calibration]) -> list[str]:
                 f"(each point predicted by a fit without it: the band uses this)"
             )
         lines.append(line + ".")
+        lines.extend(f"  {m.sentence()}" for m in fit.measured)
         lines.extend(f"  not used: {u.measurement} {u.figure}: {u.reason}" for u in fit.unused)
         lines.extend(f"  note: {note}" for note in fit.notes)
     return lines

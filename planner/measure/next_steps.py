@@ -4,7 +4,9 @@ narrow the decision, and the figure at which the answer changes.
 An estimate guides which measurement to collect; it does not replace it. For each line of the
 ask this names the engine start-up log that checks its memory (with the pool planner predicts)
 unless one is already in ``measurements/``, and the decode measurement that checks its latency,
-with the bandwidth efficiency below which the option misses its inter-token target.
+with the bandwidth efficiency below which the option misses its inter-token target; and where
+its plan counts a prefix cache's hits or speculates, the hit ratio or the acceptance rate it
+assumes.
 """
 
 from __future__ import annotations
@@ -40,10 +42,57 @@ def _measured(measurements: tuple[Measurement, ...], row: Any, formats: tuple[st
     )
 
 
+def _gives(measurements: tuple[Measurement, ...], row: Any, figure: str) -> bool:
+    """Whether a measurement of the row's model gives ``figure`` (a hit ratio: for the row's
+    workload)."""
+    return any(
+        figure in m.figures
+        and m.entry.model == row["model"]
+        and (figure != "prefix_cache_hit_ratio" or m.entry.workload == row["workload"])
+        for m in measurements
+    )
+
+
+def _number(row: Any, name: str) -> float:
+    try:
+        return float(row.get(name, math.nan))
+    except (TypeError, ValueError):  # a text or a missing cell
+        return math.nan
+
+
+def feature_measurements(option: str, row: Any, measurements: tuple[Measurement, ...]) -> list[str]:
+    """The engine features the option's plan depends on and nothing measured yet: the prefix
+    cache's hit ratio where the plan counts cached tokens, speculative decoding's acceptance
+    where it speculates."""
+    out = []
+    ratio = _number(row, "prefix_hit_ratio")
+    measured = math.isfinite(_number(row, "measured_prefix_hit_ratio"))
+    if ratio > 0 and not measured and not _gives(measurements, row, "prefix_cache_hit_ratio"):
+        out.append(
+            f"{option}: measure the prefix cache's hit ratio (vLLM's 'Prefix cache hit rate' "
+            "log line, or vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total, with "
+            f"the workload named in index.yaml); planned {ratio:.0%} of the prompt found "
+            f"cached, {_number(row, 'prefill_tokens_mean'):,.0f} of "
+            f"{_number(row, 'prompt_tokens_mean'):,.0f} tokens prefilled."
+        )
+    proposed = _number(row, "speculative_tokens")
+    if proposed > 0 and not _gives(measurements, row, "acceptance_length"):
+        out.append(
+            f"{option}: measure speculative decoding's acceptance (vLLM's 'SpecDecoding "
+            "metrics: Mean acceptance length' log line, or its vllm:spec_decode counters); "
+            f"planned a rate of {_number(row, 'acceptance_rate'):.2f}, "
+            f"{_number(row, 'speculative_tokens_per_step'):.2f} tokens a step at "
+            f"{proposed:.0f} proposed, {_number(row, 'speculative_speedup'):.2f}× the plain "
+            "step's token rate at the full batch."
+        )
+    return out
+
+
 def next_measurements(
     catalog: Catalog, plan: Ask, measurements: tuple[Measurement, ...]
 ) -> list[str]:
-    """Sentences, one or two per option of the plan's ask, in its order."""
+    """Sentences, one or two per option of the plan's ask, in its order, and one for each
+    engine feature its plan depends on (:func:`feature_measurements`)."""
     efficiency = catalog.assumptions.bandwidth_efficiency
     out = []
     for line in plan.lines:
@@ -65,6 +114,7 @@ def next_measurements(
                     f"({row['kv_pool_bytes'] / 2**30:,.1f} GiB) per device"
                 )
             out.append(words + ".")
+        out.extend(feature_measurements(option, row, measurements))
         if _measured(measurements, row, ("vllm-bench", "perf-export")):
             continue
         batch = float(row["load_batch"])

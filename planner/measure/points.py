@@ -49,6 +49,28 @@ class Unused:
     reason: str
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A catalog figure a measurement gives directly, not by a fit: the file and entry to set
+    it in, its path there, its value, the measurement and how the value was read."""
+
+    file: str
+    entry: str | None
+    path: str
+    value: float
+    measurement: str
+    how: str
+
+    def sentence(self) -> str:
+        """What to set, e.g. ``set workloads.yaml chat: prefix.measured_hit_ratio: 0.236
+        (measurement x: ...)``."""
+        where = self.file if self.entry is None else f"{self.file} {self.entry}"
+        return (
+            f"set {where}: {self.path}: {self.value:.4g} (measurement {self.measurement}: "
+            f"{self.how})"
+        )
+
+
 @dataclass
 class Calibration:
     """The fitted figures of one hardware × engine release (None where no point informs one),
@@ -65,6 +87,8 @@ class Calibration:
     points: list[Point] = field(default_factory=list)
     unused: list[Unused] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Catalog figures the measurements give directly (a hit ratio, an acceptance rate).
+    measured: list[Measured] = field(default_factory=list)
     #: Why no calibration of this hardware may be written (a point past a bound).
     refusals: list[Problem] = field(default_factory=list)
 

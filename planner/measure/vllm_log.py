@@ -1,4 +1,4 @@
-"""Figures a vLLM engine prints at start-up, read from its log.
+"""Figures a vLLM engine prints at start-up and while it serves, read from its log.
 
 vLLM logs what it measured before sizing its KV cache. The lines changed between releases; each
 pattern below is one wording, and a log may use several. Every figure is returned in base units
@@ -32,6 +32,23 @@ for peak activation, 0.45 GiB for non-torch        ``non_torch_bytes``, ``cuda_g
 memory, and 2.10 GiB for CUDAGraph memory``
 (recent V1, debug level)
 ``CUDA graph pool memory: 0.69 GiB (actual)``      ``cuda_graph_bytes``
+=================================================  =============================================
+
+While it serves, vLLM logs its metrics every few seconds (:func:`serving_figures`), read as one
+figure each over the whole log:
+
+=================================================  =============================================
+Wording (release)                                  Figure
+=================================================  =============================================
+``Prefix cache hit rate: GPU: 45.00%, CPU: 0.00%`` ``prefix_cache_hit_ratio``: the last printed
+(V0, cumulative)                                   (a fraction)
+``..., GPU KV cache usage: 0.8%, Prefix cache hit  ``prefix_cache_hit_ratio``: the last printed,
+rate: 19.8%`` (V1, over the recent requests)       the recent requests' share
+``SpecDecoding metrics: Mean acceptance length:    ``acceptance_length``: the intervals' mean
+1.80, ..., Accepted: 648 tokens, Drafted: 788      acceptance lengths weighted by their drafted
+tokens, Per-position acceptance rate: 0.796, ...`` tokens; ``proposed_tokens``: the positions
+(V1)                                               listed (k); ``draft_acceptance_rate``:
+                                                   accepted ÷ drafted tokens
 =================================================  =============================================
 
 The engine's own account of how it was started is read too (:func:`log_settings`): its release
@@ -99,6 +116,10 @@ class Setting:
 class LogError(MeasurementFileError):
     """A log that holds no start-up figure, or a figure no device could have (``line`` says
     where)."""
+
+
+#: The figures that are shares of something (0 to 1).
+RATIOS = ("prefix_cache_hit_ratio", "draft_acceptance_rate")
 
 
 def _number(text: str) -> float:
@@ -231,8 +252,72 @@ def _believable(figure: Figure) -> None:
                 name,
                 figure.line,
             )
+    elif name in RATIOS:
+        if not 0 <= value <= 1:
+            raise LogError(f"{name} {value:g} is not a share (0 to 1)", name, figure.line)
+    elif name == "acceptance_length" and value < 1:
+        raise LogError(
+            f"acceptance_length {value:g} is below 1 (a step emits at least its own token)",
+            name,
+            figure.line,
+        )
     elif value > MAX_COUNT:
         raise LogError(f"{name} {value:,.0f} is past {MAX_COUNT:,.0f}", name, figure.line)
+
+
+#: The serving metrics' wordings: a prefix-cache hit rate in percent (V0 prints the GPU's and
+#: the CPU's; V1 one) and a speculative-decoding interval's line, read part by part.
+HIT_RATE = re.compile(r"Prefix cache hit rate: (?:GPU: )?" + _NUMBER + r"%")
+SPEC_LINE = re.compile(r"SpecDecoding metrics: [^\n]{1,4000}")
+SPEC_PARTS = {
+    "length": re.compile(r"Mean acceptance length: " + _NUMBER),
+    "accepted": re.compile(r"Accepted: " + _NUMBER + r" tokens"),
+    "drafted": re.compile(r"Drafted: " + _NUMBER + r" tokens"),
+    "positions": re.compile(r"Per-position acceptance rate: ([0-9., ]{1,400})"),
+}
+
+
+def _spec_figures(text: str) -> list[Figure]:
+    """The speculative-decoding figures over every interval line that drafted tokens: the mean
+    acceptance length weighted by drafted tokens (each draft proposes k tokens, so an
+    interval's drafts are its drafted tokens ÷ k), the positions listed (k) and accepted ÷
+    drafted tokens."""
+    drafted = accepted = weighted = 0.0
+    proposed, line = 0, 0
+    for match in islice(SPEC_LINE.finditer(text), MAX_MATCHES):
+        parts = {name: pattern.search(match.group(0)) for name, pattern in SPEC_PARTS.items()}
+        if any(part is None for part in parts.values()):
+            continue
+        tokens = _number(parts["drafted"].group(1))  # type: ignore[union-attr]
+        if tokens <= 0:
+            continue  # an idle interval
+        drafted += tokens
+        accepted += _number(parts["accepted"].group(1))  # type: ignore[union-attr]
+        weighted += tokens * _number(parts["length"].group(1))  # type: ignore[union-attr]
+        listed = parts["positions"].group(1).strip(" ,")  # type: ignore[union-attr]
+        proposed = len([p for p in listed.split(",") if p.strip()])
+        line = text.count("\n", 0, match.start()) + 1
+    if drafted <= 0:
+        return []
+    return [
+        Figure("acceptance_length", weighted / drafted, line),
+        Figure("proposed_tokens", float(proposed), line),
+        Figure("draft_acceptance_rate", accepted / drafted, line),
+    ]
+
+
+def serving_figures(text: str) -> list[Figure]:
+    """The figures vLLM's metrics lines give over a run: the last prefix-cache hit rate printed
+    (a fraction; V0's is cumulative, V1's over the recent requests) and the speculative
+    decoding's acceptance (:func:`_spec_figures`); none where the log has no such line."""
+    found: list[Figure] = []
+    last = None
+    for match in islice(HIT_RATE.finditer(text), MAX_MATCHES):
+        last = match
+    if last is not None:
+        line = text.count("\n", 0, last.start()) + 1
+        found.append(Figure("prefix_cache_hit_ratio", _number(last.group(1)) / 100, line))
+    return found + _spec_figures(text)
 
 
 def parse_vllm_log(text: str) -> list[Figure]:
@@ -245,10 +330,12 @@ def parse_vllm_log(text: str) -> list[Figure]:
     figures: list[Figure] = []
     for line, i, match in _matches(text, [pattern for pattern, _ in PATTERNS]):
         figures.extend(Figure(n, v, line) for n, v in _values(match, PATTERNS[i][1]))
+    figures.extend(serving_figures(text))
     if not figures:
         raise LogError(
             "no vLLM start-up figure found (expected lines such as 'Model loading took 14.99 GiB'"
-            " or 'GPU KV cache size: 449,776 tokens')"
+            " or 'GPU KV cache size: 449,776 tokens'), nor a metrics line ('Prefix cache hit "
+            "rate: 19.8%', 'SpecDecoding metrics: Mean acceptance length: 1.80, ...')"
         )
     for figure in figures:
         _believable(figure)
