@@ -132,7 +132,7 @@ class Forecast(Record):
         return self
 
 
-class Prefix(Record):
+class Prefix(Uncertain):
     """What a workload's prompts share, that an engine with prefix caching need not prefill
     again. Each is a mean over the workload's requests, in tokens:
 
@@ -148,8 +148,11 @@ class Prefix(Record):
       count); given, it is planned with instead of the ratio computed from the others.
 
     The pieces are taken as one prefix in that order (shared, document, history); an engine
-    caches it in whole blocks of the assumptions' ``kv_block_tokens``.
+    caches it in whole blocks of the assumptions' ``kv_block_tokens``. ``measured_hit_ratio``
+    may be a distribution, which ``planner run --draws`` samples.
     """
+
+    UNCERTAIN: ClassVar[dict[str, float]] = {"measured_hit_ratio": 1.0}
 
     shared_tokens: CountOrZero = 0
     history_tokens: CountOrZero = 0
