@@ -167,16 +167,16 @@ def test_step_model_reproduces_closed_form_on_shipped_catalogs(shipped):
     for _, row in rows.iterrows():
         step = step_model(row, catalog.assumptions)
         batch = int(row["decode_batch"])
-        context = batch * row["mean_context_tokens"]
-        assert step.decode_step_s(batch, context) == pytest.approx(row["itl_s"], rel=1e-12)
-        assert step.prefill_s(row["prompt_tokens_mean"]) == pytest.approx(
-            row["prefill_s"], rel=1e-12
-        )
+        # the simulation counts a sequence's own tokens; the step model adds the shared
+        # prefix every sequence reads (0 without prefix caching)
+        own = row["mean_context_tokens"] - step.shared_prefix_tokens
+        assert step.decode_step_s(batch, batch * own) == pytest.approx(row["itl_s"], rel=1e-12)
+        # the mean prompt, its cached tokens skipped but not the attention over them
+        prefill = step.prefill_s(row["prompt_tokens_mean"], row["cached_prompt_tokens_mean"])
+        assert prefill == pytest.approx(row["prefill_s"], rel=1e-12)
         # and at the batch the forecast load produces, the closed form's load figure
         load = float(row["load_batch"])
-        assert step.decode_step_s(load, load * row["mean_context_tokens"]) == pytest.approx(
-            row["itl_load_s"], rel=1e-12
-        )
+        assert step.decode_step_s(load, load * own) == pytest.approx(row["itl_load_s"], rel=1e-12)
         kinds.add((row["decode_bound"], row["tensor_parallel"] > 1))
     assert len(rows) > 700
     # memory-bound steps with and without TP, compute-bound ones (the shipped catalogs have no
@@ -224,7 +224,10 @@ def test_kv_budget_holds_max_sequences(seed, shipped):
     _, table = shipped
     fits = table[table.replica_fits]
     tokens = np.array([kv_budget_tokens(r) for _, r in fits.iterrows()])
-    assert np.array_equal(tokens // fits["tokens_per_sequence"], fits["max_sequences"])
+    # the budget counts sequences' own tokens, a shared prefix being held once
+    own = fits["tokens_per_sequence"] - fits["shared_prefix_cached_tokens"]
+    assert (fits["shared_prefix_cached_tokens"] > 0).any()  # the shipped chat shares one
+    assert np.array_equal(tokens // own, fits["max_sequences"])
 
 
 # ------------------------------------------------------------------- configurations

@@ -172,7 +172,8 @@ def queue_prefills(replica: _ReplicaState, admitted: _Admission) -> None:
     if not admitted.prefilled:
         return
     for rid, tokens in zip(admitted.prefilled, admitted.prefill_tokens, strict=True):
-        replica.prefilling.append([rid, tokens, 0])
+        # its tokens found in the prefix cache count as prefilled already
+        replica.prefilling.append([rid, tokens, replica.cached[rid]])
         replica.pre_n += 1
         replica.pre_need += tokens + 1
     admitted.prefilled.clear()

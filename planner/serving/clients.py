@@ -10,7 +10,7 @@ import heapq
 import math
 
 from planner.serving.statistics import DONE, REJECTED, Records, Totals, _rngs
-from planner.serving.traffic import SimConfig, request_delays, request_lengths
+from planner.serving.traffic import SimConfig, request_delays, request_lengths, request_prefixes
 
 
 class _Clients:
@@ -18,11 +18,24 @@ class _Clients:
     (:class:`Records`), the tasks' start times (open loop), and the heap of requests on their
     way to the scheduler queue, ``(time it reaches the queue [s], sequence, request)``."""
 
-    __slots__ = ("cfg", "closed", "heap", "next_task", "rec", "seq", "task_times", "totals")
+    __slots__ = (
+        "cached",
+        "cfg",
+        "closed",
+        "heap",
+        "next_task",
+        "rec",
+        "seq",
+        "task_times",
+        "totals",
+    )
 
     def __init__(self, cfg: SimConfig) -> None:
         self.cfg = cfg
         prompt, output, n_tasks = request_lengths(cfg)
+        # a request's own prompt tokens (the shared prefix is the pool's) and, of them, the
+        # ones found in the prefix cache, which its prefill starts after
+        prompt, self.cached = request_prefixes(cfg, prompt)
         rpt = cfg.requests_per_task
         warm = int(math.floor(cfg.warmup_fraction * n_tasks)) * rpt
         self.rec = Records(prompt, output, n_tasks, rpt, warm, *request_delays(cfg, len(prompt)))

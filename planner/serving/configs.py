@@ -83,7 +83,21 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         experts=float(row["experts"]),
         experts_per_token=float(row["experts_per_token"]),
         padding_s=float(row["matmul_padding_s"]),
+        shared_prefix_tokens=_shared_prefix_tokens(row),
     )
+
+
+def _shared_prefix_tokens(row: Mapping[str, Any]) -> float:
+    """The shared prefix's cached tokens, held once per replica [tokens] (0 where the row has
+    none: prefix caching off or no shared prefix)."""
+    tokens = float(row.get("shared_prefix_cached_tokens", 0.0))
+    return tokens if _finite(tokens) and tokens > 0 else 0.0
+
+
+def prefix_hit_ratio(row: Mapping[str, Any]) -> float:
+    """The planned share of a prompt found in the prefix cache [-] (0 where the row has none)."""
+    ratio = float(row.get("prefix_hit_ratio", 0.0))
+    return ratio if _finite(ratio) and ratio > 0 else 0.0
 
 
 def chunk_tokens(assumptions: Assumptions) -> int | None:
@@ -95,12 +109,20 @@ def chunk_tokens(assumptions: Assumptions) -> int | None:
 
 
 def kv_budget_tokens(row: Mapping[str, Any]) -> int:
-    """Cache tokens one replica holds: budget ÷ (bytes of a maximum-length sequence per token).
+    """Cache tokens one replica holds for its sequences' own tokens: (budget − the shared
+    prefix, held once) ÷ (bytes of a maximum-length sequence's own part per token), the
+    sequence's own part being (KV per sequence − shared prefix) over (tokens per sequence − the
+    shared prefix's cached tokens) (:func:`planner.model.memory.max_sequences`).
 
-    Zero when the weights leave no room. ``⌊result ÷ tokens_per_sequence⌋ = max_sequences``.
+    Zero when the weights leave no room. ``⌊result ÷ (tokens_per_sequence − shared cached
+    tokens)⌋ = max_sequences``; with no shared prefix, budget ÷ KV bytes per token.
     """
-    budget = float(row["kv_budget_bytes"])
-    per_token = float(row["kv_bytes_per_sequence"]) / float(row["tokens_per_sequence"])
+    shared_bytes = float(row.get("shared_prefix_kv_bytes", 0.0))
+    if not (_finite(shared_bytes) and shared_bytes > 0):
+        shared_bytes = 0.0
+    budget = float(row["kv_budget_bytes"]) - shared_bytes
+    own_tokens = float(row["tokens_per_sequence"]) - _shared_prefix_tokens(row)
+    per_token = (float(row["kv_bytes_per_sequence"]) - shared_bytes) / own_tokens
     if not budget > 0 or not per_token > 0:
         return 0
     # the tiny slack keeps floor() from losing a whole token to rounding
@@ -175,7 +197,17 @@ def _assemble(
         n_requests=max(1, a.simulated_requests if n_requests is None else n_requests),
         seed=a.seed if seed is None else seed,
         chunk_tokens=chunk_tokens(a),
+        prefix_hit_ratio=prefix_hit_ratio(row),
+        kv_block_tokens=_block_tokens(row, a),
     )
+
+
+def _block_tokens(row: Mapping[str, Any], assumptions: Assumptions) -> int:
+    """The cache's block size [tokens]: the row's, else the assumptions'."""
+    block = float(row.get("kv_block_tokens", math.nan))
+    if _finite(block) and block >= 1:
+        return int(block)
+    return max(1, int(assumptions.kv_block_tokens))
 
 
 def sim_config(

@@ -41,6 +41,7 @@ class _ReservedChunked(_Clients):
         "fresh",
         "joined",
         "max_batch",
+        "shared",
         "table",
         "timeout",
     )
@@ -49,7 +50,9 @@ class _ReservedChunked(_Clients):
         super().__init__(cfg)
         self.table = table
         self.chunk: int = cfg.chunk_tokens  # type: ignore[assignment]
-        table.remember_prefill_flops(self.rec.prompt)
+        shared = int(table.shared_prefix_tokens)  # a chunk's done counts from the prompt's start
+        self.shared = shared
+        table.remember_prefill_flops([shared + p for p in self.rec.prompt])
         self.max_batch = cfg.max_batch if cfg.max_batch is not None else math.inf
         self.timeout = cfg.queue_timeout_s if cfg.queue_timeout_s is not None else math.inf
         self.fresh: deque[int] = deque()
@@ -119,7 +122,7 @@ class _ReservedChunked(_Clients):
                 break
             fresh.popleft()
             rec.admit_t[rid] = now
-            pre.append([rid, p, 0])
+            pre.append([rid, p, self.cached[rid]])  # its cached tokens count as prefilled
             reserved += p + reserve
             if reserved > totals.peak_reserved:
                 totals.peak_reserved = reserved
@@ -136,13 +139,14 @@ class _ReservedChunked(_Clients):
         if left < 1:
             left = 1  # decodes first; a prompt always moves
         pieces = []  # (done, take) of each chunk
+        shared = self.shared
         for entry in pre:
             if left <= 0:
                 break
             take = entry[1] - entry[2]
             if take > left:
                 take = left
-            pieces.append((entry[2], take))
+            pieces.append((shared + entry[2], take))
             entry[2] += take
             left -= take
         totals = self.totals

@@ -317,7 +317,7 @@ class _Replica(_ReplicaState):
         for r in admitted.swapped_in:
             swap_in_bytes += kv_b * (rec.prompt[r] + rec.gen[r] - 1)
         t_swap = swap_in_bytes / cfg.swap_bandwidth_bytes_per_s
-        t_prefill = self.step.prefill_batch_s(admitted.prefill_tokens) + t_swap
+        t_prefill = self._prefill_s(admitted) + t_swap
         totals.swap_bytes += swap_in_bytes
         totals.swap_time += t_swap
         t1 = now + t_prefill
@@ -336,6 +336,18 @@ class _Replica(_ReplicaState):
         for rid in admitted.swapped_in:
             self._join(rid)
         return t_prefill
+
+    def _prefill_s(self, admitted: _Admission) -> float:
+        """The prefill step's own time for what was admitted [s]: each prompt from its start
+        (the shared prefix the step model counts added to its own tokens), skipping the
+        tokens found in the prefix cache."""
+        shared = int(self.step.shared_prefix_tokens)
+        tokens = admitted.prefill_tokens
+        if not shared and not any(self.cached[r] for r in admitted.prefilled):
+            return self.step.prefill_batch_s(tokens)
+        prompts = [shared + t for t in tokens]
+        cached = [shared + self.cached[r] for r in admitted.prefilled]
+        return self.step.prefill_batch_s(prompts, cached)
 
     def _prefilled(self, rid: int, t: float) -> None:
         """rid's prompt (or, resumed by recompute, its prompt and tokens so far) is prefilled
@@ -370,12 +382,13 @@ class _Replica(_ReplicaState):
         left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
         chunks: list[tuple[list[int], int]] = []
         pieces: list[tuple[int, int]] = []  # (done, take) of each chunk
+        shared = int(self.step.shared_prefix_tokens)  # done from the prompt's start
         for entry in self.prefilling:
             if left <= 0:
                 break
             take = min(entry[1] - entry[2], left)
             chunks.append((entry, take))
-            pieces.append((entry[2], take))
+            pieces.append((shared + entry[2], take))
             left -= take
         t_step = self.step.mixed_step_s(B, ctx0, pieces)
         if B:

@@ -64,6 +64,10 @@ class StepModel:
     padding_s: float = 0.0
     """Time every step's weight multiplications take beyond their tokens' arithmetic [s]
     (:func:`latency.matmul_padding_s`)."""
+    shared_prefix_tokens: float = 0.0
+    """Tokens of a prefix every sequence shares, held once in the pool (prefix caching,
+    :func:`planner.model.prefix.shared_prefix_cached_tokens`) [tokens]: the simulation counts a
+    sequence's own tokens, and every decoding sequence reads these besides (0: none)."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
@@ -79,6 +83,7 @@ class StepModel:
             "routed_expert_bytes",
             "encoder_bytes",
             "padding_s",
+            "shared_prefix_tokens",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
@@ -98,6 +103,22 @@ class StepModel:
             )
         )
 
+    def prefill_flops_cached(self, prompt_tokens: float, cached_tokens: float) -> float:
+        """Arithmetic of prefilling P tokens of which C are found in the prefix cache [FLOP]
+        (:func:`latency.prefill_flops` with hit ratio C ÷ P): the N = P − C new tokens' and
+        their attention over the cached ones."""
+        p = float(prompt_tokens)
+        return float(
+            latency.prefill_flops(
+                self.flops_per_token / 2,
+                p,
+                self.attention_flops_per_token_sq / 2,
+                1,
+                1,
+                float(cached_tokens) / p,
+            )
+        )
+
     def prefill_compute_s(self, prompt_tokens: float) -> float:
         """Arithmetic time of prefilling P tokens in one step [s]: FLOP ÷ achieved compute + the
         multiplications' padding."""
@@ -108,16 +129,39 @@ class StepModel:
         touching every expert of a mixture [s] (:func:`latency.weight_read_s`)."""
         return float(latency.weight_read_s(self.weight_bytes, self.bandwidth_bytes_per_s, 1.0))
 
-    def prefill_s(self, prompt_tokens: float) -> float:
-        """Prefill time of one prompt of P tokens [s] (:func:`latency.prefill_s`):
-        ``max(compute, one weight read) + P × all-reduce + step_overhead_s``."""
+    def prefill_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """Prefill time of one prompt of P tokens, C of them found in the prefix cache [s]
+        (:func:`latency.prefill_s` with hit ratio C ÷ P): ``max(compute, one weight read) +
+        (P − C) × all-reduce + step_overhead_s``."""
+        if cached_tokens:
+            return self.prefill_batch_s([prompt_tokens], [cached_tokens])
         return self.prefill_batch_s([prompt_tokens])
 
-    def prefill_batch_s(self, prompt_tokens: Sequence[float]) -> float:
+    def prefill_batch_s(
+        self, prompt_tokens: Sequence[float], cached_tokens: Sequence[float] | None = None
+    ) -> float:
         """Time of one prefill step over several prompts [s]: :func:`latency.prefill_s` of their
-        total arithmetic and tokens (the weights are read once, one overhead); 0 for none."""
+        total arithmetic and tokens (the weights are read once, one overhead); 0 for none.
+        ``cached_tokens``: each prompt's tokens found in the prefix cache (none: 0), whose
+        arithmetic is skipped but not the attention over them, and which are not all-reduced
+        (the hit ratio passed is the prompts' cached share)."""
         if len(prompt_tokens) == 0:
             return 0.0
+        if cached_tokens is not None and any(cached_tokens):
+            pairs = zip(prompt_tokens, cached_tokens, strict=True)
+            total = float(sum(prompt_tokens))
+            return float(
+                latency.prefill_s(
+                    sum(self.prefill_flops_cached(p, c) for p, c in pairs),
+                    self.compute_flops_per_s,
+                    self.padding_s,
+                    self.prefill_memory_s(),
+                    total,
+                    self.allreduce_s_per_token,
+                    self.step_overhead_s,
+                    float(sum(cached_tokens)) / total,
+                )
+            )
         flops = sum(self.prefill_flops(p) for p in prompt_tokens)
         return float(
             latency.prefill_s(
@@ -143,10 +187,18 @@ class StepModel:
             latency.decode_weight_bytes_per_step(decoder, self.routed_expert_bytes, 1.0, touched, 1)
         )
 
+    def held_tokens(self, batch: float, context_tokens_total: float) -> float:
+        """Cached tokens a decode step of ``batch`` sequences reads [tokens]: their own,
+        ``context_tokens_total``, and each the shared prefix, ``batch × shared_prefix_tokens``
+        (the closed form's mean context per sequence counts both)."""
+        return float(context_tokens_total) + batch * self.shared_prefix_tokens
+
     def decode_memory_s(self, batch: float, context_tokens_total: float) -> float:
         """Memory time of one decode step [s] (:func:`latency.decode_memory_s`): the weights the
-        batch touches, once, plus every sequence's cache, ``context_tokens_total`` tokens."""
-        return self.read_s(self.decode_weight_bytes(batch), context_tokens_total)
+        batch touches, once, plus every sequence's cache, ``context_tokens_total`` tokens of its
+        own and the shared prefix (:meth:`held_tokens`)."""
+        held = self.held_tokens(batch, context_tokens_total)
+        return self.read_s(self.decode_weight_bytes(batch), held)
 
     def read_s(self, weight_bytes: float, context_tokens_total: float) -> float:
         """Time of reading ``weight_bytes`` [B] once and ``context_tokens_total`` cached tokens
@@ -166,8 +218,9 @@ class StepModel:
     def decode_compute_s(self, batch: float, context_tokens_total: float) -> float:
         """Time of one decode step bound by its arithmetic [s]
         (:func:`latency.decode_compute_s`): the multiplications of one token per sequence,
-        then the caches' ``context_tokens_total`` tokens read."""
-        return float(self.decode_multiply_s(batch) + self.read_s(0.0, context_tokens_total))
+        then the caches' tokens read (:meth:`held_tokens`)."""
+        held = self.held_tokens(batch, context_tokens_total)
+        return float(self.decode_multiply_s(batch) + self.read_s(0.0, held))
 
     def decode_terms(self, batch: float, context_tokens_total: float) -> tuple[float, float]:
         """(:meth:`decode_memory_s`, :meth:`decode_compute_s`) of one decode step [s]."""
@@ -199,11 +252,13 @@ class StepModel:
         """Time of one step of chunked prefill [s] (:func:`latency.itl_s` over the step's
         tokens): ``batch`` sequences decode one token each, reading ``context_tokens_total``
         cached tokens, while each chunk ``(done, tokens)`` prefills ``tokens`` more of a prompt
-        of which ``done`` are cached. The weights are read once (all of them: a prompt's many
-        tokens touch every expert), each chunk reads its prompt's cache, the arithmetic adds
-        up (the multiplications' padding once a step), every token of the step is all-reduced
-        and every decoding sequence costs its time per sequence. With no chunk it is
-        :meth:`decode_step_s`; with no batch and one whole prompt, :meth:`prefill_s`."""
+        of which ``done`` are cached (counted from the prompt's start: a shared prefix and the
+        tokens found in the prefix cache are among them). The weights are read once (all of
+        them: a prompt's many tokens touch every expert), each chunk reads its prompt's cache,
+        the arithmetic adds up (the multiplications' padding once a step), every token of the
+        step is all-reduced and every decoding sequence costs its time per sequence. With no
+        chunk it is :meth:`decode_step_s`; with no batch and one whole prompt,
+        :meth:`prefill_s`."""
         if not chunks:
             return self.decode_step_s(batch, context_tokens_total)
         cached_chunks: float = 0
@@ -213,9 +268,10 @@ class StepModel:
             cached_chunks += done
             chunked += tokens
             flops += self.prefill_flops(done + tokens) - self.prefill_flops(done)
-        cached = float(context_tokens_total) + cached_chunks
+        cached = self.held_tokens(batch, context_tokens_total) + cached_chunks
         memory = self.read_s(self.weight_bytes, cached)
-        compute = self.decode_compute_s(batch, cached) + flops / self.compute_flops_per_s
+        multiply = float(self.decode_multiply_s(batch) + self.read_s(0.0, cached))
+        compute = multiply + flops / self.compute_flops_per_s
         step = latency.itl_s(
             memory,
             compute,
@@ -422,7 +478,8 @@ class StepTable(StepModel):
             cached_chunks += done
             chunked += tokens
             flops += prefill_flops[done + tokens] - prefill_flops[done]
-        cache = kv * float(context_tokens_total)
+        held = float(context_tokens_total) + batch * self.shared_prefix_tokens  # held_tokens
+        cache = kv * held
         memory = (weights[batch] + cache) / bandwidth  # read_s, decode_memory_s of one sequence
         compute = multiply[batch] + cache / bandwidth
         slower = memory if memory >= compute else compute
@@ -430,7 +487,7 @@ class StepTable(StepModel):
         per_sequence = batch * (per_token + self.step_overhead_per_sequence_s)
         decode = slower + per_sequence + self.step_overhead_s  # latency.itl_s
         first = slower + overhead[batch]
-        cache = kv * float(float(context_tokens_total) + cached_chunks)
+        cache = kv * float(held + cached_chunks)
         memory = (self.weight_bytes + cache) / bandwidth
         compute = multiply[batch] + cache / bandwidth + flops / self.compute_flops_per_s
         slower = memory if memory >= compute else compute
@@ -442,7 +499,8 @@ class StepTable(StepModel):
         weights, multiply, overhead, beta = self._by_batch
         if batch >= len(weights):
             self.batch_terms(batch)
-        cache = self.kv_bytes_per_token * float(context_tokens_total)
+        held = float(context_tokens_total) + batch * self.shared_prefix_tokens  # held_tokens
+        cache = self.kv_bytes_per_token * held
         bandwidth = self.bandwidth_bytes_per_s
         memory = (weights[batch] + cache) / bandwidth
         compute = multiply[batch] + cache / bandwidth

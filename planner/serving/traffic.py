@@ -4,6 +4,7 @@ closed loop, Poisson, bursty, trace) and a run's configuration (:class:`SimConfi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -119,6 +120,12 @@ class SimConfig:
     """Chunked prefill: the tokens one step may carry (the engine's max_num_batched_tokens),
     decodes first, prompts in chunks with the rest; None: each admission's prompts are
     prefilled whole in a step of their own."""
+    prefix_hit_ratio: float = 0.0
+    """Prefix caching: the planned share of a prompt found in the cache
+    (:func:`planner.model.prefix.prefix_hit_ratio`) [-]; each request finds that share of its
+    own prompt, in whole ``kv_block_tokens`` blocks (0: every prompt prefilled whole)."""
+    kv_block_tokens: int = 1
+    """Tokens per cache block, the prefix cache's granularity [tokens]."""
 
     def __post_init__(self) -> None:
         if self.kv_budget_tokens < 1 or self.max_output_tokens < 1:
@@ -143,8 +150,15 @@ class SimConfig:
             raise ValueError("swap bandwidth must be positive")
         if self.chunk_tokens is not None and self.chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
+        _check_prefix(self.prefix_hit_ratio, self.kv_block_tokens)
         if not 0.0 <= self.delay_spread <= 1.0:
             raise ValueError("delay_spread must be in [0, 1]")
+
+
+def _check_prefix(ratio: float, block_tokens: int) -> None:
+    """A hit ratio in [0, 1] and whole blocks of at least one token, else ValueError."""
+    if not 0.0 <= ratio <= 1.0 or block_tokens < 1:
+        raise ValueError("prefix_hit_ratio must be in [0, 1], kv_block_tokens >= 1")
 
 
 def request_delays(cfg: SimConfig, n: int) -> tuple[list[float], list[float]]:
@@ -184,3 +198,23 @@ def request_lengths(cfg: SimConfig) -> tuple[list[int], list[int], int]:
                 output = vals
     clipped = np.clip(output, 1, cfg.max_output_tokens)
     return np.maximum(prompt, 1).tolist(), clipped.tolist(), n_tasks
+
+
+def request_prefixes(cfg: SimConfig, prompt: list[int]) -> tuple[list[int], list[int]]:
+    """Each request's own prompt tokens and the part of them found in the prefix cache
+    [tokens], from its whole prompt of P tokens: S = the step model's shared prefix (held once
+    by the pool, so not the request's own; a prompt is at least S + 1 tokens), and C the whole
+    blocks of min(hit ratio × P, P − 1), at least S, as
+    :func:`planner.model.prefix.prefix_hit_ratio_expected` takes the mean prompt's. Own: P − S;
+    own cached: C − S. With no shared prefix and no hit ratio, the prompts and zeros."""
+    shared = int(cfg.step.shared_prefix_tokens)
+    ratio, block = cfg.prefix_hit_ratio, cfg.kv_block_tokens
+    if shared == 0 and ratio == 0.0:
+        return prompt, [0] * len(prompt)
+    own, cached = [], []
+    for p in prompt:
+        whole = max(p, shared + 1)
+        hit = math.floor(max(min(ratio * whole, whole - 1), 0) / block) * block
+        own.append(whole - shared)
+        cached.append(max(hit, shared) - shared)
+    return own, cached
