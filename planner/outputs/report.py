@@ -53,6 +53,7 @@ from planner.outputs.decision import (
     uncertainty_section,
 )
 from planner.outputs.formatting import bandwidth, cents, count, duration, memory, short, usd
+from planner.outputs.formulas import printed
 from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.sections import (
     LEADING_MODELS,
@@ -234,7 +235,7 @@ def context(
         "lost": lost_table(ranks, catalog.workloads),
         "simulation": simulation_summary(ranks),
         "baseline": baseline_context(baseline),
-        "metrics": results.metrics,
+        "metrics": [(m, printed(m)) for m in results.metrics],
         "assumptions": assumption_rows(catalog),
         "amortisation_months": catalog.assumptions.amortisation_months,
         "not_modelled": NOT_MODELLED,
