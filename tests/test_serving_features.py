@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from planner.model import latency, speculative
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel, simulate
+from planner.serving.speculation import (
+    acceptance_rng,
+    accepted_tokens,
+    itl_floor_s,
+    verify_step_s,
+)
 from planner.serving.traffic import request_prefixes
 
 # 1 GFLOP-active model (2e9 FLOP per token) at 1 TFLOP/s, 1 MB of weights at 1 TB/s, 1 kB of
@@ -80,3 +87,114 @@ def test_each_request_finds_its_share_in_whole_blocks_and_at_least_the_shared_pr
     assert request_prefixes(cfg, [3000, 1200, 1000]) == ([2000, 200, 1], [1096, 0, 0])
     off = _config(StepModel(**BASE), 0.0, None)
     assert request_prefixes(off, [3000, 1200]) == ([3000, 1200], [0, 0])
+
+
+# Speculative decoding. A 10 GB dense model read at 1 TB/s (10 ms a step), 2e9 FLOP a token at
+# 100 TFLOP/s, 1 kB of cache per token, 1 ms of overhead a step; the proposer reads 1 GB a
+# forward (1 ms; its 2e8 FLOP a sequence take 2 µs, its cache is not counted), k = 3 proposals.
+SPEC = dict(
+    weight_bytes=1e10,
+    kv_bytes_per_token=1e3,
+    bandwidth_bytes_per_s=1e12,
+    flops_per_token=2e9,
+    compute_flops_per_s=1e14,
+    step_overhead_s=1e-3,
+    speculative_tokens=3,
+    draft_read_bytes=1e9,
+    draft_flops_per_token=2e8,
+)
+
+
+def _spec_config(rate: float, output: int, step: StepModel | None = None) -> SimConfig:
+    return SimConfig(
+        step=step or StepModel(**SPEC),
+        kv_budget_tokens=100_000,
+        prompt=Lengths.fixed(1000),
+        output=Lengths.fixed(output),
+        max_output_tokens=output,
+        arrivals=Arrivals.closed(1),
+        n_requests=20,
+        acceptance_rate=rate,
+    )
+
+
+def _verifying_step_s(context: float, emitted: float) -> float:
+    """The closed form's inter-token latency of one sequence verifying k = 3 proposals at
+    ``context`` cached tokens, emitting ``emitted`` tokens a step."""
+    write = speculative.verify_kv_write_bytes_per_sequence_step(3, 1e3)
+    memory = latency.decode_memory_s(1e10, 1, context * 1e3, 1e12, 1.0, write)
+    compute = latency.decode_compute_s(2e9, 1, 1e14, 0.0, context * 1e3, 1e12, 1.0, 4)
+    draft = speculative.draft_s(3, 1e9, 1, context, 0.0, 2e8, 1e14, 1e12, 1.0)
+    return float(latency.itl_s(memory, compute, 0.0, 1, 1e-3, 0.0, draft, 4, emitted))
+
+
+def test_every_proposal_accepted_emits_four_tokens_a_step():
+    """α = 1, 1,000-token prompt, 41 output tokens: the prefill emits the first, then 10 steps
+    of 4. Step j reads 1,001 + 4j cached tokens: memory (1e10 + (1,001 + 4j) kB + 3 kB of
+    proposed keys and values) ÷ 1 TB/s = 10.001004 ms + 4j ns (the 4 tokens' arithmetic,
+    80 µs + the cache read, is shorter), + 3 × 1 ms proposer + 1 ms overhead. The 40 tokens
+    take 10 × 14.001004 ms + 4 ns × 45 = 140.01022 ms: TPOT 3.5002555 ms, the closed form's
+    verifying step ÷ 4 at the mean context 1,001 + 4 × 4.5 = 1,019 tokens."""
+    result = simulate(_spec_config(1.0, 41))
+    assert result.tpot_p50_s == pytest.approx(3.5002555e-3, rel=1e-9)
+    assert result.tpot_p50_s == pytest.approx(_verifying_step_s(1019, 4), rel=1e-9)
+    # each of a burst's 4 tokens counts a quarter of the step; the pooled mean is TPOT
+    assert result.itl_mean_s == pytest.approx(3.5002555e-3, rel=1e-9)
+    assert result.itl_p50_s == pytest.approx(3.5002555e-3, rel=1e-6)
+
+
+def test_no_proposal_accepted_emits_one_token_at_the_verifying_step_s_cost():
+    """α = 0, 41 output tokens: 40 steps of one token, step j at 1,001 + j cached tokens,
+    14.001004 ms + j ns; the mean step, at 1,020.5 tokens, 14.001004 ms + 19.5 ns =
+    14.0010235 ms, is the TPOT."""
+    result = simulate(_spec_config(0.0, 41))
+    assert result.tpot_p50_s == pytest.approx(14.0010235e-3, rel=1e-9)
+    assert result.tpot_p50_s == pytest.approx(_verifying_step_s(1020.5, 1), rel=1e-9)
+
+
+def test_accepted_proposals_follow_the_closed_form_mean():
+    """k = 3, α = 0.7: accepted j = 0..3 with probabilities 0.3, 0.21, 0.147, 0.343, mean
+    0.7 + 0.49 + 0.343 = 1.533, so 2.533 tokens a step; E[j²] = 0.21 + 4 × 0.147 + 9 × 0.343
+    = 3.885, variance 3.885 − 1.533² = 1.5349, standard deviation 1.239. Over 100,000
+    sequences the mean's standard error is 1.239 ÷ 316.2 = 0.0039; 4 of them, 0.016, is
+    exceeded by chance once in about 16,000 seeds."""
+    draws = accepted_tokens(acceptance_rng(7), 0.7, 3, 100_000)
+    assert set(draws) == {0, 1, 2, 3}
+    assert 1 + sum(draws) / len(draws) == pytest.approx(2.533, abs=0.016)
+
+
+def test_a_run_at_acceptance_0_7_emits_2_533_tokens_a_step():
+    """α = 0.7, 2,001 output tokens, 20 requests (18 measured): about 2,000 ÷ 2.533 = 790
+    steps a request, 14,200 measured. The pooled ITL is the time ÷ the tokens, the verifying
+    step (its context grows by 2.5 ns a step, under 0.03 % of 14 ms over a request) ÷ the
+    tokens per step, whose standard error over 14,200 steps is 1.239 ÷ 119 = 0.0104, 0.41 %
+    of 2.533; a request's last step, cut to the tokens it has left, loses under 1.5 tokens
+    of 2,000 (0.08 %). 2 % holds the three with room."""
+    result = simulate(_spec_config(0.7, 2001))
+    step = _verifying_step_s(1000 + 1000, 1)
+    assert result.itl_mean_s == pytest.approx(step / 2.533, rel=0.02)
+    assert result.tpot_p50_s == pytest.approx(step / 2.533, rel=0.02)
+
+
+def test_without_proposals_the_run_keeps_its_random_streams():
+    """k = 0 leaves the fast loop and the one-token steps as they were: the same run with the
+    speculative fields at their defaults, and with an acceptance rate that nothing reads."""
+    plain = dict(SPEC, speculative_tokens=0, draft_read_bytes=0.0, draft_flops_per_token=0.0)
+    a = simulate(_spec_config(0.0, 41, StepModel(**plain)))
+    b = simulate(_spec_config(0.7, 41, StepModel(**plain)))
+    assert a.to_dict() == b.to_dict()
+
+
+def test_a_verifying_step_of_a_mixture_touches_the_experts_of_its_k_plus_1_tokens():
+    """The model above as a mixture: 8 GB of its 10 GB in 8 routed experts, 2 a token, 1 µs of
+    all-reduce a token. One sequence verifying k = 3 runs 4 tokens, which miss an expert with
+    probability 0.75⁴ = 0.31640625: 8 GB × 0.31640625 = 2.53125 GB unread, 7.46875 GB read,
+    7.46875 ms; + 1,000 cached tokens and 3 proposed positions, 1.003 µs; + 4 tokens'
+    all-reduce, 4 µs; + 3 ms proposer + 1 ms overhead = 11.473753 ms. Its floor, one cached
+    token, ÷ the 4 tokens every proposal accepted emits: (7.46875 ms + 4 ns + 4 µs + 4 ms) ÷ 4
+    = 11.472754 ms ÷ 4 = 2.8681885 ms."""
+    step = StepModel(
+        **SPEC, routed_expert_bytes=8e9, experts=8, experts_per_token=2, allreduce_s_per_token=1e-6
+    )
+    assert verify_step_s(step, 1, 1000) == pytest.approx(11.473753e-3, rel=1e-12)
+    assert itl_floor_s(step) == pytest.approx(2.8681885e-3, rel=1e-12)

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 from planner.serving.clients import _Clients
+from planner.serving.speculation import acceptance_rng
 from planner.serving.steps import StepModel, step_table
 from planner.serving.traffic import SimConfig
 
@@ -53,6 +54,9 @@ class _ReplicaState(_Clients):
         self.prefilling: deque[list[int]] = deque()
         self.pre_n = 0
         self.pre_need = 0
+        # speculative decoding: the acceptance draws' own generator (None without speculation)
+        self.spec_rng = acceptance_rng(cfg.seed) if cfg.step.speculative_tokens > 0 else None
+        self.verified = int(cfg.step.speculative_tokens) + 1  # tokens a sequence runs a step
 
 
 class _Admission:

@@ -53,7 +53,8 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
 
     See :mod:`planner.serving.sizing` for what each field takes from the row. At any batch B
     and context, ``decode_step_s(B, B × mean_context_tokens)`` is the closed form's ``itl_s`` at
-    that batch (a mixture reading the experts B sequences touch).
+    that batch (a mixture reading the experts B sequences touch); with speculative decoding
+    :func:`planner.serving.speculation.verify_step_s` ÷ the tokens a step emits is.
     """
     # per device, as decode_weight_bytes_per_step divides them
     routed = (
@@ -84,7 +85,18 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         experts_per_token=float(row["experts_per_token"]),
         padding_s=float(row["matmul_padding_s"]),
         shared_prefix_tokens=_shared_prefix_tokens(row),
+        speculative_tokens=_row_figure(row, "speculative_tokens"),
+        draft_read_bytes=_row_figure(row, "draft_read_bytes_per_forward"),
+        draft_kv_bytes_per_token=_row_figure(row, "draft_kv_bytes_per_token"),
+        draft_flops_per_token=_row_figure(row, "draft_flops_per_token"),
     )
+
+
+def _row_figure(row: Mapping[str, Any], column: str) -> float:
+    """A non-negative figure of the row, 0 where it has none (speculative decoding's: 0 where
+    the candidate is served without it)."""
+    value = float(row.get(column, 0.0))
+    return value if _finite(value) and value > 0 else 0.0
 
 
 def _shared_prefix_tokens(row: Mapping[str, Any]) -> float:
@@ -199,6 +211,7 @@ def _assemble(
         chunk_tokens=chunk_tokens(a),
         prefix_hit_ratio=prefix_hit_ratio(row),
         kv_block_tokens=_block_tokens(row, a),
+        acceptance_rate=min(_row_figure(row, "acceptance_rate"), 1.0),
     )
 
 

@@ -36,6 +36,8 @@ Model (the decisions a reader must know)
    work) until the next thing that could change the schedule: a request
    finishing, the KV budget filling up (``current-length``), an arrival
    that could be admitted, a queue time-out, or a queue head that fits.
+   With speculative decoding each step verifies k proposals and a request
+   gains 1 + those it accepts, one step at a time (:mod:`.speculation`).
 
 *KV accounting.*  A running request that has generated ``g`` tokens holds
 ``P + g - 1`` cached tokens and needs ``P + g`` for its next decode step.
@@ -137,6 +139,7 @@ from planner.serving.admission import (
     queue_prefills,
 )
 from planner.serving.reserved import simulate_reserved_chunked
+from planner.serving.speculation import verify
 from planner.serving.statistics import (
     PREEMPTED,
     RUNNING,
@@ -379,7 +382,8 @@ class _Replica(_ReplicaState):
             stall = self._preempt(now, [])
         B = len(self.running)
         ctx0 = self.sum_base + B * self.G
-        left = max(cfg.chunk_tokens - B, 1)  # decodes first; a prompt always moves
+        # decodes first (k + 1 tokens each when verifying proposals); a prompt always moves
+        left = max(cfg.chunk_tokens - B * self.verified, 1)
         chunks: list[tuple[list[int], int]] = []
         pieces: list[tuple[int, int]] = []  # (done, take) of each chunk
         shared = int(self.step.shared_prefix_tokens)  # done from the prompt's start
@@ -509,6 +513,8 @@ class _Replica(_ReplicaState):
     ) -> float:
         """Decode steps of the running batch, several at once; the time after them [s].
         ``extra_s``: one step only, that much longer (the prompts chunked into it)."""
+        if self.spec_rng is not None:  # speculative decoding: one verifying step
+            return verify(self, now, admitted.swapped_in, in_window, extra_s)
         cfg, rec, totals = self.cfg, self.rec, self.totals
         seg = totals.segments.append
         B = len(self.running)
@@ -566,9 +572,18 @@ def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
     ``reserve-max`` admission with chunked prefill (the shipped engines' and most runs') runs
     on a loop of its own (:mod:`planner.serving.reserved`), everything else on
     :class:`_Replica`, both with step times looked up where they depend on integers alone.
+    Speculative decoding (the step model's ``speculative_tokens`` > 0) always runs on
+    :class:`_Replica`, one verifying step at a time (:mod:`planner.serving.speculation`):
+    its sequences advance by different counts of tokens, which the fast loop's shared clock
+    cannot follow.
     ``reference``: run :class:`_Replica` with every step time computed by the step model's
     plain calls; the result is the same to the last bit (a check for tests and benchmarks,
     tests/test_simulate_equal.py)."""
-    if not reference and cfg.chunk_tokens is not None and cfg.admission == "reserve-max":
+    if (
+        not reference
+        and cfg.chunk_tokens is not None
+        and cfg.admission == "reserve-max"
+        and not cfg.step.speculative_tokens
+    ):
         return simulate_reserved_chunked(cfg, step_table(cfg.step))
     return _Replica(cfg, reference=reference).run()

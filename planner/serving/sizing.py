@@ -33,6 +33,8 @@ cache bytes read per cached token such that a batch at the mean context reads ex
 charged as at the mean context), achieved bandwidth and compute, the prefill attention of
 :func:`planner.model.latency.prefill_flops`, the tensor-parallel all-reduce per token (charged
 once: ``batch × a`` per decode step, ``P × a`` per prefill) and the step overhead.
+With speculative decoding a decode step is the verifying step (:mod:`planner.serving.speculation`),
+and ``itl_s`` is it ÷ the tokens a step emits, as the simulated ITL counts a burst's tokens.
 
 *Cache budget in tokens* (:func:`kv_budget_tokens`): ``⌊kv_budget_bytes ÷ (kv_bytes_per_sequence
 ÷ tokens_per_sequence)⌋``: every token is charged what a maximum-length sequence pays per token,
@@ -116,6 +118,7 @@ from planner.serving.configs import (
 )
 from planner.serving.search import fewest, miss_ratio
 from planner.serving.simulate import SimConfig, SimResult, simulate
+from planner.serving.speculation import itl_floor_s
 
 if TYPE_CHECKING:
     from planner.catalog import Catalog, Workload
@@ -406,10 +409,11 @@ def size_candidate(
         return served, _miss_ratio(at[replicas][1], workload, ceiling)
 
     # the best case first where a floor already misses (the no-load TTFT, or a decode step of
-    # one sequence with one cached token), else only when the closed form's count misses
+    # one sequence with one cached token, per token), else only when the closed form's count
+    # misses
     floors = (
         ("ttft_p95_target_s", float(row["ttft_s"])),
-        ("itl_p95_target_s", step_model(row, a).decode_step_s(1, 1)),
+        ("itl_p95_target_s", itl_floor_s(step_model(row, a))),
     )
     if any(_finite(row.get(t)) and floor > float(row[t]) for t, floor in floors) and hopeless():
         return out

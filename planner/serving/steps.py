@@ -68,6 +68,16 @@ class StepModel:
     """Tokens of a prefix every sequence shares, held once in the pool (prefix caching,
     :func:`planner.model.prefix.shared_prefix_cached_tokens`) [tokens]: the simulation counts a
     sequence's own tokens, and every decoding sequence reads these besides (0: none)."""
+    speculative_tokens: float = 0.0
+    """Speculative decoding: tokens proposed per sequence each decode step, k (0: none); a
+    step then verifies k + 1 per sequence (:mod:`planner.serving.speculation`)."""
+    draft_read_bytes: float = 0.0
+    """Weight bytes one proposer forward reads per device [B]
+    (:func:`planner.model.speculative.draft_read_bytes_per_forward`)."""
+    draft_kv_bytes_per_token: float = 0.0
+    """Cache the proposer keeps per token per device [B/token]."""
+    draft_flops_per_token: float = 0.0
+    """Arithmetic of one proposer forward for one sequence [FLOP]."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
@@ -84,6 +94,10 @@ class StepModel:
             "encoder_bytes",
             "padding_s",
             "shared_prefix_tokens",
+            "speculative_tokens",
+            "draft_read_bytes",
+            "draft_kv_bytes_per_token",
+            "draft_flops_per_token",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")

@@ -126,6 +126,10 @@ class SimConfig:
     own prompt, in whole ``kv_block_tokens`` blocks (0: every prompt prefilled whole)."""
     kv_block_tokens: int = 1
     """Tokens per cache block, the prefix cache's granularity [tokens]."""
+    acceptance_rate: float = 0.0
+    """Speculative decoding: the share of proposed tokens accepted, each independently
+    (:func:`planner.model.speculative.acceptance_rate`) [-]; the proposals per step are the
+    step model's ``speculative_tokens`` (:mod:`planner.serving.speculation`)."""
 
     def __post_init__(self) -> None:
         if self.kv_budget_tokens < 1 or self.max_output_tokens < 1:
@@ -150,15 +154,18 @@ class SimConfig:
             raise ValueError("swap bandwidth must be positive")
         if self.chunk_tokens is not None and self.chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
-        _check_prefix(self.prefix_hit_ratio, self.kv_block_tokens)
+        _check_features(self.prefix_hit_ratio, self.kv_block_tokens, self.acceptance_rate)
         if not 0.0 <= self.delay_spread <= 1.0:
             raise ValueError("delay_spread must be in [0, 1]")
 
 
-def _check_prefix(ratio: float, block_tokens: int) -> None:
-    """A hit ratio in [0, 1] and whole blocks of at least one token, else ValueError."""
+def _check_features(ratio: float, block_tokens: int, acceptance: float) -> None:
+    """A hit ratio in [0, 1], whole blocks of at least one token and an acceptance rate in
+    [0, 1], else ValueError."""
     if not 0.0 <= ratio <= 1.0 or block_tokens < 1:
         raise ValueError("prefix_hit_ratio must be in [0, 1], kv_block_tokens >= 1")
+    if not 0.0 <= acceptance <= 1.0:
+        raise ValueError("acceptance_rate must be in [0, 1]")
 
 
 def request_delays(cfg: SimConfig, n: int) -> tuple[list[float], list[float]]:
