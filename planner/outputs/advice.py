@@ -6,7 +6,7 @@ words them and formats them for the templates.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -16,6 +16,9 @@ from planner.outputs.formatting import count, usd
 from planner.plan import recommend
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import short_label
+
+if TYPE_CHECKING:
+    from planner.outputs.outlook import CacheWorth
 
 
 def break_even_text(row: pd.Series | dict[str, Any], months: int, short: bool = False) -> str:
@@ -90,9 +93,58 @@ def _money(value: float) -> str:
     return usd(value) if is_finite(value) else "n/a"
 
 
-def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
-    """The first page's ask: a line per workload, the totals, the alternatives, the ties and the
-    workloads nothing serves, as the template shows them."""
+def _devices(n: float) -> str:
+    return f"{count(n)} device{'' if n == 1 else 's'}"
+
+
+def _deployed(line: Line) -> str:
+    what = "the hosted API" if line.advice == API else short_label(line.row)
+    return f"{line.model}: {line.advice} {what}"
+
+
+def caching_text(worth: CacheWorth, catalog: Catalog) -> str:
+    """What prefix caching is worth to a workload's line of the ask, in a sentence: the line's
+    devices and monthly bill with the cache (as planned) and without it."""
+    cached, uncached = worth.cached, worth.uncached
+    label = catalog.get("workloads", worth.workload).label
+    hit = float(cached.row["prefix_hit_ratio"])
+    basis = (
+        "as measured"
+        if is_finite(cached.row.get("measured_prefix_hit_ratio"))
+        else "expected from its prefix"
+    )
+    head = f"Prefix caching for {label} ({hit:.0%} of prompt tokens found cached, {basis})"
+    closed = " (closed form; the planned line is the simulation's)" if worth.simulated else ""
+    if uncached is None:
+        return f"{head}: without it nothing would qualify{closed}"
+    with_it = f"{_devices(cached.devices)}, {_money(cached.monthly_usd)} USD a month"
+    without = f"{_devices(uncached.devices)}, {_money(uncached.monthly_usd)} USD a month"
+    ttft = (
+        f"; TTFT {float(cached.row['ttft_s']):.3g} s with it, "
+        f"{float(uncached.row['ttft_s']):.3g} s without"
+    )
+    if worth.devices_saved == 0 and worth.monthly_usd_saved == 0:
+        return f"{head}: the line is the same without it ({with_it}){closed}{ttft}"
+    changed = "" if _deployed(cached) == _deployed(uncached) else f" ({_deployed(uncached)})"
+    return (
+        f"{head}: with it {with_it}; without it {without}{changed}{closed}, so the cache is "
+        f"worth {_devices(worth.devices_saved)} and {_money(worth.monthly_usd_saved)} USD a "
+        f"month{ttft}"
+    )
+
+
+def caching_lines(caching: dict[str, CacheWorth] | None, catalog: Catalog) -> list[str]:
+    """:func:`caching_text` for each workload of ``caching``, none where it is None."""
+    return [caching_text(worth, catalog) for worth in (caching or {}).values()]
+
+
+def ask_context(
+    ask: Ask, catalog: Catalog, caching: dict[str, CacheWorth] | None = None
+) -> dict[str, Any]:
+    """The first page's ask: a line per workload, the totals, the alternatives, the ties, the
+    workloads nothing serves and what prefix caching is worth to each line it applies to
+    (``caching``: :attr:`planner.outputs.outlook.Outlook.caching`), as the template shows
+    them."""
     lines = []
     for line in ask.lines:
         row = line.row
@@ -159,6 +211,7 @@ def ask_context(ask: Ask, catalog: Catalog) -> dict[str, Any]:
         "months": ask.months,
         "alternatives": alternatives,
         "ties": ties,
+        "caching": caching_lines(caching, catalog),
         "unserved": [catalog.get("workloads", w).label for w in ask.unserved],
         "unserved_reasons": [
             f"{catalog.get('workloads', w).label}: {ask.reasons[w]}"

@@ -23,7 +23,15 @@ from planner.plan.candidates import Candidates
 from planner.plan.deployment import Ask, Line, ask
 from planner.plan.recommend import COST, GROUP, rank, ranked, recommendations
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
-from planner.plan.sensitivity import SWING, Bar, tornado, what_changes
+from planner.plan.sensitivity import (
+    SWING,
+    Bar,
+    caching_applies,
+    lines_of,
+    tornado,
+    what_changes,
+    without_prefix_caching,
+)
 from planner.plan.stream import codes_of
 from planner.plan.uncertainty import Bands
 
@@ -34,6 +42,52 @@ LEADING_OPTIONS = 5
 
 #: What a family of options is: the candidates that differ only in tensor-parallel size.
 FAMILY = ["workload", "model", "precision", "hardware"]
+
+
+@dataclass(frozen=True)
+class CacheWorth:
+    """What prefix caching is worth to a workload's line of the ask: the line as planned (with
+    the cache) and the line the closed form asks for with the engine's prefix caching off."""
+
+    workload: str
+    cached: Line
+    uncached: Line | None  # None: nothing would serve the workload without the cache
+    #: the planned line's figures rest on the simulation, the uncached one's on the closed form
+    simulated: bool
+
+    @property
+    def devices_saved(self) -> float:
+        return (self.uncached.devices if self.uncached else float("nan")) - self.cached.devices
+
+    @property
+    def monthly_usd_saved(self) -> float:
+        uncached = self.uncached.monthly_usd if self.uncached else float("nan")
+        return uncached - self.cached.monthly_usd
+
+
+def cache_worth(
+    catalog: Catalog, plan: Ask, rows: pd.DataFrame | None = None
+) -> dict[str, CacheWorth]:
+    """Per workload of ``plan`` that prefix caching applies to, its line with and without the
+    cache: one more closed-form evaluation of ``rows`` (the leading options) with the engine's
+    prefix caching off; empty, and nothing evaluated, where caching applies to none."""
+    cached = [
+        line
+        for line in plan.lines
+        if caching_applies(catalog, catalog.get("workloads", line.workload))
+    ]
+    if not cached:
+        return {}
+    uncached = lines_of(without_prefix_caching(catalog), rows)
+    return {
+        line.workload: CacheWorth(
+            line.workload,
+            line,
+            uncached.get(line.workload),
+            bool(line.row.get("simulated", False)),
+        )
+        for line in cached
+    }
 
 
 @dataclass(frozen=True)
@@ -60,6 +114,8 @@ class Outlook:
     changes: dict[str, list[tuple[str, Line | None]]]
     #: what calibration.yaml changes, a sentence per fit
     calibration: list[str]
+    #: per workload prefix caching applies to, its line of the ask with and without the cache
+    caching: dict[str, CacheWorth]
 
 
 def leading_rows(catalog: Catalog, table: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
@@ -120,4 +176,5 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
         recommendations=recommendations(table, order),
         changes=what_changes(catalog, rows=leading),
         calibration=calibration_lines(catalog),
+        caching=cache_worth(catalog, plan, leading),
     )

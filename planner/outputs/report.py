@@ -248,7 +248,7 @@ def context(
         "price_gaps": bounded(price_gaps(catalog), where="hardware.yaml and planner check"),
         "sources": sources(catalog, shown["hardware"], shown["models"]),
         "references": cited(results.metrics),
-        "ask": ask_context(plan, catalog),
+        "ask": ask_context(plan, catalog, derived.caching),
         "sensitivity": {
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in derived.changes.items()

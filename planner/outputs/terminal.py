@@ -21,6 +21,7 @@ from rich.table import Table
 
 from planner.catalog import Catalog
 from planner.outputs.advice import ask_context
+from planner.outputs.outlook import CacheWorth
 from planner.plan.deployment import Ask, ask
 from planner.plan.sweep import Results
 from planner.progress import Progress as ProgressCallback
@@ -82,15 +83,20 @@ def ask_table(page: dict[str, Any]) -> Table:
 
 
 def print_ask(
-    catalog: Catalog, results: Results, console: Console | None = None, plan: Ask | None = None
+    catalog: Catalog,
+    results: Results,
+    console: Console | None = None,
+    plan: Ask | None = None,
+    caching: dict[str, CacheWorth] | None = None,
 ) -> None:
-    """Print :func:`ask_table`, the ties and the workloads nothing serves, of ``plan`` (the
-    run's ask; planned from ``results`` where the caller has none)."""
+    """Print :func:`ask_table`, the ties, what prefix caching is worth (``caching``: the run's
+    :attr:`planner.outputs.outlook.Outlook.caching`) and the workloads nothing serves, of
+    ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: wide enough for the table, not 80
             console = Console(width=120)
-    page = ask_context(plan or ask(catalog, results.table), catalog)
+    page = ask_context(plan or ask(catalog, results.table), catalog, caching)
     console.print(ask_table(page))
     for line in page["lines"]:
         if line["margin"]:
@@ -106,5 +112,7 @@ def print_ask(
         )
     for text in page["ties"]:
         console.print(f"Tie: {text}.", markup=False, highlight=False)
+    for text in page["caching"]:
+        console.print(f"{text}.", markup=False, highlight=False)
     for text in page["unserved_reasons"] or page["unserved"]:
         console.print(f"Not served: {text}.", markup=False, highlight=False)

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Workload
+from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes
 from planner.plan.deployment import Line, ask
 from planner.plan.sweep import evaluate
 
@@ -77,6 +78,25 @@ def _prices(factor: float) -> Callable[[Catalog], Catalog]:
     return lambda c: dataclasses.replace(c, hardware=tuple(_dearer(h, factor) for h in c.hardware))
 
 
+def caching_applies(catalog: Catalog, workload: Workload) -> bool:
+    """Whether the plan counts prefix caching for ``workload``: the engine keeps prefixes and
+    the workload says what its prompts share."""
+    prefix = workload.prefix
+    if prefix is None or not caches_prefixes(catalog.assumptions.engine):
+        return False
+    return prefix.tokens > 0 or prefix.measured_hit_ratio is not None
+
+
+def without_prefix_caching(catalog: Catalog) -> Catalog:
+    """The catalog with the engine's prefix caching off (the default engine's profile where the
+    assumptions name none), every other input as given."""
+    engine = catalog.assumptions.engine or DEFAULT_ENGINE
+    off = engine.model_copy(update={"prefix_caching": False})
+    return dataclasses.replace(
+        catalog, assumptions=catalog.assumptions.model_copy(update={"engine": off})
+    )
+
+
 #: The uncertain inputs, each as the change that scales it by a factor.
 INPUTS: list[tuple[str, Callable[[float], Callable[[Catalog], Catalog]]]] = [
     ("traffic", _traffic),
@@ -108,7 +128,9 @@ def _decision(line: Line | None) -> tuple[Any, ...] | None:
     )
 
 
-def _lines(catalog: Catalog, rows: pd.DataFrame | None = None) -> dict[str, Line]:
+def lines_of(catalog: Catalog, rows: pd.DataFrame | None = None) -> dict[str, Line]:
+    """Each workload's line of the ask, by workload, the plan evaluated in closed form (over
+    ``rows`` where given)."""
     return {line.workload: line for line in ask(catalog, evaluate(catalog, rows=rows).table).lines}
 
 
@@ -118,10 +140,10 @@ def what_changes(
     """For each workload, the input changes of :data:`CHANGES` that change its line of the ask,
     with the line they lead to (None: nothing would serve it); ``rows`` (candidates, as
     :func:`planner.plan.sweep.evaluate` takes them) plans only those on every side."""
-    base = _lines(catalog, rows)
+    base = lines_of(catalog, rows)
     changed: dict[str, list[tuple[str, Line | None]]] = {w.id: [] for w in catalog.workloads}
     for label, change in CHANGES:
-        moved = _lines(change(catalog), rows)
+        moved = lines_of(change(catalog), rows)
         for workload in changed:
             before, after = base.get(workload), moved.get(workload)
             if _decision(before) != _decision(after):

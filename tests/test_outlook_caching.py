@@ -1,0 +1,77 @@
+"""What prefix caching is worth to the ask: the outlook evaluates the plan once more with the
+engine's prefix caching off and keeps, per workload the cache applies to, its line with and
+without; the report's first page and the terminal say it in a sentence."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from planner.catalog import load_catalog
+from planner.outputs.advice import ask_context
+from planner.outputs.outlook import outlook
+from planner.plan.sensitivity import without_prefix_caching
+from planner.plan.sweep import evaluate
+from planner.resources import shipped_catalogs
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    catalog = load_catalog(shipped_catalogs())
+    return catalog, outlook(catalog, evaluate(catalog).table)
+
+
+def test_only_workloads_with_a_prefix_are_weighed(shipped):
+    """chat (a 500-token system prompt) and agent (instructions and a re-sent trace) say what
+    their prompts share; document analysis and the ticket summaries do not."""
+    _, derived = shipped
+    assert set(derived.caching) == {"chat", "agent"}
+
+
+def test_the_planned_hit_ratios_are_the_workloads_prefixes_in_whole_blocks(shipped):
+    """Blocks of 16 tokens (assumptions.yaml). chat: ⌊500 ÷ 16⌋ × 16 = 496 of an 800-token mean
+    prompt, 0.62. agent: the 3,000 shared tokens and 7,300 of history as one 10,300-token
+    prefix, ⌊10,300 ÷ 16⌋ × 16 = 10,288 of 12,000, the trace kept (16 tasks' traces fit the
+    pool)."""
+    _, derived = shipped
+    chat, agent = derived.caching["chat"], derived.caching["agent"]
+    assert float(chat.cached.row["prefix_hit_ratio"]) == pytest.approx(496 / 800)
+    assert float(agent.cached.row["prefix_hit_ratio"]) == pytest.approx(10_288 / 12_000)
+    assert float(agent.uncached.row["prefix_hit_ratio"]) == 0
+
+
+def test_without_the_cache_the_ask_costs_no_less_and_the_agent_waits_longer(shipped):
+    _, derived = shipped
+    for worth in derived.caching.values():
+        assert worth.uncached is not None
+        assert worth.devices_saved >= 0 and worth.monthly_usd_saved >= 0
+    agent = derived.caching["agent"]
+    # 10,288 of 12,000 prompt tokens not prefilled: the first token comes several times sooner
+    assert float(agent.uncached.row["ttft_s"]) > 3 * float(agent.cached.row["ttft_s"])
+
+
+def test_a_busier_agent_needs_more_devices_without_the_cache(shipped):
+    """At 256 agents in place of 16, the uncached prefill of 12,000 tokens a call takes a
+    replica's time the cache saves: the line without it asks for more devices and more a
+    month, and the sentence says by how much."""
+    catalog, _ = shipped
+    busier = tuple(
+        w.model_copy(update={"concurrency": 256}) if w.id == "agent" else w
+        for w in catalog.workloads
+    )
+    catalog = dataclasses.replace(catalog, workloads=busier)
+    derived = outlook(catalog, evaluate(catalog).table)
+    agent = derived.caching["agent"]
+    assert agent.devices_saved > 0 and agent.monthly_usd_saved > 0
+    text = ask_context(derived.plan, catalog, derived.caching)["caching"]
+    said = next(t for t in text if t.startswith("Prefix caching for Coding agent"))
+    assert "so the cache is worth" in said and "86% of prompt tokens" in said
+
+
+def test_an_engine_without_prefix_caching_weighs_nothing(shipped):
+    catalog, _ = shipped
+    off = without_prefix_caching(catalog)
+    derived = outlook(off, evaluate(off).table)
+    assert derived.caching == {}
+    assert ask_context(derived.plan, off, derived.caching)["caching"] == []
