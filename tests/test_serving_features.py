@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from planner.model import latency, speculative
+from planner.serving.blockcache import BlockCache
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel, simulate
 from planner.serving.speculation import (
     acceptance_rng,
@@ -14,7 +15,7 @@ from planner.serving.speculation import (
     itl_floor_s,
     verify_step_s,
 )
-from planner.serving.traffic import request_prefixes
+from planner.serving.traffic import PrefixLayout, request_prefixes
 
 # 1 GFLOP-active model (2e9 FLOP per token) at 1 TFLOP/s, 1 MB of weights at 1 TB/s, 1 kB of
 # cache per token, attention coefficient 2 x layers x heads x head dim = 1e5 FLOP per token².
@@ -198,3 +199,67 @@ def test_a_verifying_step_of_a_mixture_touches_the_experts_of_its_k_plus_1_token
     )
     assert verify_step_s(step, 1, 1000) == pytest.approx(11.473753e-3, rel=1e-12)
     assert itl_floor_s(step) == pytest.approx(2.8681885e-3, rel=1e-12)
+
+
+# Prefix caching by a least-recently-used cache of blocks.
+
+
+def _agent(users: int, budget: int) -> SimConfig:
+    """4 agent tasks of 5 calls, each call a 13,000-token prompt re-sending 12,000 tokens of its
+    task's history from the second call on, 100 output tokens, blocks of 16."""
+    return SimConfig(
+        step=StepModel(**BASE),
+        kv_budget_tokens=budget,
+        prompt=Lengths.fixed(13_000),
+        output=Lengths.fixed(100),
+        max_output_tokens=100,
+        arrivals=Arrivals.closed(users),
+        n_requests=20,
+        warmup_fraction=0.0,
+        requests_per_task=5,
+        kv_block_tokens=16,
+        prefix_cache=PrefixLayout(history_tokens=12_000),
+    )
+
+
+def test_an_agent_finds_its_history_when_the_pool_holds_it():
+    """One agent, a pool of 100,000 tokens: its first call prefills 13,000 tokens, 2e9 ×
+    13,000 + 1e5 × 13,000² = 4.29e13 FLOP, 42.9 s at 1 TFLOP/s; each later call finds the
+    12,000 (750 blocks) its previous call left and prefills 1,000, 2e9 × 1,000 + 1e5 ×
+    (1,000² + 2 × 1,000 × 12,000) = 4.5e12 FLOP, 4.5 s; alone, its TTFT is its prefill. It
+    finds 4 × 12,000 of 5 × 13,000 prompt tokens: 48 ÷ 65 = 0.73846."""
+    result = simulate(_agent(1, 100_000))
+    ttft = result.samples["ttft_s"]
+    assert ttft[0] == pytest.approx(42.9, rel=1e-9)
+    assert ttft[4] == pytest.approx(4.5, rel=1e-9)  # the fifth call
+    assert result.ttft_p50_s == pytest.approx(4.5, rel=1e-9)
+    assert result.prefix_hit_ratio == pytest.approx(48 / 65, rel=1e-12)
+
+
+def test_an_agent_prefills_its_history_again_once_the_pool_evicts_it():
+    """Two agents, a pool of 13,110 tokens: each call reserves 13,000 + 100, so one runs at a
+    time, and while it runs the pool has 10 tokens beside it, less than a block: the other's
+    history, kept when its call ended, is evicted when this one is admitted. The two agents'
+    calls alternate to the end (two tasks each), so every call prefills all 13,000 tokens
+    (42.9 s; the first one waits for nobody) and none is found. With a pool of 100,000 both
+    histories stay: 48 ÷ 65 again."""
+    result = simulate(_agent(2, 13_110))
+    assert result.prefix_hit_ratio == 0.0
+    assert min(result.samples["ttft_s"]) == pytest.approx(42.9, rel=1e-9)
+    assert result.samples["ttft_s"][4] >= 42.9  # the fifth call, after a wait
+    assert simulate(_agent(2, 100_000)).prefix_hit_ratio == pytest.approx(48 / 65, rel=1e-12)
+
+
+def test_the_block_cache_evicts_the_least_recently_used_last_blocks_first():
+    """Blocks of 16: a (160 tokens) then b (64); finding a makes b the least recently used;
+    room for 200 evicts 24 tokens, 2 whole blocks (32) of b's end, leaving b 32; room for 100
+    then takes b and 5 blocks of a (to 96 left, 80 + 0)."""
+    cache = BlockCache(16)
+    cache.put(("task", 1), 170)  # 10 blocks, the partial one not kept
+    cache.put(("task", 2), 64)
+    assert cache.find(("task", 1), 1000) == 160
+    cache.fit(200)
+    assert dict(cache.entries) == {("task", 2): 32, ("task", 1): 160}
+    cache.fit(100)
+    assert dict(cache.entries) == {("task", 1): 96}
+    assert cache.take(("task", 1)) == 96 and cache.total == 0

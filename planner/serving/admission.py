@@ -12,6 +12,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
+from planner.serving.blockcache import BlockCache, fit, lookup
 from planner.serving.clients import _Clients
 from planner.serving.speculation import acceptance_rng
 from planner.serving.steps import StepModel, step_table
@@ -57,6 +58,8 @@ class _ReplicaState(_Clients):
         # speculative decoding: the acceptance draws' own generator (None without speculation)
         self.spec_rng = acceptance_rng(cfg.seed) if cfg.step.speculative_tokens > 0 else None
         self.verified = int(cfg.step.speculative_tokens) + 1  # tokens a sequence runs a step
+        # prefix caching by a least-recently-used cache of blocks (None: the planned ratio)
+        self.lru = BlockCache(cfg.kv_block_tokens) if cfg.prefix_cache is not None else None
 
 
 class _Admission:
@@ -142,6 +145,8 @@ def admit(replica: _ReplicaState, now: float) -> _Admission:
         else:
             fresh.popleft()
             rec.admit_t[rid] = now
+            if replica.lru is not None:  # what the cache holds of its prompt now
+                replica.cached[rid] = lookup(replica, rid)
             out.prefilled.append(rid)
             out.prefill_tokens.append(p)
         if reserve_max:
@@ -149,6 +154,8 @@ def admit(replica: _ReplicaState, now: float) -> _Admission:
             totals.peak_reserved = max(totals.peak_reserved, replica.reserved)
     replica.blocked = bool(fresh or resume)
     replica.ahead = [0, 0, 0]
+    if replica.lru is not None:  # the admitted take room from the cache
+        fit(replica)
     return out
 
 

@@ -48,6 +48,17 @@ class _Clients:
         self.heap: list[tuple[float, int, int]] = []
         self.totals = Totals()
 
+    def hit_ratio(self) -> float:
+        """Share of the measured admitted requests' prompt tokens found in the prefix cache,
+        the shared prefix counted in both [-] (0 with none admitted)."""
+        rec, shared = self.rec, int(self.cfg.step.shared_prefix_tokens)
+        found = total = 0
+        for rid in range(rec.warm_rid, len(rec.prompt)):
+            if rec.admit_t[rid] == rec.admit_t[rid]:  # admitted (not NaN)
+                found += shared + self.cached[rid]
+                total += shared + rec.prompt[rid]
+        return found / total if total else 0.0
+
     def _start_all(self) -> None:
         """Start the first tasks: every user's at t = 0 (closed loop), else every task's."""
         if self.closed:

@@ -14,10 +14,16 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog.datafiles import read_trace
-from planner.catalog.engines import DEFAULT_ENGINE, prefills_in_chunks, step_overhead_per_sequence
+from planner.catalog.engines import (
+    DEFAULT_ENGINE,
+    caches_prefixes,
+    prefills_in_chunks,
+    step_overhead_per_sequence,
+)
 from planner.model.units import is_finite
 from planner.plan.lengths import lengths
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
+from planner.serving.traffic import PrefixLayout
 
 if TYPE_CHECKING:
     from planner.catalog import Assumptions, Catalog, Workload
@@ -212,6 +218,27 @@ def _assemble(
         prefix_hit_ratio=prefix_hit_ratio(row),
         kv_block_tokens=_block_tokens(row, a),
         acceptance_rate=min(_row_figure(row, "acceptance_rate"), 1.0),
+        prefix_cache=prefix_layout(workload, caches_prefixes(a.engine)),
+    )
+
+
+def prefix_layout(workload: Workload, caching: bool) -> PrefixLayout | None:
+    """What the simulation's least-recently-used prefix cache keeps for the workload: its
+    history and documents, where the engine caches prefixes (``caching``) and the workload's
+    prefix has either and no measured hit ratio (a measured ratio is planned with as it is);
+    else None, and each request finds the planned hit ratio."""
+    prefix = workload.prefix
+    if prefix is None or prefix.measured_hit_ratio is not None:
+        return None
+    if not caching or not (prefix.history_tokens > 0 or prefix.document_tokens > 0):
+        return None
+    # the workload's figure is a mean over a task's calls, its first re-sending none
+    calls = workload.requests_per_task
+    history = prefix.history_tokens * calls / (calls - 1) if calls > 1 else 0
+    return PrefixLayout(
+        history_tokens=round(history),
+        document_tokens=int(prefix.document_tokens),
+        questions_per_document=int(prefix.questions_per_document),
     )
 
 

@@ -288,7 +288,7 @@ class _ReservedChunked(_Clients):
                 batch, sum_base, reserved, meas = self._leave_and_join(
                     now, clock, in_window, pre, state
                 )
-        return summarise(rec, self.totals, cfg.kv_budget_tokens)
+        return summarise(rec, self.totals, cfg.kv_budget_tokens, self.hit_ratio())
 
 
 def simulate_reserved_chunked(cfg: SimConfig, table: StepTable) -> SimResult:

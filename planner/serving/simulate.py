@@ -138,6 +138,7 @@ from planner.serving.admission import (
     head_fits,
     queue_prefills,
 )
+from planner.serving.blockcache import fit, keep
 from planner.serving.reserved import simulate_reserved_chunked
 from planner.serving.speculation import verify
 from planner.serving.statistics import (
@@ -180,6 +181,8 @@ class _Replica(_ReplicaState):
         """Server finished rid at t; its reservation is freed and its client answered."""
         if self.cfg.admission == "reserve-max":
             self.reserved -= self.rec.prompt[rid] + self.cfg.max_output_tokens
+        if self.lru is not None:  # its blocks stay cached for what asks them next
+            keep(self, rid)
         self._respond(rid, t)
 
     def _arrive(self, rid: int, t: float, now: float) -> None:
@@ -309,7 +312,7 @@ class _Replica(_ReplicaState):
                 new_meas -= sum(r >= self.rec.warm_rid for r in admitted.swapped_in)
             if running:
                 now = self._decode(now, admitted, t_prefill, old_meas, new_meas, in_window)
-        return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens)
+        return summarise(self.rec, self.totals, self.cfg.kv_budget_tokens, self.hit_ratio())
 
     def _prefill(self, now: float, admitted: _Admission, in_window: bool) -> float:
         """One prefill step for what was admitted at ``now`` (swap-ins copied back with it):
@@ -555,6 +558,8 @@ class _Replica(_ReplicaState):
 
             room = (B + self.pre_n, ctx0 + B * n + self.pre_need, self.reserved)
             self._events_until(now, room, need_at)
+        if self.lru is not None:  # the batch's grown cache takes room from the prefix cache
+            fit(self)
         fin_heap = self.fin_heap
         while fin_heap and fin_heap[0][0] <= self.G:
             fg, rid = heapq.heappop(fin_heap)
@@ -575,7 +580,8 @@ def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
     Speculative decoding (the step model's ``speculative_tokens`` > 0) always runs on
     :class:`_Replica`, one verifying step at a time (:mod:`planner.serving.speculation`):
     its sequences advance by different counts of tokens, which the fast loop's shared clock
-    cannot follow.
+    cannot follow; so does prefix caching by a least-recently-used cache of blocks
+    (:mod:`planner.serving.blockcache`).
     ``reference``: run :class:`_Replica` with every step time computed by the step model's
     plain calls; the result is the same to the last bit (a check for tests and benchmarks,
     tests/test_simulate_equal.py)."""
@@ -584,6 +590,7 @@ def simulate(cfg: SimConfig, reference: bool = False) -> SimResult:
         and cfg.chunk_tokens is not None
         and cfg.admission == "reserve-max"
         and not cfg.step.speculative_tokens
+        and cfg.prefix_cache is None
     ):
         return simulate_reserved_chunked(cfg, step_table(cfg.step))
     return _Replica(cfg, reference=reference).run()

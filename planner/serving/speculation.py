@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.model import latency, speculative
+from planner.serving.blockcache import fit
 
 if TYPE_CHECKING:
     from planner.serving.steps import StepModel
@@ -193,6 +194,8 @@ def verify(
     if rep._due(t1):
         room = (B + rep.pre_n, rep.sum_base + B * G + rep.pre_need, rep.reserved)
         rep._events_until(t1, room)
+    if rep.lru is not None:  # the batch's grown cache takes room from the prefix cache
+        fit(rep)
     fin_heap = rep.fin_heap
     while fin_heap and fin_heap[0][0] <= G:
         fg, rid = heapq.heappop(fin_heap)

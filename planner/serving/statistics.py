@@ -69,6 +69,8 @@ class SimResult:
     peak_kv_tokens_reserved: int
     kv_budget_tokens: int
     duration_s: float
+    prefix_hit_ratio: float = 0.0
+    """Share of the measured admitted requests' prompt tokens found in the prefix cache [-]."""
     samples: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     """Raw per-request arrays of the measured requests (ttft_s, e2e_s, wait_s, tpot_s, task_s)."""
 
@@ -252,8 +254,11 @@ class Totals:
     """Inter-token gaps as segments: first gap [s], slope [s/step], gaps, requests each counts."""
 
 
-def summarise(r: Records, t: Totals, kv_budget_tokens: int) -> SimResult:
-    """The :class:`SimResult` of a finished run."""
+def summarise(
+    r: Records, t: Totals, kv_budget_tokens: int, prefix_hit_ratio: float = 0.0
+) -> SimResult:
+    """The :class:`SimResult` of a finished run (the prefix hit ratio it saw, as counted by
+    :meth:`planner.serving.clients._Clients.hit_ratio`)."""
     w = r.warm_rid
     status = np.asarray(r.status[w:])
     issued = ~np.isnan(np.asarray(r.send_t[w:]))
@@ -331,6 +336,7 @@ def summarise(r: Records, t: Totals, kv_budget_tokens: int) -> SimResult:
         peak_kv_tokens_reserved=int(t.peak_reserved),
         kv_budget_tokens=kv_budget_tokens,
         duration_s=duration,
+        prefix_hit_ratio=prefix_hit_ratio,
         samples={"ttft_s": ttft, "e2e_s": e2e, "wait_s": wait, "tpot_s": tpot, "task_s": task},
     )
 

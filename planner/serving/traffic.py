@@ -88,6 +88,23 @@ class Arrivals:
 
 
 @dataclass(frozen=True)
+class PrefixLayout:
+    """What a workload's prompts share beyond the shared prefix, for the simulation's
+    least-recently-used prefix cache (:mod:`planner.serving.blockcache`) [tokens]: the history
+    each call of a task after its first re-sends (the workload's ``history_tokens`` is the mean
+    over all its calls), and a document asked ``questions_per_document`` questions, each a
+    request of its own."""
+
+    history_tokens: int = 0
+    document_tokens: int = 0
+    questions_per_document: int = 1
+
+    def __post_init__(self) -> None:
+        if min(self.history_tokens, self.document_tokens) < 0 or self.questions_per_document < 1:
+            raise ValueError("prefix tokens must be >= 0 and questions_per_document >= 1")
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """Everything one simulation run needs (see the module docstring for semantics)."""
 
@@ -126,6 +143,10 @@ class SimConfig:
     own prompt, in whole ``kv_block_tokens`` blocks (0: every prompt prefilled whole)."""
     kv_block_tokens: int = 1
     """Tokens per cache block, the prefix cache's granularity [tokens]."""
+    prefix_cache: PrefixLayout | None = None
+    """Prefix caching by a least-recently-used cache of blocks: a request's cached tokens are
+    what the replica's cache holds of its prompt at admission (:mod:`planner.serving.blockcache`),
+    ``prefix_hit_ratio`` unused; None: each request finds the planned hit ratio."""
     acceptance_rate: float = 0.0
     """Speculative decoding: the share of proposed tokens accepted, each independently
     (:func:`planner.model.speculative.acceptance_rate`) [-]; the proposals per step are the
@@ -213,11 +234,14 @@ def request_prefixes(cfg: SimConfig, prompt: list[int]) -> tuple[list[int], list
     by the pool, so not the request's own; a prompt is at least S + 1 tokens), and C the whole
     blocks of min(hit ratio × P, P − 1), at least S, as
     :func:`planner.model.prefix.prefix_hit_ratio_expected` takes the mean prompt's. Own: P − S;
-    own cached: C − S. With no shared prefix and no hit ratio, the prompts and zeros."""
+    own cached: C − S. With no shared prefix and no hit ratio, the prompts and zeros; with a
+    least-recently-used cache (``prefix_cache``), zeros, each set at the request's admission."""
     shared = int(cfg.step.shared_prefix_tokens)
     ratio, block = cfg.prefix_hit_ratio, cfg.kv_block_tokens
-    if shared == 0 and ratio == 0.0:
+    if shared == 0 and (ratio == 0.0 or cfg.prefix_cache is not None):
         return prompt, [0] * len(prompt)
+    if cfg.prefix_cache is not None:  # the cache says at admission
+        return [max(p, shared + 1) - shared for p in prompt], [0] * len(prompt)
     own, cached = [], []
     for p in prompt:
         whole = max(p, shared + 1)
