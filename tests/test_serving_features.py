@@ -263,3 +263,31 @@ def test_the_block_cache_evicts_the_least_recently_used_last_blocks_first():
     cache.fit(100)
     assert dict(cache.entries) == {("task", 1): 96}
     assert cache.take(("task", 1)) == 96 and cache.total == 0
+
+
+@pytest.mark.parametrize("chunk", [None, 16_384])
+def test_a_document_s_second_question_finds_it(chunk):
+    """One user, 9,000-token prompts of which 8,000 are a document asked 2 questions (blocks of
+    16: 500 whole blocks). The first question prefills 9,000 tokens, 2e9 × 9,000 + 1e5 × 9,000²
+    = 2.61e13 FLOP, 26.1 s; the second finds the document and prefills 1,000, 2e9 × 1,000 + 1e5
+    × (1,000² + 2 × 1,000 × 8,000) = 3.7e12 FLOP, 3.7 s (in one chunk, 8 µs more: it reads the
+    8,000 cached tokens' 8 MB). 10 documents: 10 × 8,000 of 20 × 9,000 tokens found, 4 ÷ 9."""
+    cfg = SimConfig(
+        step=StepModel(**BASE),
+        kv_budget_tokens=100_000,
+        prompt=Lengths.fixed(9000),
+        output=Lengths.fixed(1),
+        max_output_tokens=1,
+        arrivals=Arrivals.closed(1),
+        n_requests=20,
+        warmup_fraction=0.0,
+        kv_block_tokens=16,
+        chunk_tokens=chunk,
+        prefix_cache=PrefixLayout(document_tokens=8000, questions_per_document=2),
+    )
+    result = simulate(cfg)
+    ttft = result.samples["ttft_s"]
+    assert ttft[0] == pytest.approx(26.1, rel=1e-9)
+    assert ttft[1] == pytest.approx(3.7 + (0 if chunk is None else 8e-6), rel=1e-9)
+    assert ttft[2] == pytest.approx(26.1, rel=1e-9)
+    assert result.prefix_hit_ratio == pytest.approx(4 / 9, rel=1e-12)
