@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pandas as pd
 import pytest
 
 from planner.catalog import load_catalog
 from planner.outputs.advice import ask_context
 from planner.outputs.outlook import outlook
+from planner.outputs.sections import engine_features
 from planner.plan.sensitivity import without_prefix_caching
 from planner.plan.sweep import evaluate
 from planner.resources import shipped_catalogs
@@ -75,3 +77,27 @@ def test_an_engine_without_prefix_caching_weighs_nothing(shipped):
     derived = outlook(off, evaluate(off).table)
     assert derived.caching == {}
     assert ask_context(derived.plan, off, derived.caching)["caching"] == []
+
+
+def test_the_latency_page_names_the_cache_and_the_speculation_figures():
+    """chat's 800-token prompt with 496 tokens cached prefills 304; a shared prefix of
+    16 MiB is 16 × 1024² = 16,777,216 B; k = 3 at α = 0.7 emits 1 + 0.7 + 0.49 + 0.343 =
+    2.533 tokens a step."""
+    row = pd.Series(
+        {
+            "prefix_hit_ratio": 0.62,
+            "prefill_tokens_mean": 304.0,
+            "prompt_tokens_mean": 800.0,
+            "shared_prefix_kv_bytes": 16 * 1024**2,
+            "speculative_tokens": 3,
+            "speculative_tokens_per_step": 2.533,
+            "speculative_speedup": 1.8,
+        }
+    )
+    text = engine_features(row)
+    assert "62% of prompt tokens cached, 304 of 800 prefilled" in text
+    assert "16.00 MiB" in text and "held once" in text
+    assert "2.53 tokens a step per sequence, 1.80×" in text
+    plain = row.copy()
+    plain[["prefix_hit_ratio", "shared_prefix_kv_bytes", "speculative_tokens"]] = 0
+    assert engine_features(plain) == ""

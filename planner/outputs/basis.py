@@ -23,15 +23,30 @@ NOT_MODELLED = [
     "bounds (the roofline model), scaled by the efficiency assumptions, with no queueing. The "
     "serving simulation, where it ran, adds queueing, admission and prefill stalls at the "
     "forecast load; it is a model too. Neither is a measured latency.",
-    "No prefix-cache hits are assumed: every sequence reserves its longest prompt plus its "
-    "promised maximum output.",
+    "Prefix caching is modelled where the engine keeps prefixes and a workload says what its "
+    "prompts share: the hit ratio is worked out from that description in whole cache blocks "
+    "(a system prompt held once per replica, a document asked several questions, a task's "
+    "re-sent history kept while the pool's idle room holds it, by Che's approximation of an "
+    "LRU cache with requests at random), or is the workload's measured ratio where it gives "
+    "one. Cached tokens skip the prefill's arithmetic, not its attention; the shared prefix's "
+    "cache is held once. The ratio is an assumption until measured (vLLM's prefix-cache hit "
+    "counters, planner calibrate); the simulation plans with the same ratio rather than "
+    "tracking the cache block by block. Every sequence still reserves its own longest prompt "
+    "past the prefix plus its promised maximum output.",
     "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
     "only tensor parallelism within a replica.",
     "Each engine's scheduler is modelled by its release's defaults (chunked prefill or whole "
     "prompts, the time per decoding sequence); a cost per request (scheduling and "
     "detokenising many short requests) is not, which makes very short requests at full load "
     "look faster than they are.",
-    "Speculative decoding, quantised attention kernels and CUDA-graph effects are not modelled.",
+    "Speculative decoding is modelled where the engine profile speculates: a step verifies the "
+    "k proposed tokens and emits 1 + α + … + α^k per sequence, α the acceptance rate taken as "
+    "independent from one proposed token to the next; the proposer's weights, cache and "
+    "forwards count in memory and time. α is the profile's, else its method's published rate "
+    "(EAGLE-1 measured in vLLM, DeepSeek-V3's multi-token prediction), an assumption until "
+    "the engine's acceptance counters are measured; how it varies with the text is not "
+    "modelled.",
+    "Quantised attention kernels and CUDA graphs' effect on step time are not modelled.",
     "Network contention between replicas, storage and loading time, and failures or spares are "
     "not modelled.",
     "Allocator fragmentation beyond paging, and activation peaks of long prefills, are covered "

@@ -24,7 +24,7 @@ from planner.outputs.advice import (
     buy_or_rent_sentence,
     margin_text,
 )
-from planner.outputs.formatting import binary_decimal, count, duration, usd
+from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import option_label, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
@@ -323,6 +323,35 @@ def _memory_rows(
     ]
 
 
+def _positive(row: pd.Series, column: str) -> bool:
+    return is_finite(row.get(column)) and float(row[column]) > 0
+
+
+def engine_features(row: pd.Series) -> str:
+    """What prefix caching and speculative decoding do for an option, in words (empty where
+    neither applies): the planned hit ratio (``prefix_hit_ratio``) and the prompt tokens still
+    prefilled (``prefill_tokens_mean``), the shared prefix's cache held once
+    (``shared_prefix_kv_bytes``), the tokens a step emits per sequence
+    (``speculative_tokens_per_step``) and the speed-up (``speculative_speedup``)."""
+    parts = []
+    if _positive(row, "prefix_hit_ratio"):
+        parts.append(
+            f"{float(row['prefix_hit_ratio']):.0%} of prompt tokens cached, "
+            f"{count(row['prefill_tokens_mean'])} of {count(row['prompt_tokens_mean'])} "
+            "prefilled"
+        )
+    if _positive(row, "shared_prefix_kv_bytes"):
+        parts.append(
+            f"shared prefix's KV {memory(row['shared_prefix_kv_bytes'])} a device, held once"
+        )
+    if _positive(row, "speculative_tokens"):
+        parts.append(
+            f"speculating, {float(row['speculative_tokens_per_step']):.2f} tokens a step per "
+            f"sequence, {float(row['speculative_speedup']):.2f}× the plain decode's speed"
+        )
+    return "; ".join(parts)
+
+
 def _percent(value: Any) -> str:
     return f"{float(value):.1%}" if is_finite(value) else "n/a"
 
@@ -396,6 +425,7 @@ def _charts(
         "concurrency_svg": None,
         "latency_svg": None,
         "simulation": [],
+        "features": [],
     }
     if shown.empty:
         return out
@@ -407,6 +437,11 @@ def _charts(
     labels = [chart_label(r) for _, r in main.iterrows()]
     out["latency_svg"] = Markup(charts.latency_chart(main, labels, panels, f"w{index}l"))
     out["simulation"] = simulation_rows(main)
+    out["features"] = [
+        (label, text)
+        for label, (_, row) in zip(labels, main.iterrows(), strict=True)
+        if (text := engine_features(row))
+    ]
     return out
 
 
