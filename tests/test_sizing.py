@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
 from planner.catalog.datafiles import DataFileError
+from planner.plan import sweep
 from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.serving.simulate import StepModel, simulate
@@ -45,6 +46,7 @@ from planner.serving.sizing import (
     size_candidate,
     step_model,
 )
+from planner.serving.speculation import verify_step_s
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "catalogs" / "examples" / "seed"
@@ -215,6 +217,54 @@ def test_mixture_of_experts_reads_fewer_experts_at_a_smaller_batch(shipped):
     assert step.decode_weight_bytes(1) == pytest.approx(everything - routed * (1 - 2 / 8))
     assert step.decode_weight_bytes(4) == pytest.approx(everything - routed * 0.75**4)
     assert step.prefill_memory_s() * step.bandwidth_bytes_per_s == pytest.approx(everything)
+
+
+DRAFT_ENGINE = """  engine:
+    name: vllm
+    version: '0.10.1'
+    speculative:
+      method: draft
+      draft_model: invented-1b
+      proposed_tokens: 3
+      acceptance_rate: 0.7
+      models: [invented-4gib]
+"""
+DRAFT_MODEL = """  - id: invented-1b
+    name: Invented 1B draft
+    parameters: 1000000000
+    layers: 16
+    kv_heads: 8
+    head_dim: 64
+    attention_heads: 32
+    hidden_size: 2048
+"""
+
+
+def test_a_speculative_row_s_verifying_step_is_its_itl(seed_copy):
+    """A 1-billion-parameter draft proposing 3 tokens accepted at 0.7: at the row's batch and
+    mean context the simulation's verifying step ÷ the 1 + 0.7 + 0.49 + 0.343 = 2.533 tokens
+    a step emits is the closed form's itl_s, and the run draws at the row's acceptance rate."""
+    models = seed_copy / "models.yaml"
+    models.write_text(models.read_text() + DRAFT_MODEL)
+    assumptions = seed_copy / "assumptions.yaml"
+    assumptions.write_text(assumptions.read_text() + DRAFT_ENGINE)
+    catalog = load_catalog(seed_copy)
+    workloads = {w.id: w for w in catalog.workloads}
+    for workload in ("seed-4k", "seed-4k-prompt-1k-out"):
+        table = sweep.evaluate_subset(catalog, "seed-16gib", "invented-4gib", "bf16", workload)
+        row = table.table.iloc[0]
+        step = step_model(row, catalog.assumptions)
+        assert step.speculative_tokens == 3
+        batch = int(row["decode_batch"])
+        own = row["mean_context_tokens"] - step.shared_prefix_tokens
+        assert row["speculative_tokens_per_step"] == pytest.approx(2.533, rel=1e-12)
+        itl = verify_step_s(step, batch, batch * own) / 2.533
+        assert itl == pytest.approx(row["itl_s"], rel=1e-12)
+        # and at the batch the forecast load produces, the closed form's load figure
+        load = float(row["load_batch"])
+        itl_load = verify_step_s(step, load, load * own) / 2.533
+        assert itl_load == pytest.approx(row["itl_load_s"], rel=1e-12)
+        assert sim_config(catalog, workloads[workload], row, 1).acceptance_rate == 0.7
 
 
 def test_kv_budget_holds_max_sequences(seed, shipped):

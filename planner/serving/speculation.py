@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from planner.serving.steps import StepModel
 
 
-def verify_step_s(step: StepModel, batch: int, context_tokens_total: float) -> float:
+def verify_step_s(step: StepModel, batch: float, context_tokens_total: float) -> float:
     """Time of one verifying step of ``batch`` sequences reading ``context_tokens_total``
     cached tokens of their own (and each the shared prefix) [s]: :func:`latency.itl_s` of the
     step's memory (weights touched by B × (k + 1) tokens, the caches, the k proposed positions'
