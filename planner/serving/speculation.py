@@ -21,6 +21,11 @@ per output token, token-weighted, so the pooled mean gap is the time ÷ the toke
 closed form's ``itl_s`` (the verifying step ÷ the tokens a step emits), and the ITL percentiles
 and the targets they meet are in the same unit with and without speculation. The gap between
 bursts, one verifying step, is longer by the burst's size; it is not what the ITL figures say.
+The percentiles still see the bursts: a burst of one token (the first proposal rejected, a
+share 1 − α of the steps) is a whole step, and those tokens are (1 − α) ÷ the tokens a step
+emits of all, 0.3 ÷ 2.533 = 12 % at k = 3 and α = 0.7, so the p95 is then a whole verifying
+step while the mean is the closed form's ``itl_s``; TPOT (a request's mean) stays near the
+mean.
 
 *Chunked prefill.* A step that carries prompt chunks beside the verifying batch takes the
 verifying step plus what the chunks add to a plain step (:meth:`StepModel.mixed_step_s` less
