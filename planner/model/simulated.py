@@ -74,4 +74,12 @@ SIMULATED_FIGURES = (
         result="mean_concurrency",
         optional=True,
     ),
+    SimulatedFigure(
+        "sim_prefix_hit_ratio",
+        "fraction",
+        "share of prompt tokens the simulated replica found in its prefix cache (compare "
+        "prefix_hit_ratio)",
+        result="prefix_hit_ratio",
+        optional=True,
+    ),
 )
