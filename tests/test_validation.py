@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from test_calibration import GPT_OSS_H100_TP8, _calibrated, _errors
 from test_measure import measured_catalog  # noqa: F401  (the fixture this module uses)
+from test_prefix import MEASURED_SPEED_UP, offline_prefix_caching_speed_up
+from test_speculative import MEASURED_TPOT_MS, VANILLA_TPOT_MS, eagle_speedup, mt_bench_catalog
 
 from planner.catalog import Catalog, load_catalog
 from planner.measure import Measurement, MeasurementEntry, load_measurements
@@ -367,6 +369,10 @@ RECORDED = {
     (_DS_CALIBRATED, "TTFT (mean)"): 0.262,
     (_DS_CALIBRATED, "TPOT (mean)"): 0.009,
     (_DS_CALIBRATED, "end to end (mean)"): 0.015,
+    ("Llama 3 8B FP8, L40S, vLLM (V1), prefix caching at a 49 % hit rate",
+     "speed-up with the cache"): 0.195,
+    ("Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",
+     "speed-up with speculation (TPOT)"): 0.161,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "KV-cache pool tokens"): 0.005,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "weights, one device"): 0.006,
     ("vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)", "weights per device"): 0.080,
@@ -400,6 +406,7 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         for figure, words in figures
     ]
     shipped = load_catalog(shipped_catalogs())
+    mt_bench = mt_bench_catalog()
     calibrated, held_out = _calibrated(shipped, [(1024, 16)])
     serving_calibrated = SetError(
         f"{serving.name}, calibrated on 1 point",
@@ -464,6 +471,24 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             tuple(_ttft_errors(shipped, "TensorRT-LLM v0.5")),
         ),
     ]
+    features = [
+        SetError(
+            "Llama 3 8B FP8, L40S, vLLM (V1), prefix caching at a 49 % hit rate",
+            "vLLM PR #9668: 400 prompts of 381 tokens, 10 out, with and without the cache",
+            "speed-up with the cache",
+            (offline_prefix_caching_speed_up(catalog_folder.parent / "prefix") / MEASURED_SPEED_UP
+             - 1,),
+        ),
+        SetError(
+            "Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",
+            "vLLM issue #20780: MT-bench, k = 2–5 with their acceptance lengths",
+            "speed-up with speculation (TPOT)",
+            tuple(
+                eagle_speedup(mt_bench, k) / (VANILLA_TPOT_MS / tpot) - 1
+                for k, (_, tpot) in MEASURED_TPOT_MS.items()
+            ),
+        ),
+    ]
     return [
         serving,
         serving_calibrated,
@@ -473,6 +498,7 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         *qwen_calibrated,
         *deepseek,
         *deepseek_calibrated,
+        *features,
         *logs,
     ]
 
