@@ -4,6 +4,7 @@ moved (:class:`RecommendationChange`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from planner.diff.values import (
     is_missing,
     same,
 )
+from planner.plan.labels import short_label
 from planner.plan.recommend import COST
 
 
@@ -104,13 +106,15 @@ class RecommendationChange:
         if pick is None:
             return f"no eligible option ({why})" if why else "no eligible option"
         devices = as_number(pick["devices_needed"])
-        count = f"{devices:,.0f}" if devices is not None else "?"
+        option = {
+            "hardware": pick["hardware"],
+            "precision": pick["precision"],
+            "tensor_parallel": pick["tensor_parallel"],
+            "devices_needed": math.nan if devices is None else devices,
+        }
         how = pick.get("acquisition")
         way = "" if is_missing(how) or not how else f" to {how}"
-        return (
-            f"{count} × {pick['hardware']} (TP {int(pick['tensor_parallel'])}) · "
-            f"{pick['precision']}{way}, cost {format_value(pick[COST], 'USD')}"
-        )
+        return f"{short_label(option)}{way}, cost {format_value(pick[COST], 'USD')}"
 
     def changes(self) -> list[Change]:
         if not self.old_present:
