@@ -413,7 +413,7 @@ def test_the_report_puts_each_measurement_beside_its_estimate(measured_catalog: 
         "-0.5%",
     )
     assert a10["weights as loaded, per device"]["measured"] == "14.99 GiB"
-    assert groups[2]["option"].endswith("× 8 (vllm 0.7)")
+    assert groups[2]["option"] == "deepseek-v2-lite: a100-sxm-40gb (TP 8) · bf16 (vllm 0.7)"
     shipped = load_catalog(shipped_catalogs())
     assert measured_rows(comparison(shipped, load_measurements(shipped))) == []
 

@@ -45,13 +45,16 @@ def test_70b_in_bf16_needs_tensor_parallel_on_h100(shipped):
     assert tp.loc[2, "kv_heads_per_device"] == 4
     # 85,520,809,984 (81,559 MiB) − 70,553,706,496 − 7,516,192,768 (7 GiB) = 7,450,910,720 B;
     # a sequence reserves 4,096 + 1,024 tokens (5,120, whole 16-token blocks) × 2 × 80 × 4 × 128
-    # × 2 B = 838,860,800 B; ⌊7,450,910,720 ÷ 838,860,800⌋ = ⌊8.88⌋ = 8
+    # × 2 B = 838,860,800 B. The chat's 500-token system prompt is cached in 31 whole blocks,
+    # 496 tokens × 163,840 B = 81,264,640 B, held once by the replica and by no sequence:
+    # ⌊(7,450,910,720 − 81,264,640) ÷ (838,860,800 − 81,264,640)⌋ = ⌊9.73⌋ = 9
     assert tp.loc[2, "kv_budget_bytes"] == 7_450_910_720
     assert tp.loc[2, "kv_bytes_per_sequence"] == 838_860_800
-    assert tp.loc[2, "max_sequences"] == 8
-    # closed loop of 2,048 users at up to 8 per replica: 256 replicas of 2 devices
-    assert tp.loc[2, "replicas_needed"] == 256
-    assert tp.loc[2, "devices_needed"] == 512
+    assert tp.loc[2, "shared_prefix_kv_bytes"] == 81_264_640
+    assert tp.loc[2, "max_sequences"] == 9
+    # closed loop of 2,048 users at up to 9 per replica: ⌈227.6⌉ = 228 replicas of 2 devices
+    assert tp.loc[2, "replicas_needed"] == 228
+    assert tp.loc[2, "devices_needed"] == 456
 
 
 def test_tp_beyond_the_first_that_serves_is_not_listed(shipped):
