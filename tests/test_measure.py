@@ -502,12 +502,12 @@ def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> 
     efficiency = catalog.assumptions.bandwidth_efficiency
     limit = 0.010 * efficiency / 0.046
     assert lines[0] == (
-        "llama-3.1-8b (bf16) on a10-24gb for chat: measure decode inter-token latency at 1 and "
+        "chat × llama-3.1-8b: a10-24gb (TP 1) · bf16: measure decode inter-token latency at 1 and "
         "at 12 requests in flight per replica (two loads separate a step's fixed time from its "
         "bandwidth time; planned 14.0 ms at 12); it misses its 50 ms target if "
         f"bandwidth efficiency is below {limit:.2f} (planned {efficiency:.2f})."
     )
-    assert lines[1].startswith("llama-3.1-8b (bf16) on rtx2060-12gb for chat: keep the serving")
+    assert lines[1].startswith("chat × llama-3.1-8b: rtx2060-12gb (TP 1) · bf16: keep the serving")
     assert "a pool of 37,504 tokens (4.6 GiB) per device" in lines[1]
     assert len(lines) == 3
 

@@ -17,6 +17,7 @@ from typing import Any
 from planner.catalog import Catalog
 from planner.measure import Measurement
 from planner.plan.deployment import Ask
+from planner.plan.labels import option_label
 
 
 def efficiency_at_target(
@@ -97,11 +98,7 @@ def next_measurements(
     out = []
     for line in plan.lines:
         row = line.row
-        option = (
-            f"{row['model']} ({row['precision']}) on {row['hardware']}"
-            + (f" × {int(row['tensor_parallel'])}" if row["tensor_parallel"] > 1 else "")
-            + f" for {row['workload']}"
-        )
+        option = option_label(row, devices=False)
         if not _measured(measurements, row, ("vllm-log",)):
             words = (
                 f"{option}: keep the serving engine's start-up log (weights, activation peak, "

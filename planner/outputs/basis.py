@@ -30,8 +30,10 @@ NOT_MODELLED = [
     "LRU cache with requests at random), or is the workload's measured ratio where it gives "
     "one. Cached tokens skip the prefill's arithmetic, not its attention; the shared prefix's "
     "cache is held once. The ratio is an assumption until measured (vLLM's prefix-cache hit "
-    "counters, planner calibrate); the simulation plans with the same ratio rather than "
-    "tracking the cache block by block. Every sequence still reserves its own longest prompt "
+    "counters, planner calibrate). The simulation keeps a task's history and a document in "
+    "an LRU cache of blocks beside the running sequences, and plans with the same ratio "
+    "where a workload shares only a system prompt or gives a measured ratio; it reserves "
+    "no room for speculative proposals. Every sequence still reserves its own longest prompt "
     "past the prefix plus its promised maximum output.",
     "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
     "only tensor parallelism within a replica.",
