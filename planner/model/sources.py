@@ -75,3 +75,26 @@ REFERENCES: dict[str, str] = {
     "Technical Report, arXiv:2412.19437, §2.2 and §5.4.3 (multi-token prediction modules "
     "reused for speculative decoding).",
 }
+
+# Expert parallelism and disaggregated serving (planner.model.parallel). Their full references
+# join REFERENCES when those formulas become columns of the plan; until then they are listed
+# apart, since every entry of REFERENCES must be cited by a plan metric.
+DEEPSEEK_V3 = "DeepSeek-AI 2024 (DeepSeek-V3)"
+DEEPEP = "DeepSeek-AI 2025 (DeepEP: FP8 dispatch, BF16 combine)"
+SGLANG_EP = "SGLang team 2025 (PD disaggregation and large-scale EP on 96 H100s)"
+DISTSERVE = "Zhong et al. 2024 (DistServe: disaggregated prefill and decode)"
+
+PARALLEL_REFERENCES: dict[str, str] = {
+    DEEPSEEK_V3: "DeepSeek-AI, DeepSeek-V3 Technical Report, arXiv:2412.19437, §3.4 (inference "
+    "with expert parallelism and data-parallel attention, redundant experts, prefill and decode "
+    "deployed apart).",
+    DEEPEP: "DeepSeek-AI, DeepEP: an efficient expert-parallel communication library, "
+    "github.com/deepseek-ai/DeepEP, docs/legacy.md (low-latency kernels: 128 tokens a batch, "
+    "hidden 7168, top-8, FP8 dispatch and BF16 combine over CX7 400 Gb/s InfiniBand).",
+    SGLANG_EP: "The SGLang Team, Deploying DeepSeek with PD Disaggregation and Large-scale "
+    "Expert Parallelism on 96 H100 GPUs, lmsys.org/blog/2025-05-05-large-scale-ep (Expert "
+    "Parallelism Load Balancer; GPU balancedness = mean ÷ maximum computation time).",
+    DISTSERVE: "Y. Zhong, S. Liu, J. Chen et al., DistServe: Disaggregating Prefill and Decoding "
+    "for Goodput-optimized Large Language Model Serving, OSDI 2024, arXiv:2401.09670 (each phase "
+    "on its own pool, sized apart, the KV cache moved between them).",
+}
