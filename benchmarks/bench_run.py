@@ -121,17 +121,24 @@ def aiconfigurator_runs(exe: str, repeat: int) -> list[Timing]:
 STAGE_NAMES = {"simulating": "simulating (+ evaluating, rounds)"}
 
 
+def process_and_children_cpu_s() -> float:
+    """CPU seconds of this process and of every child it has waited for (the report's)."""
+    return time.process_time() + children_cpu_s()
+
+
 class StageClock:
     """CPU seconds of this process by stage: each progress report closes the time since the
-    one before, which is the stage then reported (its name without the steps)."""
+    one before, which is the stage then reported (its name without the steps). A child the
+    stage waited for counts with it: the report, written in a forked child while the other
+    files are, counts with "writing report.pdf", the stage that waits for it."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.stage = "start"
-        self.mark = time.process_time()
+        self.mark = process_and_children_cpu_s()
 
     def enter(self, stage: str) -> None:
-        now = time.process_time()
+        now = process_and_children_cpu_s()
         self.seconds[self.stage] = self.seconds.get(self.stage, 0.0) + now - self.mark
         self.stage, self.mark = stage, now
 

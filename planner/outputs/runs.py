@@ -28,6 +28,7 @@ from planner import __version__, cleanup
 from planner.catalog import Catalog
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
+from planner.outputs.background import Background
 from planner.outputs.folders import (
     CATALOG_COPY,
     MANIFEST,
@@ -152,6 +153,22 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def _json_column(column: pd.Series) -> list[Any]:
+    """A column's values as JSON has them (:func:`_json_value` of each), converted at once
+    where its type allows: numbers in bulk, a missing or infinite number as null."""
+    if pd.api.types.is_bool_dtype(column.dtype) and not column.hasnans:
+        return [bool(v) for v in column.tolist()]
+    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        return [int(v) for v in column.tolist()]
+    if pd.api.types.is_float_dtype(column.dtype) and isinstance(column.dtype, np.dtype):
+        numbers = column.to_numpy()
+        found: list[Any] = numbers.tolist()
+        for i in np.flatnonzero(~np.isfinite(numbers)):
+            found[i] = None
+        return found
+    return [_json_value(v) for v in column.tolist()]
+
+
 def column_definitions(results: Results) -> list[dict[str, Any]]:
     """Each results column in table order: unit, meaning, and its formula or origin."""
     defined: dict[str, dict[str, Any]] = {
@@ -178,7 +195,9 @@ def column_definitions(results: Results) -> list[dict[str, Any]]:
 def results_json(results: Results) -> dict[str, Any]:
     """Machine-readable results: column definitions (unit, meaning, formula) and the rows."""
     table = export_table(results.table)
-    rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_dict(orient="records")]
+    values = [_json_column(table[name]) for name in table.columns]
+    names = [str(name) for name in table.columns]
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
     return {
         "planner_version": __version__,
         "columns": column_definitions(results),
@@ -371,7 +390,9 @@ def write_run(
     ``number`` instead takes the next free ``-2``, ``-3``... name, so two runs started together
     both land. :class:`RunNotWritten` when the file system refuses the
     folder (read-only, full), leaving nothing behind. The workbook and
-    report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`;
+    report are rendered by :mod:`planner.outputs.workbook` and :mod:`planner.outputs.report`
+    (the report in a forked child while the other files are written,
+    :mod:`planner.outputs.background`);
     ``extra_writers`` maps further file names to functions that write them. ``baseline`` (a
     :class:`planner.diff.RunDiff`) adds a comparison section to the report; ``bands``
     (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet and section; ``derived``
@@ -399,7 +420,7 @@ def write_run(
         (CATALOG_COPY, lambda path: copy_catalogs(catalog, path)),
         (
             RESULTS_JSON,
-            lambda path: path.write_text(json.dumps(results_json(results), indent=1) + "\n"),
+            lambda path: path.write_text(json.dumps(results_json(results)) + "\n"),
         ),
         (
             WORKBOOK,
@@ -414,24 +435,29 @@ def write_run(
                 ranks=derived.order,
             ),
         ),
-        (
-            REPORT,
-            lambda path: write_report(
-                catalog,
-                results,
-                path,
-                baseline=baseline,
-                derived=derived,
-                paper=catalog.assumptions.paper,
-            ),
-        ),
         *(extra_writers or {}).items(),
     ]
+    # the PDF is WeasyPrint's for seconds of one core: a forked child writes it meanwhile
+    report = Background(
+        lambda path: write_report(
+            catalog,
+            results,
+            path,
+            baseline=baseline,
+            derived=derived,
+            paper=catalog.assumptions.paper,
+        ),
+        staging / REPORT,
+    )
     try:
+        report.start()
         for done, (file_name, writer) in enumerate(steps):
             if progress is not None:
-                progress(f"writing {file_name}", done, len(steps))
+                progress(f"writing {file_name}", done, len(steps) + 1)
             writer(staging / file_name)
+        if progress is not None:
+            progress(f"writing {REPORT}", len(steps), len(steps) + 1)
+        report.wait()
         extra = tuple(name for name in extra_writers or {} if name != RESULTS_CSV)  # listed
         info = manifest(catalog, results, name, extra)
         if derived.bands:
@@ -449,9 +475,11 @@ def write_run(
         else:
             _publish(staging, destination)
     except OSError as exc:
+        report.stop()
         shutil.rmtree(staging, ignore_errors=True)
         raise RunNotWritten.from_os_error(exc) from None
     except BaseException:
+        report.stop()
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:

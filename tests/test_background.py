@@ -1,0 +1,100 @@
+"""A file written in a forked child (the report) fails as it would in process: the same
+exception reaches the run, and a failed run leaves nothing behind."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from planner.outputs import background
+from planner.outputs.background import Background
+
+
+def test_the_child_writes_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    job = Background(lambda path: path.write_text("written"), target)
+    job.start()
+    job.wait()
+    assert target.read_text() == "written"
+
+
+def test_an_exception_in_the_child_is_raised_by_the_run(tmp_path: Path) -> None:
+    def fail(path: Path) -> None:
+        raise ValueError("no such option")
+
+    job = Background(fail, tmp_path / "out.txt")
+    job.start()
+    with pytest.raises(ValueError, match="no such option"):
+        job.wait()
+
+
+def test_a_full_disk_in_the_child_stays_an_os_error(tmp_path: Path) -> None:
+    def full(path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    job = Background(full, tmp_path / "out.txt")
+    job.start()
+    with pytest.raises(OSError) as raised:
+        job.wait()
+    assert raised.value.errno == errno.ENOSPC
+    assert raised.value.filename == str(tmp_path / "out.txt")
+
+
+def test_an_exception_that_cannot_travel_is_raised_in_process(tmp_path: Path) -> None:
+    class Local(Exception):  # a class defined in a function cannot be pickled
+        pass
+
+    def fail(path: Path) -> None:
+        raise Local("local")
+
+    job = Background(fail, tmp_path / "out.txt")
+    job.start()
+    with pytest.raises(Local):
+        job.wait()
+
+
+def test_a_killed_child_is_an_error(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    def die(path: Path) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    job = Background(die, tmp_path / "out.txt")
+    job.start()
+    if job.process is None:
+        pytest.skip("no fork here")
+    with pytest.raises(RuntimeError, match="ended without finishing"):
+        job.wait()
+
+
+def test_without_fork_the_file_is_written_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "forking", lambda: False)
+    pid = []
+    job = Background(lambda path: pid.append(__import__("os").getpid()), tmp_path / "x")
+    job.start()
+    job.wait()
+    assert pid == [__import__("os").getpid()]
+
+
+def test_a_report_that_fails_fails_the_run_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner.catalog import load_catalog
+    from planner.outputs import report
+    from planner.outputs.runs import write_run
+    from planner.plan.sweep import evaluate
+    from planner.resources import shipped_catalogs
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise LookupError("template missing")
+
+    monkeypatch.setattr(report, "write_report", broken)
+    catalog = load_catalog(shipped_catalogs())
+    with pytest.raises(LookupError, match="template missing"):
+        write_run(catalog, evaluate(catalog), tmp_path / "run")
+    assert list(tmp_path.iterdir()) == []
