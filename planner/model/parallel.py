@@ -19,8 +19,10 @@ per 128 values and combined in BF16 as DeepEP does (:data:`DEEPEP_DISPATCH_BYTES
 :data:`DEEPEP_COMBINE_BYTES_PER_VALUE`); the busiest device receives the mean tokens × an
 imbalance factor (:data:`SGLANG_DEFAULT_IMBALANCE`).
 
-These formulas are not yet columns of the plan: they register in :data:`PARALLEL`, a registry
-of their own, so the sweep and its outputs are unchanged until a candidate carries a layout.
+The formulas register in :data:`PARALLEL`, a registry of their own; the plan columns at the end
+(weights per device, each device's batch and step, the all-to-all, the ITL) are what an
+expert-parallel candidate's layout-selecting metrics read (:mod:`planner.model.memory`,
+:mod:`planner.model.latency`); a tensor-parallel candidate (EP 1) never does.
 The decode step reuses the tensor-parallel physics of :mod:`planner.model.latency` (one weight
 read per step, each sequence's cache, the arithmetic at the achieved rate) at TP 1.
 """
@@ -31,7 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.model.expr import ceil, maximum, minimum, where
-from planner.model.metric import Metric, metric
+from planner.model.latency import decode_compute_s, decode_memory_s
+from planner.model.metric import Metric, metric, rebound
 from planner.model.sources import (
     DEEPEP,
     DEEPSEEK_V3,
@@ -321,3 +324,158 @@ def prefill_to_decode_devices(
     """Devices of the prefill pool per device of the decode pool [ratio]."""
     prefill = prefill_replicas_needed * prefill_devices_per_replica
     return prefill / (decode_replicas_needed * decode_devices_per_replica)
+
+
+# Plan columns: an expert-parallel candidate's replica ---------------------------------------
+
+
+@metric("B", source=f"{DEEPSEEK_V3} §3.4; {SGLANG_EP}", group="memory")
+def expert_parallel_weight_bytes(
+    weight_bytes: Any,
+    routed_expert_parameters: Any,
+    weight_bytes_per_param: Any,
+    expert_parallel: Any,
+) -> Any:
+    """Weights each device of an expert-parallel replica holds: everything but the routed
+    experts whole, and 1 ÷ EP of the routed experts (no redundant copies) [B]
+    (:func:`expert_parallel_weight_bytes_per_device`)."""
+    routed = routed_expert_parameters * weight_bytes_per_param
+    return weight_bytes - routed + routed / expert_parallel
+
+
+@metric("sequences", source=f"{SGLANG_EP} (DP attention)", group="latency")
+def device_batch(decode_batch: Any, expert_parallel: Any) -> Any:
+    """Sequences each device decodes: the replica's batch ÷ EP (data-parallel attention; the
+    whole batch on every device of a tensor-parallel replica, EP 1) [sequences]."""
+    return decode_batch / expert_parallel
+
+
+@metric("FLOP/s", source=ROOFLINE, group="latency")
+def device_compute_flops_per_s(achieved_compute_flops_per_s: Any, tensor_parallel: Any) -> Any:
+    """Compute one device of the replica sustains: the replica's ÷ its devices [FLOP/s]."""
+    return achieved_compute_flops_per_s / tensor_parallel
+
+
+@metric("s", source=f"{DEEPEP}; uniform routing", group="latency")
+def expert_alltoall_s_per_step(
+    device_batch: Any,
+    experts_per_token: Any,
+    hidden_size: Any,
+    expert_dispatch_bytes_per_value: Any,
+    activation_bytes: Any,
+    expert_imbalance: Any,
+    expert_parallel: Any,
+    devices_per_node: Any,
+    interconnect_bytes_per_s: Any,
+    allreduce_fixed_s: Any,
+    layers: Any,
+) -> Any:
+    """All-to-all of one decode step of an expert-parallel replica inside a node: every layer
+    dispatches (FP8 with scales) and combines (activations) the device's tokens, each over the
+    interconnect at the busiest device's imbalance, + the collective's fixed latency [s]; 0 at
+    EP 1. Every layer is counted as a mixture-of-experts layer (dense first layers are not in
+    the catalog), which overstates DeepSeek-V3's 58 of 61 by 5 %."""
+    sent = [
+        alltoall_bytes_per_device(
+            device_batch,
+            experts_per_token,
+            hidden_size,
+            per_value,
+            expert_parallel,
+            expert_imbalance,
+        )
+        for per_value in (expert_dispatch_bytes_per_value, activation_bytes)
+    ]
+    dispatch, combine = (
+        alltoall_s(
+            b,
+            expert_parallel,
+            devices_per_node,
+            interconnect_bytes_per_s,
+            interconnect_bytes_per_s,
+            allreduce_fixed_s,
+        )
+        for b in sent
+    )
+    return where(expert_parallel > 1, alltoall_s_per_step(layers, dispatch, combine), 0)
+
+
+#: The metrics rebound below, registered by importing them first.
+_REBOUND = (decode_memory_s, decode_compute_s)
+rebound(
+    "device_decode_memory_s",
+    "decode_memory_s",
+    {"decode_batch": "device_batch"},
+    "Memory time of one device's decode step: its weights once + its own sequences' caches.",
+)
+rebound(
+    "device_decode_compute_s",
+    "decode_compute_s",
+    {"decode_batch": "device_batch", "achieved_compute_flops_per_s": "device_compute_flops_per_s"},
+    "Compute time of one device's decode step: its own sequences at one device's rate.",
+)
+
+
+@metric("s", source=f"{ROOFLINE}; {POPE}; {DEEPEP}", group="latency")
+def expert_parallel_itl_s(
+    device_decode_memory_s: Any,
+    device_decode_compute_s: Any,
+    expert_alltoall_s_per_step: Any,
+    device_batch: Any,
+    step_overhead_s: Any,
+    step_overhead_per_sequence_s: Any,
+    expert_overlap: Any,
+) -> Any:
+    """Inter-token latency of an expert-parallel replica: one device's step
+    (:func:`expert_parallel_step_s`: max(memory, compute) with the all-to-all added, or
+    overlapped at ``expert_overlap`` 1) + the engine's time for each of its sequences [s]."""
+    step = expert_parallel_step_s(
+        device_decode_memory_s,
+        device_decode_compute_s,
+        expert_alltoall_s_per_step,
+        step_overhead_s,
+        expert_overlap,
+    )
+    return step + device_batch * step_overhead_per_sequence_s
+
+
+# The same step at the forecast load's batch (planner.model.load) --------------------------
+
+rebound(
+    "load_device_batch",
+    "device_batch",
+    {"decode_batch": "load_batch"},
+    "Sequences each device decodes at the load batch: the load batch ÷ EP.",
+)
+rebound(
+    "load_device_decode_memory_s",
+    "device_decode_memory_s",
+    {
+        "decode_weight_bytes_per_step": "load_decode_weight_bytes_per_step",
+        "device_batch": "load_device_batch",
+    },
+    "Memory time of one device's decode step at the load batch [s].",
+)
+rebound(
+    "load_device_decode_compute_s",
+    "device_decode_compute_s",
+    {"device_batch": "load_device_batch"},
+    "Compute time of one device's decode step at the load batch [s].",
+)
+rebound(
+    "load_expert_alltoall_s_per_step",
+    "expert_alltoall_s_per_step",
+    {"device_batch": "load_device_batch"},
+    "All-to-all of one decode step at the load batch [s].",
+)
+rebound(
+    "load_expert_parallel_itl_s",
+    "expert_parallel_itl_s",
+    {
+        "device_decode_memory_s": "load_device_decode_memory_s",
+        "device_decode_compute_s": "load_device_decode_compute_s",
+        "expert_alltoall_s_per_step": "load_expert_alltoall_s_per_step",
+        "device_batch": "load_device_batch",
+    },
+    "Inter-token latency of an expert-parallel replica at the load batch [s].",
+)

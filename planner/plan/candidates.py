@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
-from planner.plan.columns import ALL_KEYS, TP_KEY
+from planner.plan.columns import EP_KEY, PLAN_KEYS, TP_KEY
 
 
 def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
@@ -51,9 +51,10 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
 @dataclass(frozen=True)
 class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
-    precision, hardware, tensor-parallel size) positions into ``ids`` and ``sizes``, in plan
-    order. Five small integers a candidate, so that millions of them fit where their ids as text
-    would not; :meth:`table` gives a slice as the table of ids."""
+    precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
+    expert-parallel size itself (1: a tensor-parallel replica), in plan order. Six small
+    integers a candidate, so that millions of them fit where their ids as text would not;
+    :meth:`table` gives a slice as the table of ids."""
 
     codes: np.ndarray
     ids: dict[str, np.ndarray]
@@ -72,8 +73,9 @@ class Candidates:
                 "precision": self.ids["precision"][rows[:, 2]],
                 "workload": self.ids["workload"][rows[:, 0]],
                 TP_KEY: self.sizes[rows[:, 4]],
+                EP_KEY: rows[:, 5].astype(np.int64),
             },
-            columns=ALL_KEYS,
+            columns=PLAN_KEYS,
         )
 
 
@@ -111,29 +113,55 @@ class _Allowed:
     stores: np.ndarray
     linked: np.ndarray
     sizes: np.ndarray
+    tensor: np.ndarray  # positions in ``sizes`` of the tensor-parallel sizes
+    experts: np.ndarray  # expert-parallel sizes, 1 first
+    splits: np.ndarray  # splits[model, e]: the model's routed experts divide by experts[e]
+    nodes: np.ndarray  # devices per node of each hardware
 
     @classmethod
     def of(cls, catalog: Catalog) -> _Allowed:
-        hardware, precisions = catalog.hardware, catalog.precisions
+        hardware, precisions, a = catalog.hardware, catalog.precisions, catalog.assumptions
         runs = [compute_format_for(h, p) is not None for h in hardware for p in precisions]
         stores = [applies(m, p) for m in catalog.models for p in precisions]
+        experts = np.array(sorted({1, *a.expert_parallel_sizes}), np.int64)
+        sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:]}), np.int64)
+        splits = [
+            [m.moe is not None and m.moe.experts % e == 0 for e in experts] for m in catalog.models
+        ]
         return cls(
             runs=np.array(runs, dtype=bool).reshape(len(hardware), -1),
             stores=np.array(stores, dtype=bool).reshape(len(catalog.models), -1),
             linked=np.array([h.interconnect_bandwidth is not None for h in hardware], bool),
-            sizes=np.array(sorted(set(catalog.assumptions.tensor_parallel_sizes)), np.int64),
+            sizes=sizes,
+            tensor=np.flatnonzero(np.isin(sizes, a.tensor_parallel_sizes)).astype(np.int32),
+            experts=experts,
+            splits=np.array(splits, dtype=bool).reshape(len(catalog.models), len(experts)),
+            nodes=np.array([h.devices_per_node or a.devices_per_node for h in hardware]),
         )
 
     def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
               hardware: np.ndarray) -> np.ndarray:  # fmt: skip
-        """The rows of one workload's cross product that can run, as codes."""
-        m, p, h, t = np.meshgrid(
-            models, precisions, hardware, np.arange(len(self.sizes), dtype=np.int32), indexing="ij"
-        )
+        """The rows of one workload's cross product that can run, as codes: every
+        tensor-parallel size, then (after each combination's) every expert-parallel size above 1
+        whose replica fits one node of a linked device and splits the model's routed experts."""
+        m, p, h, t = np.meshgrid(models, precisions, hardware, self.tensor, indexing="ij")
         m, p, h, t = (a.ravel() for a in (m, p, h, t))
         keep = self.runs[h, p] & self.stores[m, p] & ((self.sizes[t] <= 1) | self.linked[h])
         w = np.full(int(keep.sum()), workload, dtype=np.int32)
-        return np.stack([w, m[keep], p[keep], h[keep], t[keep]], axis=1)
+        rows = np.stack([w, m[keep], p[keep], h[keep], t[keep], 1 + 0 * w], axis=1)
+        if len(self.experts) == 1:
+            return rows
+        e = np.arange(1, len(self.experts), dtype=np.int32)
+        grid = np.meshgrid(models, precisions, hardware, e, indexing="ij")
+        m, p, h, e = (a.ravel() for a in grid)
+        size = self.experts[e]
+        keep = self.runs[h, p] & self.stores[m, p] & self.linked[h] & self.splits[m, e]
+        keep &= size <= self.nodes[h]
+        t = np.searchsorted(self.sizes, size).astype(np.int32)
+        w = np.full(int(keep.sum()), workload, dtype=np.int32)
+        layouts = np.stack([w, m[keep], p[keep], h[keep], t[keep], size[keep]], axis=1)
+        rows = np.concatenate([rows, layouts])
+        return rows[np.lexsort((rows[:, 4], rows[:, 5], rows[:, 3], rows[:, 2], rows[:, 1]))]
 
 
 def candidate_codes(catalog: Catalog) -> Candidates:
@@ -153,9 +181,11 @@ def candidate_codes(catalog: Catalog) -> Candidates:
         )
         for workload in lists["workload"]:
             codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 5), dtype=np.int32)
+    rows = np.concatenate(codes) if codes else np.zeros((0, 6), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
+        if len(allowed.experts) > 1:  # each combination's layouts after its tensor-parallel sizes
+            rows = rows[np.lexsort((rows[:, 4], rows[:, 5], *rows[:, 3::-1].T))]
     ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
     return Candidates(rows, ids, allowed.sizes)
 

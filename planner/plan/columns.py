@@ -25,6 +25,14 @@ TP_KEY = "tensor_parallel"
 
 ALL_KEYS = [*KEYS, TP_KEY]
 
+#: The layout beyond tensor parallelism: the expert-parallel size of a replica whose devices
+#: (``tensor_parallel`` of them) each hold a share of the routed experts and serve sequences of
+#: their own (data-parallel attention); 1 for a tensor-parallel replica.
+EP_KEY = "expert_parallel"
+
+#: The key columns of a plan table: the five of :data:`ALL_KEYS` and the layout.
+PLAN_KEYS = [*ALL_KEYS, EP_KEY]
+
 #: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.
 CANDIDATE = "candidate"
 

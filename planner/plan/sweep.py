@@ -19,6 +19,7 @@ from planner.catalog.engines import series_warning
 from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.candidates import candidates, skipped_pairs
+from planner.plan.columns import EP_KEY, PLAN_KEYS
 from planner.plan.tables import (
     ALL_KEYS,
     CANDIDATE,
@@ -48,7 +49,7 @@ class Results:
 
     @property
     def key_columns(self) -> list[str]:
-        return list(ALL_KEYS)
+        return list(PLAN_KEYS)
 
 
 def engine_notes(catalog: Catalog) -> list[str]:
@@ -79,10 +80,12 @@ def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(K
     does, the first whose replica holds a sequence; else all)."""
     keys = [table[k] for k in combination]
     tp = table[TP_KEY].astype(float)
+    if EP_KEY in table:  # an expert-parallel layout is kept, and prunes no tensor-parallel size
+        tp = tp.where(table[EP_KEY].astype(float) <= 1)
     first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
     first_fitting = tp.where(table["replica_fits"].astype(bool)).groupby(keys).transform("min")
     limit = first_meeting.fillna(first_fitting)
-    return limit.isna() | (tp <= limit)
+    return limit.isna() | (tp <= limit) | tp.isna()
 
 
 def _per_row_column(
@@ -198,7 +201,7 @@ def evaluate_subset(
     if len(plan):
         rows = evaluate_plan(catalog, plan.reset_index(drop=True)).table
         tp = int(rows.loc[useful_parallelism(rows)][TP_KEY].max())
-    single = pd.DataFrame([(hardware, model, precision, workload, tp)], columns=ALL_KEYS)
+    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1)], columns=PLAN_KEYS)
     return evaluate_plan(catalog, single)
 
 
@@ -207,7 +210,9 @@ def _with_candidate_ids(simulated: pd.DataFrame | None) -> pd.DataFrame | None:
         return simulated
     out = simulated.copy()
     m = metrics()[CANDIDATE]
-    out[CANDIDATE] = m.func(*(out[k].to_numpy(dtype=object) for k in m.inputs))
+    layout = {EP_KEY: np.ones(len(out), np.int64)}  # where the table has tensor-parallel only
+    columns = (out[k].to_numpy(dtype=object) if k in out else layout[k] for k in m.inputs)
+    out[CANDIDATE] = m.func(*columns)
     return out
 
 
@@ -337,14 +342,14 @@ class _Order:
     ) -> _Order:
         lookups = [*LOOKUPS, *SIM_LOOKUPS]
         constants = {g.name: inputs.globals[g.cell] * g.scale for g in GLOBALS}
-        given = set(ALL_KEYS) | set(constants) | {lk.name for lk in lookups}
+        given = set(PLAN_KEYS) | set(constants) | {lk.name for lk in lookups}
         metrics = ordered(metric_names, given)
-        keys_only = [m for m in metrics if set(m.inputs) <= set(ALL_KEYS)]
+        keys_only = [m for m in metrics if set(m.inputs) <= set(PLAN_KEYS)]
         later = [m for m in metrics if m not in keys_only]
-        names = [*ALL_KEYS, *(m.name for m in keys_only), *(lk.name for lk in lookups)]
+        names = [*PLAN_KEYS, *(m.name for m in keys_only), *(lk.name for lk in lookups)]
         names += [m.name for m in later]
         if columns is not None:
-            names = [c for c in names if c in ALL_KEYS or c in columns]
+            names = [c for c in names if c in PLAN_KEYS or c in columns]
         kinds = {m.name: m.kind for m in metrics} | {lk.name: lk.kind for lk in lookups}
         return cls(constants, metrics, keys_only, lookups, later, names, kinds)
 
@@ -370,7 +375,7 @@ def _useful_rows(chunk: Mapping[str, Any]) -> np.ndarray:
     frame = pd.DataFrame(
         {
             "combination": _runs(*(chunk[k] for k in KEYS)),
-            **{k: chunk[k] for k in (TP_KEY, "meets_targets", "replica_fits")},
+            **{k: chunk[k] for k in (TP_KEY, EP_KEY, "meets_targets", "replica_fits")},
         }
     )
     return useful_parallelism(frame, ["combination"]).to_numpy()
@@ -384,7 +389,8 @@ def evaluate_plan(
     columns: list[str] | None = None,
     prune_parallelism: bool = False,
 ) -> Results:
-    """Evaluate every metric for the candidates listed in ``plan`` (a table of the five keys).
+    """Evaluate every metric for the candidates listed in ``plan`` (a table of the five keys,
+    and the expert-parallel size where it has one: 1 where not).
 
     Order, within each chunk of rows (:func:`chunk_bounds`): the keys; metrics of the keys alone
     (the candidate id); every input looked up by id; then every other metric in dependency order.
@@ -395,6 +401,7 @@ def evaluate_plan(
     order = _Order.of(inputs, metric_names, columns)
     names = order.names
     keys = {k: plan[k].to_numpy() for k in ALL_KEYS}
+    keys[EP_KEY] = plan[EP_KEY].to_numpy() if EP_KEY in plan else np.ones(len(plan), np.int64)
     bounds = chunk_bounds(plan)
     out = {
         name: _Column(len(plan), _dtype(keys.get(name), order.kinds.get(name))) for name in names
@@ -419,7 +426,7 @@ def evaluate_plan(
         metrics=order.metrics,
         lookups=order.lookups,
         skipped=skipped_pairs(catalog),
-        notes=engine_notes(catalog) + _start_notes(catalog, table),
+        notes=engine_notes(catalog) + _start_notes(catalog, table) + _layout_notes(table),
     )
 
 
@@ -433,6 +440,18 @@ def _start_notes(catalog: Catalog, table: pd.DataFrame) -> list[str]:
     return [
         f"The engine's max_model_len ({engine.max_model_len:,} tokens) needs more KV cache than "
         f"any candidate's pool holds: the engine would start on none of them"
+    ]
+
+
+def _layout_notes(table: pd.DataFrame) -> list[str]:
+    """Expert-parallel candidates are planned in closed form: the simulation sizes none."""
+    count = int((table[EP_KEY] > 1).sum()) if EP_KEY in table else 0
+    if not count:
+        return []
+    return [
+        f"{count:,} expert-parallel candidates are planned in closed form only: expert-parallel "
+        "layouts are not simulated (their all-to-all and data-parallel attention are not in the "
+        "simulation)"
     ]
 
 

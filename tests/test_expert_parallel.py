@@ -1,0 +1,201 @@
+"""Expert parallelism with data-parallel attention as a candidate layout, worked by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from planner.catalog import Catalog, load_catalog
+from planner.model.parallel import (
+    device_batch,
+    expert_alltoall_s_per_step,
+    expert_parallel_weight_bytes,
+)
+from planner.plan.labels import short_label
+from planner.plan.sweep import evaluate
+
+SHIPPED = Path(__file__).parent.parent / "catalogs"
+
+
+def with_sizes(sizes: list[int], folder: Path = SHIPPED) -> Catalog:
+    catalog = load_catalog(folder)
+    assumptions = catalog.assumptions.model_copy(update={"expert_parallel_sizes": sizes})
+    return dataclasses.replace(catalog, assumptions=assumptions)
+
+
+def deepseek(table: pd.DataFrame, workload: str) -> pd.DataFrame:
+    """DeepSeek-V3 in FP8 on H200 SXM for one workload: its rows by (TP, EP)."""
+    rows = table[
+        (table["model"] == "deepseek-v3")
+        & (table["hardware"] == "h200-sxm-141gb")
+        & (table["precision"] == "fp8")
+        & (table["workload"] == workload)
+    ]
+    return rows.set_index(["tensor_parallel", "expert_parallel"])
+
+
+def test_weights_per_device_of_a_671b_moe_at_ep_8() -> None:
+    # DeepSeek-V3 in FP8 (1 B a parameter): 671e9 parameters, of which 58 MoE layers × 256
+    # experts × 3 × 7,168 × 2,048 = 653,908,770,816 are routed. Each of 8 devices holds the
+    # 17,091,229,184 others and 653,908,770,816 ÷ 8 = 81,738,596,352 routed: 98,829,825,536 B.
+    routed = 58 * 256 * 3 * 7168 * 2048
+    assert routed == 653_908_770_816
+    assert expert_parallel_weight_bytes(671e9, routed, 1.0, 8) == pytest.approx(98_829_825_536)
+
+
+def test_all_to_all_of_one_step_at_ep_8() -> None:
+    # 64 sequences a device, k = 8, hidden 7,168, EP 8 in one node at 450 GB/s, imbalance 1:
+    # dispatch 64 × 8 × 7,168 × 1.03125 × 7/8 = 3,311,616 B; combine at 2 B: 6,422,528 B.
+    # Each over 450e9 B/s + 10 µs: 17.359 µs and 24.272 µs; 61 layers × 41.631 µs = 2.5395 ms.
+    step = expert_alltoall_s_per_step(64, 8, 7168, 1 + 4 / 128, 2.0, 1.0, 8, 8, 450e9, 10e-6, 61)
+    dispatch = 3_311_616 / 450e9 + 10e-6
+    combine = 6_422_528 / 450e9 + 10e-6
+    assert step == pytest.approx(61 * (dispatch + combine))
+    assert step == pytest.approx(2.5395e-3, rel=1e-3)
+    assert expert_alltoall_s_per_step(64, 8, 7168, 1.03, 2.0, 1.0, 1, 8, 450e9, 1e-5, 61) == 0
+
+
+def test_each_device_decodes_its_own_share_of_the_batch() -> None:
+    assert device_batch(512, 8) == 64  # 512 sequences over 8 data-parallel attention ranks
+
+
+def test_default_layouts_are_tensor_parallel_only() -> None:
+    table = evaluate(load_catalog(SHIPPED)).table
+    assert set(table["expert_parallel"]) == {1}
+    assert not table["candidate"].str.contains("|ep", regex=False).any()
+
+
+def test_ep_8_gives_moe_models_an_expert_parallel_candidate_and_dense_ones_none() -> None:
+    catalog = with_sizes([1, 8])
+    table = evaluate(catalog).table
+    ep = table[table["expert_parallel"] == 8]
+    moe = {m.id for m in catalog.models if m.moe is not None and m.moe.experts % 8 == 0}
+    assert set(ep["model"]) == moe
+    assert (ep["tensor_parallel"] == 8).all()
+    assert ep["candidate"].str.endswith("|ep8").all()
+    # the same devices a replica, but each holds its own sequences: more than TP 8's
+    row = ep.iloc[0]
+    assert short_label(row, devices=False).endswith("(EP 8) · " + row["precision"])
+    # the default layouts' rows are the same with EP tried beside them
+    base = evaluate(load_catalog(SHIPPED)).table.set_index("candidate")
+    tp = table[table["expert_parallel"] == 1].set_index("candidate")
+    assert tp["itl_s"].reindex(base.index).equals(base["itl_s"])
+
+
+@pytest.fixture(scope="module")
+def shipped_at_ep_8() -> pd.DataFrame:
+    catalog = with_sizes([1, 8])
+    assumptions = catalog.assumptions.model_copy(update={"tensor_parallel_sizes": [8]})
+    return evaluate(dataclasses.replace(catalog, assumptions=assumptions)).table
+
+
+def test_deepseek_v3_at_ep_8_on_8_h200s(shipped_at_ep_8: pd.DataFrame) -> None:
+    """The shipped chat (2,048 users, 800-token prompts, 4,096 + 1,024 tokens at most, a
+    500-token system prompt) on DeepSeek-V3 in FP8, 8 × H200 SXM (143,771 MiB =
+    150,754,820,096 B each, 3 GiB runtime and 4 GiB reserve: 7,516,192,768 B)."""
+    rows = deepseek(shipped_at_ep_8, "chat")
+    ep, tp = rows.loc[(8, 8)], rows.loc[(8, 1)]
+    # Weights: 671,026,419,200 parameters at 1 B but 1,853,358,080 embedding ones at 2 B:
+    # 672,879,777,280 B; routed experts 58 × 256 × 3 × 7,168 × 2,048 = 653,908,770,816 B.
+    # TP 8: ÷ 8 = 84,109,972,160 B. EP 8: 672,879,777,280 − 653,908,770,816 +
+    # 653,908,770,816 ÷ 8 = 100,709,602,816 B.
+    assert tp["weight_bytes_per_device"] == pytest.approx(84_109_972_160)
+    assert ep["weight_bytes_per_device"] == pytest.approx(100_709_602_816)
+    # Cache: 5,120 tokens × 61 layers × 576 latent values × 1 B = 179,896,320 B a sequence, of
+    # which the system prompt's 31 whole blocks of 16 (496 tokens, 17,427,456 B) once.
+    # TP 8: (150,754,820,096 − 84,109,972,160 − 7,516,192,768 − 17,427,456) ÷ (179,896,320 −
+    # 17,427,456) = 363.8 → 363 sequences, the engine's 256 at most. EP 8: each device
+    # (42,529,024,512 − 17,427,456) ÷ 162,468,864 = 261.7 → 261, × 8 = 2,088 a replica,
+    # 8 × 256 = 2,048 at most.
+    assert tp["max_sequences"] == 363
+    assert tp["replica_capacity_sequences"] == 256
+    assert ep["max_sequences"] == 8 * 261
+    assert ep["replica_capacity_sequences"] == 2048
+    # 2,048 users: 2,048 ÷ 256 = 8 replicas of TP 8 (64 devices), one of EP 8 (8 devices).
+    assert tp["devices_needed"] == 64
+    assert ep["devices_needed"] == 8
+
+
+def test_deepseek_v3_itl_with_the_all_to_all(shipped_at_ep_8: pd.DataFrame) -> None:
+    """The shipped document analysis (24,000-token prompts, 500 out, 33,792 tokens at most) on
+    DeepSeek-V3 at EP 8, FP8, 8 × H200 SXM, worked by hand."""
+    ep = deepseek(shipped_at_ep_8, "document-analysis").loc[(8, 8)]
+    # Each device holds ⌊42,529,024,512 ÷ (33,792 × 35,136 = 1,187,315,712)⌋ = 35 sequences,
+    # 280 a replica, and decodes its own 35.
+    assert ep["max_sequences"] == 280
+    assert ep["device_batch"] == 35
+    # All-to-all, 61 layers inside one node at 450 GB/s + 8 µs each, imbalance 1.18 (59,337 ÷
+    # 50,302 = 1.1796): dispatch 35 × 8 × 7,168 × 1.03125 × 7/8 × 1.18 = 2,137,027.2 B,
+    # 12.74895 µs; combine at 2 B 4,144,537.6 B, 17.21008 µs; 61 × 29.95903 µs = 1.82750 ms.
+    assert ep["expert_alltoall_s_per_step"] == pytest.approx(1.82750e-3, rel=1e-5)
+    # Memory: weights 100,709,602,816 B less the experts 280 tokens never touch, 81,738,596,352
+    # × (31/32)^280 (1.3781e-4) = 11,264,386 B, + 35 × 24,250 tokens of context × 35,136 B =
+    # 29,821,680,000 B, at 4.8 TB/s × 0.8: 130,520,018,430 ÷ 3.84e12 = 33.990 ms. Compute
+    # (75,104,594,944 FLOP × 35 ÷ 989.5 TFLOP/s = 2.657 ms, padding, the caches' 7.766 ms) is
+    # less. ITL = 33.9896 + 1.8275 all-to-all (added, no overlap) + 3.1468 ms step overhead
+    # (2 ms × the engine's 1.5734) + 35 × 20 µs = 39.6639 ms.
+    assert ep["device_decode_memory_s"] == pytest.approx(33.9896e-3, rel=1e-5)
+    assert ep["itl_s"] == pytest.approx(39.6639e-3, rel=1e-5)
+
+
+def small_catalog(folder: Path) -> Path:
+    """The shipped catalogs cut to a mixture-of-experts and a dense model on one device at one
+    precision for one workload, trying EP 8 beside TP 1 and 8."""
+    shutil.copytree(
+        SHIPPED, folder, ignore=shutil.ignore_patterns("examples", "deployment.yaml", "api*")
+    )
+    keep = {
+        "models": {"qwen3-30b-a3b", "llama-3.1-8b"},
+        "hardware": {"h200-sxm-141gb"},
+        "precisions": {"fp8"},
+        "workloads": {"chat", "document-analysis"},
+    }
+    for name, ids in keep.items():
+        path = folder / f"{name}.yaml"
+        data = yaml.safe_load(path.read_text())
+        data[name] = [e for e in data[name] if e["id"] in ids]
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    path = folder / "assumptions.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["assumptions"] |= {"tensor_parallel_sizes": [1, 8], "expert_parallel_sizes": [1, 8]}
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return folder
+
+
+@pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
+def test_spreadsheet_engines_compute_the_expert_parallel_layout(
+    tmp_path: Path, engine: str
+) -> None:
+    """The workbook of a catalog with EP 8 tried: every Plan cell the spreadsheet engine
+    computes, through both branches of the layout-selecting formulas, is the planner's."""
+    from spreadsheet import computed_values, installed, recalculate_many
+    from test_workbook import assert_plan_equals
+
+    from planner.outputs.workbook import write_workbook
+
+    if not installed(engine):
+        pytest.skip(f"{engine} is not installed")
+    results = evaluate(load_catalog(small_catalog(tmp_path / "catalogs")))
+    table = results.table
+    assert set(table.loc[table["expert_parallel"] == 8, "model"]) == {"qwen3-30b-a3b"}
+    book = write_workbook(results, tmp_path / "ep.xlsx")
+    (out,) = recalculate_many([book], tmp_path / f"recalculated-{engine}", engine=engine)
+    assert_plan_equals(computed_values(out, "Plan"), results)
+
+
+def test_an_expert_parallel_candidate_is_not_simulated(shipped_at_ep_8: pd.DataFrame) -> None:
+    from planner.serving.sizing import size_candidate
+
+    row = deepseek(shipped_at_ep_8, "chat").reset_index().iloc[-1]
+    assert row["expert_parallel"] == 8
+    sized = size_candidate(with_sizes([1, 8]), row.to_dict())
+    assert sized["sim_bound"] == "layout"
+    assert sized["sim_reason"] == (
+        "not simulated: expert-parallel layouts are planned in closed form"
+    )
+    assert sized["sim_runs"] == 0
