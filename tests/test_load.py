@@ -168,6 +168,8 @@ def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():
         "load_draft_s",
         "verify_tokens_per_sequence",
         "speculative_tokens_per_step",
+        "expert_parallel",
+        "load_expert_parallel_itl_s",
     )
     assert registry["e2e_load_s"].func is registry["e2e_s"].func
     assert "itl_load_s" in registry["e2e_load_s"].inputs

@@ -18,13 +18,20 @@ from planner.model.targets import TARGETS, taking
 
 @metric("", kind="text", source="the five key columns", group="keys")
 def candidate(
-    hardware: Any, model: Any, precision: Any, workload: Any, tensor_parallel: Any
+    hardware: Any,
+    model: Any,
+    precision: Any,
+    workload: Any,
+    tensor_parallel: Any,
+    expert_parallel: Any = 1,
 ) -> Any:
-    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``.
+    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, and
+    ``|ep8`` after an expert-parallel layout's.
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
-    return concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
+    layout = where(expert_parallel > 1, concat("|ep", expert_parallel), "")
+    return concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel, layout)
 
 
 @metric("1/s", source="steady state of continuous batching", group="serving")

@@ -83,9 +83,12 @@ def compute_bound_s(decode_flops_per_token: Any, achieved_compute_flops_per_s: A
     source="continuous batching (Yu et al. 2022, Orca); engine batch limit",
     group="latency",
 )
-def replica_capacity_sequences(max_sequences: Any, max_batch_sequences: Any) -> Any:
-    """Sequences one replica may run at once: memory's limit, capped by the engine's batch limit."""
-    return minimum(max_sequences, max_batch_sequences)
+def replica_capacity_sequences(
+    max_sequences: Any, max_batch_sequences: Any, expert_parallel: Any = 1
+) -> Any:
+    """Sequences one replica may run at once: memory's limit, capped by the engine's batch limit
+    (each data-parallel attention rank's, × EP)."""
+    return minimum(max_sequences, max_batch_sequences * expert_parallel)
 
 
 @metric("sequences", source="continuous batching (Yu et al. 2022, Orca)", group="latency")
@@ -167,13 +170,18 @@ def allreduce_s_per_token(
     hidden_size: Any,
     activation_bytes: Any,
     interconnect_bytes_per_s: Any,
+    expert_parallel: Any = 1,
 ) -> Any:
     """Tensor-parallel communication per token: 2 all-reduces per layer of 2(TP−1)/TP × activations.
 
-    Zero without tensor parallelism; missing when TP > 1 and the device has no interconnect figure.
+    Zero without tensor parallelism, and under expert parallelism (its all-to-all is
+    :func:`planner.model.parallel.expert_alltoall_s_per_step`); missing when TP > 1 and the
+    device has no interconnect figure.
     """
     per_layer = 2 * (2 * (tensor_parallel - 1) / tensor_parallel) * hidden_size * activation_bytes
-    return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0)
+    return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0) * where(
+        expert_parallel > 1, 0, 1
+    )
 
 
 @metric(
@@ -244,9 +252,12 @@ def itl_s(
     draft_s: Any = 0,
     verify_tokens_per_sequence: Any = 1,
     speculative_tokens_per_step: Any = 1,
+    expert_parallel: Any = 1,
+    expert_parallel_itl_s: Any = 0,
 ) -> Any:
     """Inter-token latency at the replica's batch: one decode step ÷ the tokens it emits per
-    sequence [s].
+    sequence [s]; of an expert-parallel replica (EP > 1),
+    :func:`planner.model.parallel.expert_parallel_itl_s`.
 
     The step: max(memory time, compute time) + all-reduce of each sequence's tokens + fixed
     step overhead + the engine's time per sequence decoding (sampling, input preparation) +
@@ -262,7 +273,7 @@ def itl_s(
         + step_overhead_s
         + draft_s
     )
-    return step / speculative_tokens_per_step
+    return where(expert_parallel > 1, expert_parallel_itl_s, step / speculative_tokens_per_step)
 
 
 @metric("", source=ROOFLINE, kind="text", group="latency")

@@ -292,6 +292,7 @@ rebound(
         "decode_compute_s": "load_decode_compute_s",
         "decode_batch": "load_batch",
         "draft_s": "load_draft_s",
+        "expert_parallel_itl_s": "load_expert_parallel_itl_s",
     },
     "Inter-token latency at the forecast load: one decode step at the load batch [s].",
 )

@@ -63,9 +63,15 @@ def weight_bytes(
 
 
 @metric("B", source="Megatron-LM tensor parallelism (Shoeybi et al. 2019)", group="memory")
-def weight_bytes_per_device(weight_bytes: Any, tensor_parallel: Any) -> Any:
-    """Weights held by each device of a tensor-parallel replica: payload ÷ TP size [B]."""
-    return weight_bytes / tensor_parallel
+def weight_bytes_per_device(
+    weight_bytes: Any,
+    tensor_parallel: Any,
+    expert_parallel: Any = 1,
+    expert_parallel_weight_bytes: Any = 0,
+) -> Any:
+    """Weights held by each device of a tensor-parallel replica: payload ÷ TP size [B]; of an
+    expert-parallel one (EP > 1), :func:`planner.model.parallel.expert_parallel_weight_bytes`."""
+    return where(expert_parallel > 1, expert_parallel_weight_bytes, weight_bytes / tensor_parallel)
 
 
 @metric("B", source="the model card's count outside the decoder (import-hf)", group="memory")
@@ -84,9 +90,10 @@ def decoder_weight_bytes_per_device(
 
 
 @metric("heads", source="vLLM: KV heads are replicated when TP exceeds them", group="memory")
-def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any) -> Any:
-    """KV heads each device caches: ⌈KV heads ÷ TP⌉ (heads are replicated, never split)."""
-    return ceil(kv_heads / tensor_parallel)
+def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any, expert_parallel: Any = 1) -> Any:
+    """KV heads each device caches: ⌈KV heads ÷ TP⌉ (heads are replicated, never split); all of
+    them under data-parallel attention (EP > 1), each device caching its own sequences whole."""
+    return ceil(kv_heads / where(expert_parallel > 1, 1, tensor_parallel))
 
 
 @metric("values", source=f"{POPE}; {GQA}; {DEEPSEEK_V2} for MLA", group="memory")
@@ -216,17 +223,21 @@ def kv_budget_bytes(
 
 @metric("sequences", source=PAGED, group="memory")
 def max_sequences(
-    kv_budget_bytes: Any, kv_bytes_per_sequence: Any, shared_prefix_kv_bytes: Any = 0
+    kv_budget_bytes: Any,
+    kv_bytes_per_sequence: Any,
+    shared_prefix_kv_bytes: Any = 0,
+    expert_parallel: Any = 1,
 ) -> Any:
     """Concurrent sequences whose maximum-length cache fits: ⌊(budget − shared prefix) ÷ (per
     sequence − shared prefix)⌋, at least 0.
 
     8 GiB ÷ 512 MiB = 16; with 1,024 more output tokens per sequence (5,120 tokens,
     640 MiB) it is 12. A prefix every sequence shares (``shared_prefix_kv_bytes``, 0 without
-    prefix caching) is held once: the pool reserves it once and each sequence the rest.
+    prefix caching) is held once: the pool reserves it once and each sequence the rest. Under
+    data-parallel attention (EP > 1) each device holds that many of its own: × EP a replica.
     """
     own = kv_bytes_per_sequence - shared_prefix_kv_bytes
-    return maximum(0, floor((kv_budget_bytes - shared_prefix_kv_bytes) / own))
+    return maximum(0, floor((kv_budget_bytes - shared_prefix_kv_bytes) / own)) * expert_parallel
 
 
 @metric("B", source=POPE, group="memory")

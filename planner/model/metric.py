@@ -67,6 +67,7 @@ METRIC_MODULES = (
     "planner.model.load",
     "planner.model.margins",
     "planner.model.calibration",
+    "planner.model.parallel",
 )
 
 

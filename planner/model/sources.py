@@ -76,9 +76,10 @@ REFERENCES: dict[str, str] = {
     "reused for speculative decoding).",
 }
 
-# Expert parallelism and disaggregated serving (planner.model.parallel). Their full references
-# join REFERENCES when those formulas become columns of the plan; until then they are listed
-# apart, since every entry of REFERENCES must be cited by a plan metric.
+# Expert parallelism and disaggregated serving (planner.model.parallel). A full reference joins
+# REFERENCES once a plan metric cites it (the expert-parallel candidate's columns do for
+# DeepSeek-V3, DeepEP and SGLang's large-scale EP); until then it is listed apart, since every
+# entry of REFERENCES must be cited by a plan metric.
 DEEPSEEK_V3 = "DeepSeek-AI 2024 (DeepSeek-V3)"
 DEEPEP = "DeepSeek-AI 2025 (DeepEP: FP8 dispatch, BF16 combine)"
 SGLANG_EP = "SGLang team 2025 (PD disaggregation and large-scale EP on 96 H100s)"
@@ -98,3 +99,5 @@ PARALLEL_REFERENCES: dict[str, str] = {
     "for Goodput-optimized Large Language Model Serving, OSDI 2024, arXiv:2401.09670 (each phase "
     "on its own pool, sized apart, the KV cache moved between them).",
 }
+
+REFERENCES.update({n: PARALLEL_REFERENCES.pop(n) for n in (DEEPSEEK_V3, DEEPEP, SGLANG_EP)})

@@ -356,4 +356,28 @@ GLOBALS = [
         "hours in a month",
         lambda a: a.hours_per_month,
     ),
+    _g(
+        "expert_imbalance",
+        "expert_imbalance",
+        1,
+        "",
+        "expert parallelism: the busiest device's MoE tokens over the mean (SGLang large-scale EP)",
+        lambda a: a.expert_imbalance,
+    ),
+    _g(
+        "expert_dispatch_bytes_per_value",
+        "expert_dispatch_bytes_per_value",
+        1,
+        "B",
+        "expert parallelism: bytes dispatched per activation value (DeepEP's FP8 with scales)",
+        lambda a: a.expert_dispatch_bytes_per_value,
+    ),
+    _g(
+        "expert_overlap",
+        "expert_overlap",
+        1,
+        "",
+        "expert parallelism: 1 overlaps the all-to-all with compute (two micro-batches), 0 adds it",
+        lambda a: a.expert_overlap,
+    ),
 ]

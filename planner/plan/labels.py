@@ -38,7 +38,13 @@ def short_label(
     ``tensor_parallel`` and, for the count, ``devices_needed``); ``devices=False`` leaves the
     count out; ``hardware`` names the device for its reader (the catalog's label) in place of
     its id."""
-    text = f"{hardware or option['hardware']} (TP {int(option['tensor_parallel'])}) · "
+    expert = option.get("expert_parallel", 1)
+    layout = (
+        f"EP {int(expert)}"
+        if is_finite(expert) and expert > 1
+        else f"TP {int(option['tensor_parallel'])}"
+    )
+    text = f"{hardware or option['hardware']} ({layout}) · "
     text += str(option["precision"])
     if not devices or "devices_needed" not in option:
         return text

@@ -306,7 +306,10 @@ def _not_simulated(
     catalog: Catalog, workload: Workload, row: Mapping[str, Any], n_requests: int | None
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
-    maximum-length request, or prefilling the requests would take too many steps; else None."""
+    maximum-length request, or prefilling the requests would take too many steps, or its layout
+    is expert-parallel (planned in closed form only); else None."""
+    if float(row.get("expert_parallel", 1)) > 1:
+        return "layout", "not simulated: expert-parallel layouts are planned in closed form"
     a = catalog.assumptions
     need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
     have = kv_budget_tokens(row)
@@ -337,8 +340,8 @@ def size_candidate(
     Returns a flat dict (the :data:`SIZING_COLUMNS`): ``sim_replicas_needed`` (NaN when no count
     up to the limit serves), ``sim_devices_needed`` (× tensor parallel), ``meets_targets_sim``,
     ``sim_bound`` (``""`` when met; else ``memory``, ``engine``, ``simulation size``,
-    ``bandwidth``, ``compute``, ``chunked prefill``, ``queueing``, ``tool time`` or
-    ``preprocessing``), ``sim_reason`` in words, the simulated figures at
+    ``bandwidth``, ``compute``, ``chunked prefill``, ``queueing``, ``tool time``,
+    ``preprocessing`` or ``layout``), ``sim_reason`` in words, the simulated figures at
     ``sim_replicas_simulated`` replicas (NaN: the best case, one request at a time), the
     requests measured in that run (``sim_requests``) and the simulations run (``sim_runs``).
     See the module docstring for the search.
@@ -510,8 +513,11 @@ def simulate_rows(
     """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`.
     ``processes`` is the number of local worker processes, or an :class:`Executor` (in
     process, a process pool, Dask); the table is the same whichever runs it. ``progress`` is
-    told of each row sized (stage ``"simulating"``)."""
+    told of each row sized (stage ``"simulating"``). Rows of an expert-parallel layout are
+    left out: they are planned in closed form (:func:`size_candidate` says so of one)."""
     columns = [*ALL_KEYS, *SIZING_COLUMNS]
+    if "expert_parallel" in chosen:  # expert-parallel layouts are planned in closed form only
+        chosen = chosen[chosen["expert_parallel"].astype(float) <= 1]
     # The results columns are named by strings, so each row's dict is keyed by them.
     rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
     options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}
