@@ -10,7 +10,13 @@ import pytest
 
 from planner.outputs.sections import CLOSEST, featured
 from planner.plan import recommend
-from planner.plan.selection import closest, select_candidates
+from planner.plan.selection import (
+    closest,
+    contenders,
+    select_candidates,
+    simulable,
+    unsimulated_leaders,
+)
 
 NAN = math.nan
 
@@ -84,3 +90,27 @@ def test_the_report_and_the_simulation_take_the_same_closest_option():
     assert shown["name"].tolist() == ["e", "j"]
     assert set(shown["role"]) == {CLOSEST}
     assert select_candidates(TABLE, per_group=2)["name"].tolist() == ["e", "g", "j", "h"]
+
+
+def test_an_expert_parallel_leader_is_not_sent_to_the_simulation():
+    """Ranked first, an expert-parallel option (planned in closed form only) is passed over: the
+    group's best simulable option, simulated already, settles it; unsimulated, it is picked."""
+    ranks = pd.DataFrame(
+        {
+            "workload": ["chat"] * 3,
+            "model": ["m"] * 3,
+            "rank": [1.0, 2.0, 3.0],
+            "expert_parallel": [8, 1, 1],
+            "simulated": [False, True, False],
+            "ruled_out_by": ["", "", "latency"],
+            "cost_usd": [1.0, 2.0, 0.5],
+            "ttft_p95_target_s": [NAN] * 3,
+            "ttft_s": [0.1] * 3,
+        }
+    )
+    assert unsimulated_leaders(ranks, 3).empty
+    second_unsimulated = ranks.assign(simulated=[False, False, False])
+    assert list(unsimulated_leaders(second_unsimulated, 3)["rank"]) == [2.0, 3.0]
+    ep_contender = ranks.assign(expert_parallel=[1, 1, 8], rank=[1.0, 2.0, NAN])
+    assert list(simulable(ep_contender)) == [True, True, False]
+    assert contenders(ep_contender).empty

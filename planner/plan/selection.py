@@ -15,7 +15,7 @@ import pandas as pd
 
 from planner.plan import recommend
 
-__all__ = ["closest", "contenders", "select_candidates", "unsimulated_leaders"]
+__all__ = ["closest", "contenders", "select_candidates", "simulable", "unsimulated_leaders"]
 
 
 def _target_misses(table: pd.DataFrame) -> pd.Series:
@@ -60,11 +60,20 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     return pd.concat(picked)
 
 
+def simulable(table: pd.DataFrame) -> pd.Series:
+    """Rows the serving simulation can size: every layout but expert parallelism's, which is
+    planned in closed form only."""
+    if "expert_parallel" not in table:
+        return pd.Series(True, index=table.index)
+    return pd.to_numeric(table["expert_parallel"], errors="coerce").fillna(1) <= 1
+
+
 def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
-    """Per group whose first-ranked option was never simulated: the unsimulated options ranked
-    above its best simulated one, at most ``per_group``."""
+    """Per group whose first-ranked simulable option was never simulated: the unsimulated
+    options ranked above its best simulated one, at most ``per_group``."""
     picked = []
-    for _, group in ranks[ranks["rank"].notna()].groupby(["workload", "model"], sort=False):
+    ranked = ranks[ranks["rank"].notna() & simulable(ranks)]
+    for _, group in ranked.groupby(["workload", "model"], sort=False):
         group = group.sort_values("rank")
         if bool(group["simulated"].iloc[0]):
             continue
@@ -90,5 +99,6 @@ def contenders(ranks: pd.DataFrame) -> pd.DataFrame:
         & ~ranks["simulated"].astype(bool)
         & (cost < best)
         & reachable
+        & simulable(ranks)
     )
     return ranks[could.to_numpy(dtype=bool)]
