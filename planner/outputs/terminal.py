@@ -94,8 +94,8 @@ def print_ask(
     ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
     if console is None:
         console = Console()
-        if not console.is_terminal:  # a log or a pipe: wide enough for the table, not 80
-            console = Console(width=120)
+        if not console.is_terminal:  # a log or a pipe: wide enough for the ask's table, not 80
+            console = Console(width=132)
     page = ask_context(plan or ask(catalog, results.table), catalog, caching)
     console.print(ask_table(page))
     for line in page["lines"]:
