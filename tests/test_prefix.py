@@ -23,9 +23,11 @@ from planner.model.prefix import (
     history_retained_fraction,
     idle_tasks_per_replica,
     kv_pool_idle_tokens,
+    median_prefix_hit_ratio_expected,
     prefill_tokens_mean,
     prefix_hit_ratio,
     prefix_hit_ratio_expected,
+    repeated_prefix_tokens,
     shared_prefix_cached_tokens,
     shared_prefix_kv_bytes,
 )
@@ -159,7 +161,15 @@ def test_prefix_caching_off_plans_as_before(tmp_path: Path, seed_dir: Path):
     _seed_chat(off, "    prefix: {shared_tokens: 2000}\n", engine)
     before, after = _row(plain), _row(off)
     assert after["prefix_hit_ratio"] == 0
-    for name in ("max_sequences", "ttft_s", "e2e_s", "requests_per_s_per_replica", "itl_s"):
+    names = (
+        "max_sequences",
+        "ttft_s",
+        "ttft_load_s",
+        "e2e_s",
+        "requests_per_s_per_replica",
+        "itl_s",
+    )
+    for name in names:
         assert after[name] == before[name], name
 
 
@@ -192,7 +202,7 @@ def test_history_is_found_cached_until_the_pool_is_too_small(
     assert tasks == pytest.approx(idle, rel=1e-12)
     kept = history_retained_fraction(12_000, tasks, pool)
     assert kept == pytest.approx(retained, rel=1e-12)
-    expected = prefix_hit_ratio_expected(0, 0, 1, 12_000, kept, 16, 12_600)
+    expected = prefix_hit_ratio_expected(0, repeated_prefix_tokens(0, 1, 12_000, kept), 16, 12_600)
     ratio = prefix_hit_ratio(1, math.nan, expected)
     cached = cached_prompt_tokens_mean(ratio, 12_600)
     assert prefill_tokens_mean(12_600, cached) == pytest.approx(prefilled, rel=1e-12)
@@ -211,7 +221,9 @@ def test_the_hit_ratio_falls_as_concurrency_rises() -> None:
         pool = kv_pool_idle_tokens(8 * GIB, 0.0, KV_PER_TOKEN, batch, 12_900, 0)
         tasks = idle_tasks_per_replica(batch, 5, 2.0, 600, 0.02)
         kept = history_retained_fraction(12_000, tasks, pool)
-        ratios.append(prefix_hit_ratio_expected(0, 0, 1, 12_000, kept, 16, 12_600))
+        ratios.append(
+            prefix_hit_ratio_expected(0, repeated_prefix_tokens(0, 1, 12_000, kept), 16, 12_600)
+        )
     assert ratios == sorted(ratios, reverse=True)
     assert ratios[0] == 12_000 / 12_600 and ratios[-1] == 0
 
@@ -231,7 +243,30 @@ def test_expected_hit_ratio_by_hand(
     shared: int, document: int, questions: int, history: int, prompt: int, ratio: float
 ) -> None:
     block = 1 if prompt == 12_000 and history == 12_000 else 16
-    got = prefix_hit_ratio_expected(shared, document, questions, history, 1.0, block, prompt)
+    repeated = repeated_prefix_tokens(document, questions, history, 1.0)
+    got = prefix_hit_ratio_expected(shared, repeated, block, prompt)
+    assert got == pytest.approx(ratio, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shared", "history", "median", "ratio"),
+    [
+        # a 489-token median chat prompt behind a 500-token system prompt: all of it but its
+        # last token may hit, 488 → 30 whole blocks of 16, 480 tokens
+        (500, 0, 489, 480 / 489),
+        # a 2,000-token median prompt behind the same 500: 31 blocks, 496 tokens
+        (500, 0, 2000, 496 / 2000),
+        # the agent: 3,000 shared + its 7,300-token history's share of the 12,000-token mean
+        # prompt (0.608333) of the 11,880-token median, 7,227.0 tokens: 10,227 → 639 blocks,
+        # 10,224 tokens
+        (3000, 7300, 11_880, 10_224 / 11_880),
+    ],
+)
+def test_the_median_prompts_hit_ratio_by_hand(
+    shared: int, history: int, median: int, ratio: float
+) -> None:
+    repeated = repeated_prefix_tokens(0, 1, history, 1.0)
+    got = median_prefix_hit_ratio_expected(shared, repeated, 16, 12_000, median)
     assert got == pytest.approx(ratio, rel=1e-12)
 
 

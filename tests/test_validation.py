@@ -369,10 +369,14 @@ RECORDED = {
     (_DS_CALIBRATED, "TTFT (mean)"): 0.262,
     (_DS_CALIBRATED, "TPOT (mean)"): 0.009,
     (_DS_CALIBRATED, "end to end (mean)"): 0.015,
-    ("Llama 3 8B FP8, L40S, vLLM (V1), prefix caching at a 49 % hit rate",
-     "speed-up with the cache"): 0.195,
-    ("Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",
-     "speed-up with speculation (TPOT)"): 0.161,
+    (
+        "Llama 3 8B FP8, L40S, vLLM (V1), prefix caching at a 49 % hit rate",
+        "speed-up with the cache",
+    ): 0.195,
+    (
+        "Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",
+        "speed-up with speculation (TPOT)",
+    ): 0.161,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "KV-cache pool tokens"): 0.005,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "weights, one device"): 0.006,
     ("vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)", "weights per device"): 0.080,
@@ -476,8 +480,11 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             "Llama 3 8B FP8, L40S, vLLM (V1), prefix caching at a 49 % hit rate",
             "vLLM PR #9668: 400 prompts of 381 tokens, 10 out, with and without the cache",
             "speed-up with the cache",
-            (offline_prefix_caching_speed_up(catalog_folder.parent / "prefix") / MEASURED_SPEED_UP
-             - 1,),
+            (
+                offline_prefix_caching_speed_up(catalog_folder.parent / "prefix")
+                / MEASURED_SPEED_UP
+                - 1,
+            ),
         ),
         SetError(
             "Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",

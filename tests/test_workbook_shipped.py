@@ -116,21 +116,33 @@ def test_the_load_time_to_first_token_agrees_with_the_simulated_median(
     shipped: tuple[Results, Path],
 ) -> None:
     """Where the prefill queue is under half loaded, the typical time to first token at load
-    (the median prompt's chunks in steps shared with the others' decodes, the mean wait for the
-    step in progress) is the simulated median within 10 % for nine in ten candidates whose
-    replicas decode at most 64 sequences at once, and every workload's median ratio is within
-    10 %. At larger batches (the assistant's replicas run up to 256 sequences) the closed form
-    is lower than the simulated median by up to about a quarter: the median of a sum (a wait
-    that is often none, a skewed prompt, a step shared with hundreds of decodes) is not the sum
-    of the typical terms the closed form adds; it stays within 25 % there."""
+    (the median prompt's uncached chunks in steps shared with the others' decodes, the mean
+    wait for the step in progress) is the simulated median within 10 % for nine in ten
+    candidates whose replicas decode at most 64 sequences at once. At larger batches (the
+    assistant's replicas run up to 256 sequences) the closed form is lower than the simulated
+    median by up to about a quarter: the median of a sum (a wait that is often none, a skewed
+    prompt, a step shared with hundreds of decodes, a wait for a free slot) is not the sum of
+    the typical terms the closed form adds; it stays within 25 % there, and each workload's
+    median ratio within 15 %.
+
+    The coding agent's calls find their task's history cached unevenly: its first call none
+    of it, its later calls nearly all. The closed form prefills the median prompt less the
+    history's mean share of it (about 1,700 tokens); the simulated median call, a later one,
+    prefills less (about 900), so the closed form is the higher, by up to about 40 %, and
+    never lower by more than 15 %."""
     light = _lightly_loaded(shipped[0].table)
     ratio = light["ttft_load_s"] / light["ttft_p50_s"]
+    repeats = light["history_prefix_tokens"] + light["document_prefix_tokens"] > 0
+    uneven = repeats & (light["prefix_hit_ratio"] > 0)
     small = light["decode_batch"] <= 64
-    assert small.sum() >= 50 and (~small).sum() >= 50
-    assert ((ratio[small] - 1).abs() <= 0.10).mean() >= 0.9
-    assert ((ratio[~small] - 1).abs() <= 0.25).mean() >= 0.95
+    assert (small & ~uneven).sum() >= 30 and (~small & ~uneven).sum() >= 50
+    assert ((ratio[small & ~uneven] - 1).abs() <= 0.10).mean() >= 0.9
+    assert ((ratio[~small & ~uneven] - 1).abs() <= 0.25).mean() >= 0.95
     by_workload = ratio.groupby(light["workload"]).median()
-    assert len(by_workload) == 4 and ((by_workload - 1).abs() <= 0.10).all()
+    assert len(by_workload) == 4 and ((by_workload - 1).abs() <= 0.15).all()
+    history = ratio[uneven]
+    assert len(history) >= 20 and set(light.loc[uneven, "workload"]) == {"agent"}
+    assert history.between(0.85, 1.4).mean() >= 0.95 and 1.0 <= history.median() <= 1.25
     # the floor it replaced, at the mean prompt with no wait, agrees far less often
     floor = light["ttft_s"] / light["ttft_p50_s"]
     assert ((floor - 1).abs() <= 0.10).mean() < 0.5

@@ -377,14 +377,18 @@ def prefill_busy_fraction(
 rebound(
     "median_prefill_flops",
     "prefill_flops",
-    {"prompt_tokens_mean": "prompt_tokens_median"},
-    "Arithmetic for the median prompt [FLOP].",
+    {"prompt_tokens_mean": "prompt_tokens_median", "prefix_hit_ratio": "median_prefix_hit_ratio"},
+    "Arithmetic for the median prompt, its cached tokens not computed [FLOP].",
 )
 rebound(
     "median_prefill_s",
     "prefill_s",
-    {"prefill_flops": "median_prefill_flops", "prompt_tokens_mean": "prompt_tokens_median"},
-    "Time to process the median prompt [s].",
+    {
+        "prefill_flops": "median_prefill_flops",
+        "prompt_tokens_mean": "prompt_tokens_median",
+        "prefix_hit_ratio": "median_prefix_hit_ratio",
+    },
+    "Time to process the median prompt, its cached tokens not computed [s].",
 )
 
 
@@ -393,19 +397,19 @@ def first_token_chunks(
     prompt_tokens_median: Any,
     max_num_batched_tokens: Any,
     load_batch: Any,
-    prefix_hit_ratio: Any = 0,
+    median_prefix_hit_ratio: Any = 0,
     verify_tokens_per_sequence: Any = 1,
 ) -> Any:
     """Steps the median prompt takes under chunked prefill: each step carries the others'
     decodes first (load batch − 1 sequences of T = k + 1 tokens each, 1 without speculation)
     and a chunk of the prompt's uncached tokens with the rest of the ``max_num_batched_tokens``
-    budget: ⌈prompt × (1 − hit ratio) ÷ (budget − others × T)⌉, at least 1 [steps].
+    budget: ⌈prompt × (1 − its hit ratio) ÷ (budget − others × T)⌉, at least 1 [steps].
 
     Tokens found in the prefix cache are not computed and take none of the budget (vLLM counts
     them as computed before it schedules the rest); a verifying sequence takes its k
     proposals and its own token.
     """
-    prefilled = prompt_tokens_median * (1 - prefix_hit_ratio)
+    prefilled = prompt_tokens_median * (1 - median_prefix_hit_ratio)
     decodes = (load_batch - 1) * verify_tokens_per_sequence
     return latency.chunks(prefilled, maximum(max_num_batched_tokens - decodes, 1))
 
@@ -427,7 +431,7 @@ def chunked_prefill_s(
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
     bandwidth_efficiency: Any,
-    prefix_hit_ratio: Any = 0,
+    median_prefix_hit_ratio: Any = 0,
     verify_tokens_per_sequence: Any = 1,
     load_draft_s: Any = 0,
 ) -> Any:
@@ -462,7 +466,7 @@ def chunked_prefill_s(
         memory, compute, allreduce_s_per_token, others, step_overhead_s,
         step_overhead_per_sequence_s, draft, verify_tokens_per_sequence,
     )  # fmt: skip
-    prefilled = prompt_tokens_median * (1 - prefix_hit_ratio)
+    prefilled = prompt_tokens_median * (1 - median_prefix_hit_ratio)
     return steps * step + prefilled * allreduce_s_per_token
 
 

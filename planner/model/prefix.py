@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.expr import floor, is_missing, maximum, minimum, where
-from planner.model.metric import metric
+from planner.model.metric import metric, rebound
 
 #: The engines' documentation of their prefix caches.
 APC = (
@@ -113,30 +113,65 @@ def history_retained_fraction(
     return where(demand > 0, minimum(1, kv_pool_idle_tokens / where(demand > 0, demand, 1)), 1)
 
 
-@metric("", source=APC, group="latency")
-def prefix_hit_ratio_expected(
-    shared_prefix_tokens: Any,
+@metric("tokens", source=APC, group="latency")
+def repeated_prefix_tokens(
     document_prefix_tokens: Any,
     questions_per_document: Any,
     history_prefix_tokens: Any,
     history_retained_fraction: Any,
+) -> Any:
+    """Tokens of the mean prompt that repeat an earlier request's and are still cached:
+    document × (questions − 1) ÷ questions + history × retained [tokens].
+
+    A document's later questions are taken to come while it is cached (its first finds none
+    of it); a task's history survives as :func:`history_retained_fraction` says.
+    """
+    document = document_prefix_tokens * (questions_per_document - 1) / questions_per_document
+    return document + history_prefix_tokens * history_retained_fraction
+
+
+def _whole_blocks_share(cacheable: Any, prompt: Any, kv_block_tokens: Any) -> Any:
+    """The whole blocks of min(cacheable, prompt − 1) as a share of the prompt [-]: vLLM looks
+    for a hit of at most the prompt less one token (the last is computed to sample from), so
+    a prompt found whole in the cache prefills its last block again; a partly filled block is
+    not reused."""
+    longest = maximum(minimum(cacheable, prompt - 1), 0)
+    return floor(longest / kv_block_tokens) * kv_block_tokens / prompt
+
+
+@metric("", source=APC, group="latency")
+def prefix_hit_ratio_expected(
+    shared_prefix_tokens: Any,
+    repeated_prefix_tokens: Any,
     kv_block_tokens: Any,
     prompt_tokens_mean: Any,
 ) -> Any:
     """Share of the mean prompt an engine with prefix caching finds cached: the whole blocks
-    of min(shared + document × (questions − 1) ÷ questions + history × retained, prompt − 1),
-    ÷ the mean prompt [-].
+    of min(shared + repeated, prompt − 1), ÷ the mean prompt [-]. The shared prefix is in use
+    all the time and stays cached."""
+    cacheable = shared_prefix_tokens + repeated_prefix_tokens
+    return _whole_blocks_share(cacheable, prompt_tokens_mean, kv_block_tokens)
 
-    The shared prefix is in use all the time and stays cached; a document's later questions
-    are taken to come while it is cached; a task's history survives as
-    :func:`history_retained_fraction` says. vLLM looks for a hit of at most the prompt less one
-    token (the last is computed to sample from), so a prompt found whole in the cache prefills
-    its last block again.
+
+@metric("", source=APC, group="latency")
+def median_prefix_hit_ratio_expected(
+    shared_prefix_tokens: Any,
+    repeated_prefix_tokens: Any,
+    kv_block_tokens: Any,
+    prompt_tokens_mean: Any,
+    prompt_tokens_median: Any,
+) -> Any:
+    """Share of the median prompt an engine with prefix caching finds cached: the whole blocks
+    of min(shared + repeated × median ÷ mean, median − 1), ÷ the median prompt [-].
+
+    Every prompt begins with the same shared prefix, so a short prompt is mostly cached: a
+    median chat prompt of 489 tokens behind a 500-token system prompt prefills a few tokens,
+    not the mean share of them. A task's history and a document grow with the prompt that
+    carries them, so they are taken in proportion to it, their mean share of the mean prompt.
     """
-    document = document_prefix_tokens * (questions_per_document - 1) / questions_per_document
-    cacheable = shared_prefix_tokens + document + history_prefix_tokens * history_retained_fraction
-    longest = maximum(minimum(cacheable, prompt_tokens_mean - 1), 0)
-    return floor(longest / kv_block_tokens) * kv_block_tokens / prompt_tokens_mean
+    share = repeated_prefix_tokens / maximum(prompt_tokens_mean, 1)
+    cacheable = shared_prefix_tokens + share * prompt_tokens_median
+    return _whole_blocks_share(cacheable, prompt_tokens_median, kv_block_tokens)
 
 
 @metric("", source=f"{APC}; vLLM metrics prefix_cache_hits ÷ prefix_cache_queries", group="latency")
@@ -149,6 +184,16 @@ def prefix_hit_ratio(
         is_missing(measured_prefix_hit_ratio), prefix_hit_ratio_expected, measured_prefix_hit_ratio
     )
     return where(prefix_caching > 0, ratio, 0)
+
+
+rebound(
+    "median_prefix_hit_ratio",
+    "prefix_hit_ratio",
+    {"prefix_hit_ratio_expected": "median_prefix_hit_ratio_expected"},
+    "Share of the median prompt served from the prefix cache, as planned: the measured ratio "
+    "where the workload gives one (each request finds that share), else the expected; 0 with "
+    "prefix caching off [-].",
+)
 
 
 @metric("tokens", source=APC, group="latency")
