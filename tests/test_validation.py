@@ -17,6 +17,19 @@ from typing import Any
 import pytest
 from test_calibration import GPT_OSS_H100_TP8, _calibrated, _errors
 from test_measure import measured_catalog  # noqa: F401  (the fixture this module uses)
+from test_parallel import (
+    BENCHMARKS,
+    DEEPEP_ROWS,
+    H100_BANDWIDTH,
+    HIDDEN,
+    KV_BF16,
+    LATENCY,
+    NODE,
+    SGLANG_PREFILL,
+    TOP_K,
+    _ep32_prefill_step,
+    _ep_decode_step,
+)
 from test_prefix import MEASURED_SPEED_UP, offline_prefix_caching_speed_up
 from test_speculative import MEASURED_TPOT_MS, VANILLA_TPOT_MS, eagle_speedup, mt_bench_catalog
 
@@ -24,6 +37,14 @@ from planner.catalog import Catalog, load_catalog
 from planner.measure import Measurement, MeasurementEntry, load_measurements
 from planner.measure.calibrate import calibrate
 from planner.measure.compare import COMPARED, comparison, estimate_row
+from planner.model.parallel import (
+    CX7_400G_BYTES_PER_S,
+    DEEPEP_COMBINE_BYTES_PER_VALUE,
+    DEEPEP_DISPATCH_BYTES_PER_VALUE,
+    alltoall_bytes_per_device,
+    alltoall_s,
+    tokens_per_s_per_device,
+)
 from planner.resources import shipped_catalogs
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -181,6 +202,58 @@ def _trtllm_errors(
             point = _trtllm_point(model, hardware, size, prompt, output, full)
             estimate = estimate_row(catalog, point)
             errors.append(float(estimate["load_output_tokens_per_s_per_replica"]) / value - 1)
+    return errors
+
+
+#: SGLang's disaggregated DeepSeek-V3 (FP8) on 12 × 8 H100 with CX7 400 Gb/s cards, each pool
+#: measured alone (lmsys.org/blog/2025-05-05-large-scale-ep, kept verbatim in
+#: tests/fixtures/benchmarks/disaggregated-deepseek-v3.md and expert-parallel-deepseek-v3.md).
+#: The estimates are tests/test_parallel.py's: datasheet rates, uniform routing, no imbalance.
+SGLANG_EP_SOURCE = "lmsys.org blog 2025-05-05-large-scale-ep"
+#: EP 72 decode on 9 nodes: 256 sequences a device at 2,000 cached tokens [tokens/s a node].
+SGLANG_EP72_DECODE_TOKENS_PER_S = 22_282
+#: DeepEP's low-latency kernels were measured on H800s: "~160 GB/s NVLink maximum bandwidth"
+#: (the fixture's normal-kernel paragraph) inside a node [B/s].
+H800_NVLINK_BYTES_PER_S = 160e9
+
+
+def _sglang_prefill_errors() -> list[float]:
+    """The EP 32 prefill pool (4 × 8 H100, 16,384 tokens a device, two micro-batches hiding the
+    all-to-all under the arithmetic, as the blog says it ran): prompt tokens a second a node
+    against the measured at 1K, 2K and 4K prompts."""
+    return [
+        tokens_per_s_per_device(16_384, _ep32_prefill_step(prompt)) * NODE / measured - 1
+        for prompt, measured, _ in SGLANG_PREFILL
+    ]
+
+
+def _sglang_decode_errors() -> list[float]:
+    """The EP 72 decode pool (9 × 8 H100, 32 redundant experts: 288 ÷ 72 = 4 a device, BF16
+    cache) as it ran, with two-batch overlap ("The speedup reaches 25.5% at 256 tokens with a
+    performance of 22,310 tokens per second"): planner's ``expert_overlap`` 1, the all-to-all
+    hidden under the step. Output tokens a second a node against the measured."""
+    text = (BENCHMARKS / "expert-parallel-deepseek-v3.md").read_text()
+    assert "| Throughput (per node) | 14,800        | 18,598           | 22,282" in text
+    assert "The speedup reaches 25.5% at 256 tokens" in text
+    link = CX7_400G_BYTES_PER_S
+    *_, step = _ep_decode_step(256, 2000, 4, 72, H100_BANDWIDTH, KV_BF16, link, link, 1)
+    return [tokens_per_s_per_device(256, step) * NODE / SGLANG_EP72_DECODE_TOKENS_PER_S - 1]
+
+
+def _deepep_errors() -> list[float]:
+    """DeepEP's low-latency dispatch (FP8 with scales) and combine (BF16) of 128 tokens a device,
+    EP 8 to 256 over H800s with one CX7 card each: planner's all-to-all time against the
+    measured latency, dispatch then combine at each size."""
+    errors = []
+    for ep, dispatch_us, combine_us, *_ in DEEPEP_ROWS:
+        for per_value, measured_us in (
+            (DEEPEP_DISPATCH_BYTES_PER_VALUE, dispatch_us),
+            (DEEPEP_COMBINE_BYTES_PER_VALUE, combine_us),
+        ):
+            nbytes = alltoall_bytes_per_device(128, TOP_K, HIDDEN, per_value, ep)
+            link = CX7_400G_BYTES_PER_S
+            estimate_s = alltoall_s(nbytes, ep, NODE, H800_NVLINK_BYTES_PER_S, link, LATENCY)
+            errors.append(estimate_s / (measured_us / 1e6) - 1)
     return errors
 
 
@@ -346,6 +419,9 @@ FIGURE_WORDS = {
 #: Each set's figure and the mean absolute error it must not exceed (as reached, rounded up).
 _DS = "DeepSeek-R1 AWQ, 8 × H100 TP 8, vLLM (V1)"
 _DS_CALIBRATED = f"{_DS}, calibrated on 1 point"
+SGLANG_PREFILL_SET = "DeepSeek-V3 FP8, SGLang EP 32 prefill pool, 4 × 8 H100 (disaggregated)"
+SGLANG_DECODE_SET = "DeepSeek-V3 FP8, SGLang EP 72 decode pool, 9 × 8 H100 (two-batch overlap)"
+DEEPEP_SET = "DeepEP low-latency kernels, H800 + CX7 400 Gb/s, EP 8–256, 128 tokens"
 RECORDED = {
     ("gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11", "ITL (mean TPOT)"): 0.064,
     (
@@ -377,6 +453,9 @@ RECORDED = {
         "Llama 3.1 8B BF16, EAGLE-1 head, H100, vLLM (V1), one user",
         "speed-up with speculation (TPOT)",
     ): 0.161,
+    (SGLANG_PREFILL_SET, "prompt throughput per node"): 0.055,
+    (SGLANG_DECODE_SET, "output throughput per node"): 0.964,
+    (DEEPEP_SET, "dispatch and combine time"): 0.221,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "KV-cache pool tokens"): 0.005,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "weights, one device"): 0.006,
     ("vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)", "weights per device"): 0.080,
@@ -496,6 +575,27 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             ),
         ),
     ]
+    expert_parallel = [
+        SetError(
+            SGLANG_PREFILL_SET,
+            f"{SGLANG_EP_SOURCE}: 1K, 2K and 4K prompts, 16,384 tokens a device, two-batch overlap",
+            "prompt throughput per node",
+            tuple(_sglang_prefill_errors()),
+        ),
+        SetError(
+            SGLANG_DECODE_SET,
+            f"{SGLANG_EP_SOURCE}: 256 sequences a device at 2,000 tokens; the overlap it ran hides "
+            "less than max(step, all-to-all) says (added: +32 %)",
+            "output throughput per node",
+            tuple(_sglang_decode_errors()),
+        ),
+        SetError(
+            DEEPEP_SET,
+            "deepseek-ai/DeepEP docs/legacy.md (0297fc8): FP8 dispatch, BF16 combine",
+            "dispatch and combine time",
+            tuple(_deepep_errors()),
+        ),
+    ]
     return [
         serving,
         serving_calibrated,
@@ -506,6 +606,7 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         *deepseek,
         *deepseek_calibrated,
         *features,
+        *expert_parallel,
         *logs,
     ]
 
