@@ -143,18 +143,12 @@ def test_deepseek_v3_itl_with_the_all_to_all(shipped_at_ep_8: pd.DataFrame) -> N
     assert ep["itl_s"] == pytest.approx(39.6639e-3, rel=1e-5)
 
 
-def small_catalog(folder: Path) -> Path:
-    """The shipped catalogs cut to a mixture-of-experts and a dense model on one device at one
-    precision for one workload, trying EP 8 beside TP 1 and 8."""
+def cut_catalog(folder: Path, keep: dict[str, set[str]], assumptions: dict[str, object]) -> Path:
+    """The shipped catalogs copied to ``folder``, each named file cut to the ids ``keep`` gives
+    it, with ``assumptions`` set."""
     shutil.copytree(
         SHIPPED, folder, ignore=shutil.ignore_patterns("examples", "deployment.yaml", "api*")
     )
-    keep = {
-        "models": {"qwen3-30b-a3b", "llama-3.1-8b"},
-        "hardware": {"h200-sxm-141gb"},
-        "precisions": {"fp8"},
-        "workloads": {"chat", "document-analysis"},
-    }
     for name, ids in keep.items():
         path = folder / f"{name}.yaml"
         data = yaml.safe_load(path.read_text())
@@ -162,9 +156,22 @@ def small_catalog(folder: Path) -> Path:
         path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     path = folder / "assumptions.yaml"
     data = yaml.safe_load(path.read_text())
-    data["assumptions"] |= {"tensor_parallel_sizes": [1, 8], "expert_parallel_sizes": [1, 8]}
+    data["assumptions"] |= assumptions
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return folder
+
+
+def small_catalog(folder: Path) -> Path:
+    """The shipped catalogs cut to a mixture-of-experts and a dense model on one device at one
+    precision for one workload, trying EP 8 beside TP 1 and 8."""
+    keep = {
+        "models": {"qwen3-30b-a3b", "llama-3.1-8b"},
+        "hardware": {"h200-sxm-141gb"},
+        "precisions": {"fp8"},
+        "workloads": {"chat", "document-analysis"},
+    }
+    sizes = {"tensor_parallel_sizes": [1, 8], "expert_parallel_sizes": [1, 8]}
+    return cut_catalog(folder, keep, sizes)
 
 
 @pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])

@@ -59,8 +59,8 @@ def test_open_loop_batch_is_the_fixed_point_by_hand():
     args = dict(
         decode_batch=np.array([64.0]),
         forecast_requests_per_s=np.array([2.0]),
-        replicas_planned=np.array([1.0]),
-        ttft_s=np.array([0.1]),
+        decode_pool_replicas=np.array([1.0]),
+        decode_entry_s=np.array([0.1]),
         output_tokens_mean=np.array([257.0]),
         prefill_stall_s=np.array([0.1]),
         network_s=np.array([0.0]),
@@ -96,8 +96,8 @@ def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
     line = dict(
         decode_batch=np.array([64.0]),
         forecast_requests_per_s=np.array([1.0]),
-        replicas_planned=np.array([1.0]),
-        ttft_s=np.array([0.1]),
+        decode_pool_replicas=np.array([1.0]),
+        decode_entry_s=np.array([0.1]),
         output_tokens_mean=np.array([101.0]),
         prefill_stall_s=np.array([0.1]),
         network_s=np.array([0.0]),

@@ -21,8 +21,8 @@ from planner.model.load import (
 OPEN_LOOP = dict(
     decode_batch=np.array([64.0]),
     forecast_requests_per_s=np.array([2.0]),
-    replicas_planned=np.array([1.0]),
-    ttft_s=np.array([0.1]),
+    decode_pool_replicas=np.array([1.0]),
+    decode_entry_s=np.array([0.1]),
     output_tokens_mean=np.array([257.0]),
     prefill_stall_s=np.array([0.1]),
     network_s=np.array([0.0]),
@@ -80,10 +80,12 @@ def _plain_bound(args: dict[str, np.ndarray]) -> np.ndarray:
     B × (stall + (n − 1) × (all-reduce + per sequence + cache ÷ bandwidth)), the compute line
     with FLOP ÷ compute + padding in place of the weights."""
     a = args
-    rate = a["forecast_requests_per_s"] / a["replicas_planned"]
+    rate = a["forecast_requests_per_s"] / a["decode_pool_replicas"]
     steps = a["output_tokens_mean"] - 1
     bandwidth = a["memory_bandwidth_bytes_per_s"] * a["bandwidth_efficiency"]
-    base = a["ttft_s"] - a["prefill_stall_s"] + a["network_s"] + steps * a["step_overhead_s"]
+    base = (
+        a["decode_entry_s"] - a["prefill_stall_s"] + a["network_s"] + steps * a["step_overhead_s"]
+    )
     per = a["allreduce_s_per_token"] + a["step_overhead_per_sequence_s"]
     per_batch = a["prefill_stall_s"] + steps * per
     caches = steps * a["kv_read_bytes_per_sequence_step"] / bandwidth
@@ -107,8 +109,8 @@ def test_with_both_features_off_the_load_figures_are_the_plain_ones_exactly() ->
     args = dict(
         decode_batch=rng.integers(1, 256, n).astype(float),
         forecast_requests_per_s=rng.uniform(0.01, 20, n),
-        replicas_planned=rng.integers(1, 8, n).astype(float),
-        ttft_s=rng.uniform(0.01, 2, n),
+        decode_pool_replicas=rng.integers(1, 8, n).astype(float),
+        decode_entry_s=rng.uniform(0.01, 2, n),
         output_tokens_mean=rng.uniform(2, 2000, n),
         prefill_stall_s=rng.uniform(0, 0.5, n),
         network_s=rng.uniform(0, 0.1, n),

@@ -1237,7 +1237,7 @@ def test_a_never_simulated_winner_is_shown_as_such(
 #: 2007), in LibreOffice and in Gnumeric. No dynamic arrays, no other _xlfn.-prefixed function.
 EXCEL_2016 = {
     "ABS", "AND", "COUNTIFS", "EXP", "FALSE", "IF", "INDEX", "INT", "ISNA", "ISNUMBER", "LARGE",
-    "MATCH", "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM",
+    "LN", "MATCH", "MAX", "MID", "MIN", "NA", "NOT", "OR", "POWER", "ROUNDUP", "ROW", "SUM",
     "SUMPRODUCT", "TEXT", "TRUE",
     "IFNA",  # Excel 2013: a file stores it as _xlfn.IFNA, as every function newer than 2007
 }  # fmt: skip

@@ -60,6 +60,9 @@ class Hardware(Entry):
     compute: dict[Annotated[str, Field(pattern=r"^[a-z0-9]+$")], Compute] = Field(min_length=1)
     interconnect_bandwidth: OptionalBandwidth = None
     interconnect: Kind | None = None
+    # the device's share of its node's scale-out network, per direction (a 400 Gb/s card a
+    # device is 50 GB/s): what carries a request's KV cache between disaggregated pools
+    network_bandwidth: OptionalBandwidth = None
     family: Family | None = None
     matmul_half_tokens: CountOrZero | None = None
     power: OptionalPower = None

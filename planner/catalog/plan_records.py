@@ -225,6 +225,14 @@ class Assumptions(Uncertain):
     expert_imbalance: Annotated[float, Field(strict=True, ge=1)] = 1.18
     expert_dispatch_bytes_per_value: Positive = 1 + 4 / 128
     expert_overlap: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
+    # disaggregated prefill and decode: "aggregated" alone is one pool of replicas doing both;
+    # with "disaggregated" every candidate is also tried as a prefill pool and a decode pool of
+    # its hardware and layout, each request's KV cache sent from the one to the other over the
+    # network (DistServe, OSDI 2024); a device without network_bandwidth sends it at 50 GB/s, one
+    # CX7 400 Gb/s card a device (DeepEP's docs, "~50 GB/s maximum bandwidth")
+    serving_layouts: list[Literal["aggregated", "disaggregated"]] = Field(
+        default=["aggregated"], min_length=1
+    )
     # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated
     uncalibrated_band: Fraction = 0.30
     calibrated_band_floor: Fraction = 0.05

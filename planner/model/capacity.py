@@ -24,27 +24,36 @@ def candidate(
     workload: Any,
     tensor_parallel: Any,
     expert_parallel: Any = 1,
+    disaggregated: Any = 0,
 ) -> Any:
-    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, and
-    ``|ep8`` after an expert-parallel layout's.
+    """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, then
+    ``|ep8`` after an expert-parallel layout's and ``|pd`` after a disaggregated one's.
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
     layout = where(expert_parallel > 1, concat("|ep", expert_parallel), "")
-    return concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel, layout)
+    pools = where(disaggregated > 0, "|pd", "")
+    keys = concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
+    return concat(keys, layout, pools)
 
 
 @metric("1/s", source="steady state of continuous batching", group="serving")
 def requests_per_s_per_replica(
-    decode_batch: Any, prefill_s: Any, output_tokens_mean: Any, itl_s: Any
+    decode_batch: Any,
+    prefill_s: Any,
+    output_tokens_mean: Any,
+    itl_s: Any,
+    disaggregated: Any = 0,
 ) -> Any:
     """Requests a replica completes per second at its batch [1/s].
 
     B requests take B prefills (each stalls the batch) and (mean output − 1) shared decode steps:
-    B ÷ (B × prefill + (output − 1) × ITL). A replica that holds no sequence (B = 0) of a
-    one-token workload completes none: its time is missing, never 0 ÷ 0.
+    B ÷ (B × prefill + (output − 1) × ITL); a decode pool's replica prefills none. A replica
+    that holds no sequence (B = 0) of a one-token workload completes none: its time is
+    missing, never 0 ÷ 0.
     """
-    busy_s = decode_batch * prefill_s + (output_tokens_mean - 1) * itl_s
+    prefills = where(disaggregated > 0, 0, decode_batch * prefill_s)
+    busy_s = prefills + (output_tokens_mean - 1) * itl_s
     return decode_batch / where(busy_s > 0, busy_s, float("nan"))
 
 
@@ -71,9 +80,13 @@ def forecast_requests_per_s(
 
 
 @metric("requests", source=f"{LITTLE}: L = λ × W", group="serving")
-def in_flight_requests(forecast_requests_per_s: Any, e2e_s: Any) -> Any:
-    """Requests in service at once on average: arrival rate × end-to-end latency [requests]."""
-    return forecast_requests_per_s * e2e_s
+def in_flight_requests(
+    forecast_requests_per_s: Any, e2e_s: Any, ttft_s: Any = 0, disaggregated: Any = 0
+) -> Any:
+    """Requests a pool of replicas holds at once on average: arrival rate × their time on it,
+    end to end, or on a decode pool from their first token on, e2e − TTFT [requests]."""
+    held_s = where(disaggregated > 0, e2e_s - ttft_s, e2e_s)
+    return forecast_requests_per_s * held_s
 
 
 @metric("replicas", source=f"{LITTLE}: L = λ × W", group="serving")
@@ -83,12 +96,14 @@ def replicas_needed(
     in_flight_requests: Any,
     forecast_requests_per_s: Any,
     requests_per_s_per_replica: Any,
+    prefill_pool_replicas: Any = 0,
 ) -> Any:
     """Replicas for the forecast; missing when not one maximum-length sequence fits a replica.
 
     Closed loop: ⌈users ÷ sequences per replica⌉ (users wait for their answers, so their rate
     follows the capacity). Open loop: max(1, ⌈in flight ÷ sequences per replica⌉,
     ⌈forecast ÷ per-replica rate⌉): room for the requests in flight and enough throughput.
+    A disaggregated candidate's are its decode pool's, so counted, and its prefill pool's.
     """
     # the guards only matter where no sequence fits, a branch that returns missing anyway
     slots = maximum(replica_capacity_sequences, 1)
@@ -98,7 +113,7 @@ def replicas_needed(
     closed_loop = ceil(concurrency / slots)
     return where(
         replica_capacity_sequences >= 1,
-        where(concurrency > 0, closed_loop, open_loop),
+        where(concurrency > 0, closed_loop, open_loop) + prefill_pool_replicas,
         float("nan"),
     )
 

@@ -291,6 +291,13 @@ def exp(x: Any) -> Any:
     return np.exp(x)
 
 
+def log(x: Any) -> Any:
+    """The natural logarithm of ``x`` (Excel ``LN``)."""
+    if _symbolic(x):
+        return Call("LN", (lift(x),))
+    return np.log(x)
+
+
 # Functions over a range of cells: a list or array of values in Python, a range in the workbook
 # (the name of the range is a symbol that the renderer maps to ``A5:A28``).
 

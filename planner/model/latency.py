@@ -337,9 +337,10 @@ def prefill_s(
 
 
 @metric("s", source=f"{VLLM_METRICS}: preprocessing + prompt computation", group="latency")
-def ttft_s(preprocess_s: Any, prefill_s: Any) -> Any:
-    """Time to first token with no queueing: preprocessing + prefill [s] (a floor, not a p95)."""
-    return preprocess_s + prefill_s
+def ttft_s(preprocess_s: Any, prefill_s: Any, request_kv_transfer_s: Any = 0) -> Any:
+    """Time to first token with no queueing: preprocessing + prefill, + the KV cache's move
+    to the decode pool where the candidate is disaggregated [s] (a floor, not a p95)."""
+    return preprocess_s + prefill_s + request_kv_transfer_s
 
 
 def chunks(prompt_tokens: Any, room_tokens: Any) -> Any:
@@ -366,18 +367,21 @@ def prefill_stall_s(
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
     prefix_hit_ratio: Any = 0,
+    disaggregated: Any = 0,
 ) -> Any:
     """Time another request's prompt adds to a running request's life [s].
 
     Whole prompts stop the decodes for a prefill step of their own (``prefill_s``). In chunks,
     the prompt's arithmetic shares steps that decode anyway and read the weights anyway, so
     only what outlasts those reads is added, and the all-reduce of its tokens:
-    max(0, prompt FLOP ÷ compute − chunks × weight read) + prompt × all-reduce.
+    max(0, prompt FLOP ÷ compute − chunks × weight read) + prompt × all-reduce. A decode
+    pool's replica prefills nothing: 0.
     """
     compute = prefill_flops / achieved_compute_flops_per_s
     shared = maximum(compute - prompt_chunks * weight_read_s, 0)
     chunked = shared + prompt_tokens_mean * (1 - prefix_hit_ratio) * allreduce_s_per_token
-    return where(chunked_prefill > 0, chunked, prefill_s)
+    stall = where(chunked_prefill > 0, chunked, prefill_s)
+    return where(disaggregated > 0, 0, stall)
 
 
 @metric("s", source=f"{VLLM_METRICS}: output length, network delivery", group="latency")

@@ -61,8 +61,8 @@ SPECULATION_OFF: dict[str, float] = {
 def open_loop_batch_bound(
     decode_batch: Any,
     forecast_requests_per_s: Any,
-    replicas_planned: Any,
-    ttft_s: Any,
+    decode_pool_replicas: Any,
+    decode_entry_s: Any,
     output_tokens_mean: Any,
     prefill_stall_s: Any,
     network_s: Any,
@@ -88,8 +88,9 @@ def open_loop_batch_bound(
     """The batch an open-loop request's tokens share at the forecast load: itself and the
     others in flight, B = 1 + per-replica rate × e2e(B) by Little's law [sequences].
 
-    ``e2e_s`` at a batch B ≥ 1 is TTFT + (output − 1) ÷ E steps × step(B) + (B − 1) × stall +
-    network, E the tokens a step emits per sequence (1 without speculation,
+    The time on the replica at a batch B ≥ 1 is TTFT (``decode_entry_s``: none on a decode
+    pool, which receives its requests prefilled) + (output − 1) ÷ E steps × step(B) + (B − 1)
+    × stall + network, E the tokens a step emits per sequence (1 without speculation,
     :func:`planner.model.speculative.speculative_tokens_per_step`). The step
     (:func:`planner.model.latency.itl_s` × E) is the larger of a memory line (weights + B ×
     (cache + a verifying step's k extra writes)) ÷ bandwidth and a compute line B × T × FLOP
@@ -103,11 +104,11 @@ def open_loop_batch_bound(
     The weights are those of the full batch: for a mixture of experts an upper bound, which
     :func:`open_loop_batch_refined` brings down. The cap is the full batch.
     """
-    planned = is_number(replicas_planned)  # no replica planned: the full batch, as load_batch
-    rate = forecast_requests_per_s / where(planned, maximum(replicas_planned, 1), NAN)
+    planned = is_number(decode_pool_replicas)  # none planned: the full batch, as load_batch
+    rate = forecast_requests_per_s / where(planned, maximum(decode_pool_replicas, 1), NAN)
     steps = (output_tokens_mean - 1) / speculative_tokens_per_step
     bandwidth = memory_bandwidth_bytes_per_s * bandwidth_efficiency
-    base = ttft_s - prefill_stall_s + network_s + steps * step_overhead_s
+    base = decode_entry_s - prefill_stall_s + network_s + steps * step_overhead_s
     per_token = allreduce_s_per_token * verify_tokens_per_sequence
     per_batch = prefill_stall_s + steps * (per_token + step_overhead_per_sequence_s)
     caches = steps * kv_read_bytes_per_sequence_step / bandwidth
@@ -149,8 +150,8 @@ def open_loop_batch_refined(
     tensor_parallel: Any,
     decode_batch: Any,
     forecast_requests_per_s: Any,
-    replicas_planned: Any,
-    ttft_s: Any,
+    decode_pool_replicas: Any,
+    decode_entry_s: Any,
     output_tokens_mean: Any,
     prefill_stall_s: Any,
     network_s: Any,
@@ -194,8 +195,8 @@ def open_loop_batch_refined(
     return _open_loop_batch(
         decode_batch,
         forecast_requests_per_s,
-        replicas_planned,
-        ttft_s,
+        decode_pool_replicas,
+        decode_entry_s,
         output_tokens_mean,
         prefill_stall_s,
         network_s,
@@ -239,7 +240,7 @@ rebound(
 def load_batch(
     decode_batch: Any,
     in_flight_requests: Any,
-    replicas_planned: Any,
+    decode_pool_replicas: Any,
     arrival_rate_per_s: Any,
     open_loop_batch: Any,
 ) -> Any:
@@ -249,10 +250,10 @@ def load_batch(
     Open loop: :func:`open_loop_batch`, where Little's law holds at the load's own latency.
     Closed loop: the requests in flight per replica (users ÷ replicas without tool time), with
     the full-batch latency, so it errs high, never low. The replicas are the planned ones (the
-    simulation's count where it asked for more).
+    simulation's count where it asked for more), a disaggregated candidate's decode pool.
     """
-    planned = is_number(replicas_planned)
-    per_replica = in_flight_requests / where(planned, maximum(replicas_planned, 1), NAN)
+    planned = is_number(decode_pool_replicas)
+    per_replica = in_flight_requests / where(planned, maximum(decode_pool_replicas, 1), NAN)
     load = where(arrival_rate_per_s > 0, open_loop_batch, per_replica)
     return where(planned, minimum(decode_batch, maximum(1, load)), decode_batch)
 
@@ -489,12 +490,17 @@ def ttft_load_s(
     chunked_prefill: Any,
     chunked_prefill_s: Any,
     step_wait_s: Any,
+    disaggregated: Any = 0,
+    prefill_pool_wait_s: Any = 0,
+    request_kv_transfer_s: Any = 0,
 ) -> Any:
     """Typical time to first token at the forecast load [s]: preprocessing + the wait for the
     step in progress + the median prompt's prefill: a step of its own with whole-prompt steps,
     its chunks in steps shared with the others' decodes with chunked prefill
     (``chunked_prefill_s``). No queue for memory or for other prefills: the simulation's p50 is
-    the check.
+    the check. A disaggregated candidate's prompt waits for a prefill replica
+    (``prefill_pool_wait_s``), has it to itself, and its cache moves to the decode pool.
     """
     prefill = where(chunked_prefill > 0, chunked_prefill_s, median_prefill_s)
-    return preprocess_s + step_wait_s + prefill
+    pooled = prefill_pool_wait_s + median_prefill_s + request_kv_transfer_s
+    return where(disaggregated > 0, preprocess_s + pooled, preprocess_s + step_wait_s + prefill)

@@ -89,12 +89,15 @@ def latency_headroom(
 
 
 @metric("sequences", source=f"{LITTLE}: L = λ × W", group="margins")
-def sequences_per_replica(concurrency: Any, in_flight_requests: Any, replicas_planned: Any) -> Any:
+def sequences_per_replica(
+    concurrency: Any, in_flight_requests: Any, decode_pool_replicas: Any
+) -> Any:
     """Sequences a replica holds at the forecast load: users (closed loop) or requests in
-    flight (open loop) spread over the planned replicas [sequences]."""
+    flight (open loop) spread over the planned replicas that hold sequences (a disaggregated
+    candidate's decode pool) [sequences]."""
     load = where(concurrency > 0, concurrency, in_flight_requests)
     # no replica planned (nothing fits, or the simulation found no count): missing
-    return load / where(replicas_planned > 0, replicas_planned, NAN)
+    return load / where(decode_pool_replicas > 0, decode_pool_replicas, NAN)
 
 
 @metric("fraction", source="KV capacity of a replica at the forecast load", group="margins")

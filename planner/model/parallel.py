@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from planner.model.expr import ceil, maximum, minimum, where
+from planner.model.expr import ceil, floor, maximum, minimum, where
 from planner.model.latency import decode_compute_s, decode_memory_s
 from planner.model.metric import Metric, metric, rebound
 from planner.model.sources import (
@@ -296,9 +296,10 @@ def prompt_tokens_per_s_demanded(request_rate_per_s: Any, prompt_tokens_mean: An
 def prefill_replicas_needed(
     prompt_tokens_per_s_demanded: Any, prefill_tokens_per_s_per_replica: Any
 ) -> Any:
-    """Prefill replicas: ⌈prompt tokens demanded a second ÷ one replica's prompt tokens a
-    second⌉ [replicas]."""
-    return ceil(prompt_tokens_per_s_demanded / prefill_tokens_per_s_per_replica)
+    """Prefill replicas: the fewest that keep each below full, ⌊prompt tokens demanded a second
+    ÷ one replica's prompt tokens a second⌋ + 1 [replicas] (at a whole ratio, that many
+    replicas would run at 100 %, and their queue would grow without bound)."""
+    return floor(prompt_tokens_per_s_demanded / prefill_tokens_per_s_per_replica) + 1
 
 
 @parallel_metric("sequences", source=LITTLE)

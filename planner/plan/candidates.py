@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
-from planner.plan.columns import EP_KEY, PLAN_KEYS, TP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PLAN_KEYS, TP_KEY
 
 
 def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
@@ -52,9 +52,10 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
 class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
     precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
-    expert-parallel size itself (1: a tensor-parallel replica), in plan order. Six small
-    integers a candidate, so that millions of them fit where their ids as text would not;
-    :meth:`table` gives a slice as the table of ids."""
+    expert-parallel size itself (1: a tensor-parallel replica) and its serving layout (0: one
+    pool, 1: a prefill pool and a decode pool), in plan order. Seven small integers a
+    candidate, so that millions of them fit where their ids as text would not; :meth:`table`
+    gives a slice as the table of ids."""
 
     codes: np.ndarray
     ids: dict[str, np.ndarray]
@@ -74,6 +75,7 @@ class Candidates:
                 "workload": self.ids["workload"][rows[:, 0]],
                 TP_KEY: self.sizes[rows[:, 4]],
                 EP_KEY: rows[:, 5].astype(np.int64),
+                PD_KEY: rows[:, 6].astype(np.int64),
             },
             columns=PLAN_KEYS,
         )
@@ -117,6 +119,7 @@ class _Allowed:
     experts: np.ndarray  # expert-parallel sizes, 1 first
     splits: np.ndarray  # splits[model, e]: the model's routed experts divide by experts[e]
     nodes: np.ndarray  # devices per node of each hardware
+    pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
 
     @classmethod
     def of(cls, catalog: Catalog) -> _Allowed:
@@ -137,13 +140,22 @@ class _Allowed:
             experts=experts,
             splits=np.array(splits, dtype=bool).reshape(len(catalog.models), len(experts)),
             nodes=np.array([h.devices_per_node or a.devices_per_node for h in hardware]),
+            pools=np.array(sorted({LAYOUT_CODES[x] for x in a.serving_layouts}), np.int32),
         )
 
     def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
               hardware: np.ndarray) -> np.ndarray:  # fmt: skip
         """The rows of one workload's cross product that can run, as codes: every
         tensor-parallel size, then (after each combination's) every expert-parallel size above 1
-        whose replica fits one node of a linked device and splits the model's routed experts."""
+        whose replica fits one node of a linked device and splits the model's routed experts;
+        each of them as the serving layouts ask (aggregated, then disaggregated)."""
+        rows = self._layouts(workload, models, precisions, hardware)
+        rows = np.concatenate([np.column_stack([rows, 0 * rows[:, 0] + d]) for d in self.pools])
+        return rows[_plan_order(rows)]
+
+    def _layouts(self, workload: int, models: np.ndarray, precisions: np.ndarray,
+                 hardware: np.ndarray) -> np.ndarray:  # fmt: skip
+        """The tensor- and expert-parallel rows of :meth:`codes`, six codes each."""
         m, p, h, t = np.meshgrid(models, precisions, hardware, self.tensor, indexing="ij")
         m, p, h, t = (a.ravel() for a in (m, p, h, t))
         keep = self.runs[h, p] & self.stores[m, p] & ((self.sizes[t] <= 1) | self.linked[h])
@@ -160,8 +172,18 @@ class _Allowed:
         t = np.searchsorted(self.sizes, size).astype(np.int32)
         w = np.full(int(keep.sum()), workload, dtype=np.int32)
         layouts = np.stack([w, m[keep], p[keep], h[keep], t[keep], size[keep]], axis=1)
-        rows = np.concatenate([rows, layouts])
-        return rows[np.lexsort((rows[:, 4], rows[:, 5], rows[:, 3], rows[:, 2], rows[:, 1]))]
+        return np.concatenate([rows, layouts])
+
+
+#: The serving layouts' codes: one pool, or a prefill pool and a decode pool.
+LAYOUT_CODES = {"aggregated": 0, "disaggregated": 1}
+
+
+def _plan_order(rows: np.ndarray) -> np.ndarray:
+    """The order of candidate codes: by workload, model, precision and hardware, then each
+    combination's layouts: aggregated before disaggregated, tensor-parallel sizes before
+    expert-parallel ones, smaller before larger."""
+    return np.lexsort((rows[:, 4], rows[:, 5], rows[:, 6], *rows[:, 3::-1].T))
 
 
 def candidate_codes(catalog: Catalog) -> Candidates:
@@ -181,11 +203,10 @@ def candidate_codes(catalog: Catalog) -> Candidates:
         )
         for workload in lists["workload"]:
             codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 6), dtype=np.int32)
+    rows = np.concatenate(codes) if codes else np.zeros((0, 7), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
-        if len(allowed.experts) > 1:  # each combination's layouts after its tensor-parallel sizes
-            rows = rows[np.lexsort((rows[:, 4], rows[:, 5], *rows[:, 3::-1].T))]
+        rows = rows[_plan_order(rows)]
     ids = {k: np.array(all_ids[k], dtype=object) for k in all_ids}
     return Candidates(rows, ids, allowed.sizes)
 

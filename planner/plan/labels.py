@@ -13,6 +13,7 @@ or where the text says it beside the label; an unknown count reads ``?``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,18 +39,30 @@ def short_label(
     ``tensor_parallel`` and, for the count, ``devices_needed``); ``devices=False`` leaves the
     count out; ``hardware`` names the device for its reader (the catalog's label) in place of
     its id."""
+    text = f"{hardware or option['hardware']} ({_layout(option)}) · "
+    text += str(option["precision"])
+    if not devices or "devices_needed" not in option:
+        return text
+    count = option["devices_needed"]
+    return f"{int(float(count)):,} × {text}" if is_finite(count) else f"? × {text}"
+
+
+def _layout(option: Option) -> str:
+    """A replica's layout, ``TP 2`` or ``EP 8``, and the pools of a disaggregated option:
+    ``TP 2, prefill 2 + decode 3``."""
     expert = option.get("expert_parallel", 1)
     layout = (
         f"EP {int(expert)}"
         if is_finite(expert) and expert > 1
         else f"TP {int(option['tensor_parallel'])}"
     )
-    text = f"{hardware or option['hardware']} ({layout}) · "
-    text += str(option["precision"])
-    if not devices or "devices_needed" not in option:
-        return text
-    count = option["devices_needed"]
-    return f"{int(float(count)):,} × {text}" if is_finite(count) else f"? × {text}"
+    if not (is_finite(pools := option.get("disaggregated", 0)) and pools > 0):
+        return layout
+    prefill = option.get("prefill_pool_replicas", math.nan)
+    replicas = option.get("replicas_planned", math.nan)
+    if not (is_finite(prefill) and is_finite(replicas)):
+        return f"{layout}, disaggregated"
+    return f"{layout}, prefill {int(prefill)} + decode {int(replicas) - int(prefill)}"
 
 
 def option_label(

@@ -53,6 +53,14 @@ LOOKUPS = [
         "B/s",
         "interconnect bandwidth per direction",
     ),
+    _lk(
+        "network_bytes_per_s",
+        "hardware",
+        "network_gb_s",
+        GB,
+        "B/s",
+        "scale-out network a device, per direction",
+    ),
     _lk("power_w", "hardware", "power_w", 1, "W", "board power"),
     _lk("purchase_usd", "hardware", "purchase_usd", 1, "USD", "purchase price per device"),
     _lk(

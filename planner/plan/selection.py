@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.plan import recommend
+from planner.plan.columns import LAYOUT_DEFAULTS
 
 __all__ = ["closest", "contenders", "select_candidates", "simulable", "unsimulated_leaders"]
 
@@ -61,11 +62,13 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
 
 
 def simulable(table: pd.DataFrame) -> pd.Series:
-    """Rows the serving simulation can size: every layout but expert parallelism's, which is
-    planned in closed form only."""
-    if "expert_parallel" not in table:
-        return pd.Series(True, index=table.index)
-    return pd.to_numeric(table["expert_parallel"], errors="coerce").fillna(1) <= 1
+    """Rows the serving simulation can size: one pool of tensor-parallel replicas; expert
+    parallelism and disaggregated pools are planned in closed form only."""
+    keep = pd.Series(True, index=table.index)
+    for layout, default in LAYOUT_DEFAULTS.items():
+        if layout in table:
+            keep &= pd.to_numeric(table[layout], errors="coerce").fillna(default) == default
+    return keep
 
 
 def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:

@@ -28,7 +28,7 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.executor import Executor, InProcess
 from planner.plan.candidates import Candidates, candidate_codes
-from planner.plan.columns import ALL_KEYS, TP_KEY
+from planner.plan.columns import ALL_KEYS, LAYOUT_DEFAULTS, PLAN_KEYS, TP_KEY
 from planner.plan.export import csv_text
 from planner.plan.recommend import GROUP, ORDER, rank
 from planner.plan.sweep import CHUNK_ROWS, Results, evaluate_plan, row_bounds
@@ -216,14 +216,21 @@ def _in_plan_order(plan: Candidates, leaders: pd.DataFrame) -> pd.DataFrame:
     sizes = pd.Index(plan.sizes)
     every = every * len(sizes) + plan.codes[:, 4]
     wanted = wanted * len(sizes) + sizes.get_indexer(pd.Index(leaders[TP_KEY].astype(np.int64)))
+    for column, (key, default) in enumerate(LAYOUT_DEFAULTS.items(), start=5):  # sizes, 0/1
+        span = int(max(plan.codes[:, column].max(initial=0), default)) + 1
+        layout = leaders[key].astype(np.int64) if key in leaders else default
+        every = every * span + plan.codes[:, column]
+        wanted = wanted * span + np.asarray(layout)
     chosen = np.flatnonzero(np.isin(every, wanted))
     return Candidates(plan.codes[chosen], plan.ids, plan.sizes).table()
 
 
 def _key_index(frame: pd.DataFrame) -> pd.MultiIndex:
-    """The candidates' keys as text (a tensor-parallel size ``2`` and ``2.0`` alike)."""
+    """The candidates' keys as text (a tensor-parallel size ``2`` and ``2.0`` alike), with
+    their layouts."""
     keys = frame[list(ALL_KEYS)].copy()
-    keys[TP_KEY] = keys[TP_KEY].astype(np.int64)
+    for key, default in {TP_KEY: 0, **LAYOUT_DEFAULTS}.items():
+        keys[key] = frame[key].astype(np.int64) if key in frame else default
     return pd.MultiIndex.from_frame(keys.astype(str))
 
 
@@ -237,7 +244,8 @@ def _settle_part(text: frozenset[str], item: tuple[Path, pd.DataFrame, bool]) ->
 
     path, planned, with_csv = item
     part = pq.read_table(path)
-    where = _key_index(part.select(list(ALL_KEYS)).to_pandas()).get_indexer(_key_index(planned))
+    held = part.select([k for k in PLAN_KEYS if k in part.column_names]).to_pandas()
+    where = _key_index(held).get_indexer(_key_index(planned))
     planned = planned[where >= 0]
     where = where[where >= 0]
     if not len(where):
@@ -275,7 +283,8 @@ def settle(
     if not table.empty:
         keys = _key_index(table)
         for path in sorted(parquet.glob("part-*.parquet")):  # the parts holding a leader
-            held = _key_index(pq.read_table(path, columns=list(ALL_KEYS)).to_pandas())
+            names = [k for k in PLAN_KEYS if k in pq.read_schema(path).names]
+            held = _key_index(pq.read_table(path, columns=names).to_pandas())
             mine = keys.isin(held)
             if mine.any():
                 items.append((path, table[mine], csv is not None))

@@ -19,7 +19,7 @@ from planner.catalog.engines import series_warning
 from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.candidates import candidates, skipped_pairs
-from planner.plan.columns import EP_KEY, PLAN_KEYS
+from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PLAN_KEYS
 from planner.plan.tables import (
     ALL_KEYS,
     CANDIDATE,
@@ -76,16 +76,16 @@ def engine_notes(catalog: Catalog) -> list[str]:
 
 def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(KEYS)) -> pd.Series:
     """Rows to keep: for each combination (of hardware, model, precision and workload, or the
-    columns named), tensor-parallel sizes up to the first that meets the targets (or, when none
-    does, the first whose replica holds a sequence; else all)."""
-    keys = [table[k] for k in combination]
+    columns named) and layout (expert-parallel size, serving layout), tensor-parallel sizes up
+    to the first that meets the targets (or, when none does, the first whose replica holds a
+    sequence; else all). An expert-parallel layout is one size: it is always kept."""
+    layouts = [k for k in LAYOUT_DEFAULTS if k in table]
+    keys = [table[k] for k in [*combination, *layouts]]
     tp = table[TP_KEY].astype(float)
-    if EP_KEY in table:  # an expert-parallel layout is kept, and prunes no tensor-parallel size
-        tp = tp.where(table[EP_KEY].astype(float) <= 1)
     first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
     first_fitting = tp.where(table["replica_fits"].astype(bool)).groupby(keys).transform("min")
     limit = first_meeting.fillna(first_fitting)
-    return limit.isna() | (tp <= limit) | tp.isna()
+    return limit.isna() | (tp <= limit)
 
 
 def _per_row_column(
@@ -201,7 +201,7 @@ def evaluate_subset(
     if len(plan):
         rows = evaluate_plan(catalog, plan.reset_index(drop=True)).table
         tp = int(rows.loc[useful_parallelism(rows)][TP_KEY].max())
-    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1)], columns=PLAN_KEYS)
+    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1, 0)], columns=PLAN_KEYS)
     return evaluate_plan(catalog, single)
 
 
@@ -210,7 +210,7 @@ def _with_candidate_ids(simulated: pd.DataFrame | None) -> pd.DataFrame | None:
         return simulated
     out = simulated.copy()
     m = metrics()[CANDIDATE]
-    layout = {EP_KEY: np.ones(len(out), np.int64)}  # where the table has tensor-parallel only
+    layout = {k: np.full(len(out), v, np.int64) for k, v in LAYOUT_DEFAULTS.items()}
     columns = (out[k].to_numpy(dtype=object) if k in out else layout[k] for k in m.inputs)
     out[CANDIDATE] = m.func(*columns)
     return out
@@ -375,7 +375,7 @@ def _useful_rows(chunk: Mapping[str, Any]) -> np.ndarray:
     frame = pd.DataFrame(
         {
             "combination": _runs(*(chunk[k] for k in KEYS)),
-            **{k: chunk[k] for k in (TP_KEY, EP_KEY, "meets_targets", "replica_fits")},
+            **{k: chunk[k] for k in (TP_KEY, *LAYOUT_DEFAULTS, "meets_targets", "replica_fits")},
         }
     )
     return useful_parallelism(frame, ["combination"]).to_numpy()
@@ -401,7 +401,8 @@ def evaluate_plan(
     order = _Order.of(inputs, metric_names, columns)
     names = order.names
     keys = {k: plan[k].to_numpy() for k in ALL_KEYS}
-    keys[EP_KEY] = plan[EP_KEY].to_numpy() if EP_KEY in plan else np.ones(len(plan), np.int64)
+    for layout, default in LAYOUT_DEFAULTS.items():  # a table of tensor-parallel layouts only
+        keys[layout] = plan[layout].to_numpy() if layout in plan else np.full(len(plan), default)
     bounds = chunk_bounds(plan)
     out = {
         name: _Column(len(plan), _dtype(keys.get(name), order.kinds.get(name))) for name in names
@@ -444,15 +445,21 @@ def _start_notes(catalog: Catalog, table: pd.DataFrame) -> list[str]:
 
 
 def _layout_notes(table: pd.DataFrame) -> list[str]:
-    """Expert-parallel candidates are planned in closed form: the simulation sizes none."""
-    count = int((table[EP_KEY] > 1).sum()) if EP_KEY in table else 0
-    if not count:
-        return []
-    return [
-        f"{count:,} expert-parallel candidates are planned in closed form only: expert-parallel "
-        "layouts are not simulated (their all-to-all and data-parallel attention are not in the "
-        "simulation)"
-    ]
+    """Expert-parallel and disaggregated candidates are planned in closed form: the simulation
+    sizes none."""
+    notes = []
+    if EP_KEY in table and (count := int((table[EP_KEY] > 1).sum())):
+        notes.append(
+            f"{count:,} expert-parallel candidates are planned in closed form only: "
+            "expert-parallel layouts are not simulated (their all-to-all and data-parallel "
+            "attention are not in the simulation)"
+        )
+    if PD_KEY in table and (count := int((table[PD_KEY] > 0).sum())):
+        notes.append(
+            f"{count:,} disaggregated candidates are planned in closed form only: the simulation "
+            "runs one pool of replicas, not a prefill pool and a decode pool"
+        )
+    return notes
 
 
 def _dtype(key: np.ndarray | None, kind: str | None) -> Any:

@@ -21,6 +21,7 @@ from planner.catalog.matmul import matmul_curve
 from planner.catalog.records import Calibration
 from planner.catalog.workloads import arrival_rate, length_summary
 from planner.model.calibrated import CALIBRATED_FIGURES
+from planner.model.parallel import CX7_400G_BYTES_PER_S
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
 from planner.plan import speculative
@@ -95,6 +96,13 @@ def _hardware_columns(
             "GB/s",
             "interconnect bandwidth per direction",
             lambda h: _optional(h.interconnect_bandwidth, GB),
+        ),
+        Column(
+            "network_gb_s",
+            "GB/s",
+            "scale-out network a device, per direction (blank in the catalog: one 400 Gb/s "
+            "card a device, 50 GB/s)",
+            lambda h: (h.network_bandwidth or CX7_400G_BYTES_PER_S) / GB,
         ),
         Column("power_w", "W", "board power", lambda h: _optional(h.power, 1.0)),
         Column(

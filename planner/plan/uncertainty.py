@@ -30,7 +30,7 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.catalog.distributions import Distribution
 from planner.executor import Executor, InProcess
-from planner.plan.columns import ALL_KEYS
+from planner.plan.columns import PLAN_KEYS
 from planner.plan.recommend import GROUP, rank
 from planner.plan.sweep import evaluate
 from planner.progress import Progress
@@ -149,7 +149,7 @@ def _evaluate_draws(
     for draw in range(start, stop):
         drawn = with_values(catalog, inputs, draw_values(inputs, seed, draw))
         table = evaluate(drawn, columns=COLUMNS).table
-        frame = table[[*ALL_KEYS, *COLUMNS]].copy()
+        frame = table[[*PLAN_KEYS, *COLUMNS]].copy()
         frame["eligible"] = frame["eligible"].astype(bool)
         frame["cheapest"] = rank(table)["rank"].to_numpy() == 1
         frame["draw"] = draw
@@ -218,11 +218,11 @@ def _bands(frame: pd.DataFrame, keys: list[str], figures: Sequence[str]) -> pd.D
 
 def summarise(frame: pd.DataFrame, draws: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The option, purchase and winner tables of :class:`Bands` from every draw's rows."""
-    options = _bands(frame, ALL_KEYS, list(FIGURES))
-    grouped = frame.groupby(ALL_KEYS, sort=False)
+    options = _bands(frame, PLAN_KEYS, list(FIGURES))
+    grouped = frame.groupby(PLAN_KEYS, sort=False)
     options["meets_share"] = grouped["eligible"].sum() / draws
     options["cheapest_share"] = grouped["cheapest"].sum() / draws
-    winners = frame.loc[frame["cheapest"], [*ALL_KEYS, "draw", "devices_needed", "cost_usd"]]
+    winners = frame.loc[frame["cheapest"], [*PLAN_KEYS, "draw", "devices_needed", "cost_usd"]]
     purchases = _bands(winners, GROUP, ["devices_needed", "cost_usd"])
     purchases["served_share"] = winners.groupby(GROUP, sort=False)["draw"].nunique() / draws
     return options.reset_index(), purchases.reset_index(), winners.reset_index(drop=True)
@@ -278,7 +278,7 @@ def p90_pick(
     pick = p90_draw(mine)
     values = draw_values(bands.inputs, catalog.assumptions.seed, int(pick["draw"]))
     drawn = with_values(catalog, bands.inputs, values)
-    keys = pd.DataFrame([pick[ALL_KEYS].to_dict()], columns=ALL_KEYS)
+    keys = pd.DataFrame([pick[PLAN_KEYS].to_dict()], columns=PLAN_KEYS)
     return pick, drawn, evaluate(drawn, rows=keys).table
 
 

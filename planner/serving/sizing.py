@@ -102,7 +102,7 @@ from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.model.units import GB, GIB
-from planner.plan.selection import select_candidates
+from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
 from planner.serving.configs import (
@@ -307,9 +307,11 @@ def _not_simulated(
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
-    is expert-parallel (planned in closed form only); else None."""
+    is expert-parallel or disaggregated (planned in closed form only); else None."""
     if float(row.get("expert_parallel", 1)) > 1:
         return "layout", "not simulated: expert-parallel layouts are planned in closed form"
+    if float(row.get("disaggregated", 0)) > 0:
+        return "layout", "not simulated: disaggregated pools are planned in closed form"
     a = catalog.assumptions
     need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
     have = kv_budget_tokens(row)
@@ -513,11 +515,11 @@ def simulate_rows(
     """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`.
     ``processes`` is the number of local worker processes, or an :class:`Executor` (in
     process, a process pool, Dask); the table is the same whichever runs it. ``progress`` is
-    told of each row sized (stage ``"simulating"``). Rows of an expert-parallel layout are
-    left out: they are planned in closed form (:func:`size_candidate` says so of one)."""
+    told of each row sized (stage ``"simulating"``). Rows of an expert-parallel or
+    disaggregated layout are left out: they are planned in closed form (:func:`size_candidate`
+    says so of one)."""
     columns = [*ALL_KEYS, *SIZING_COLUMNS]
-    if "expert_parallel" in chosen:  # expert-parallel layouts are planned in closed form only
-        chosen = chosen[chosen["expert_parallel"].astype(float) <= 1]
+    chosen = chosen[simulable(chosen)]
     # The results columns are named by strings, so each row's dict is keyed by them.
     rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
     options: dict[str, Any] = {"max_replicas": max_replicas, "n_requests": n_requests}

@@ -1,0 +1,183 @@
+"""Disaggregated prefill and decode as a candidate's serving layout.
+
+A disaggregated candidate runs its prompts on a prefill pool and its generation on a decode
+pool, both of the candidate's hardware and replica layout (DistServe; vLLM's and SGLang's
+disaggregated serving). The prefill pool is sized by the prompt tokens a second it must
+process, with the room its queue needs for the time-to-first-token target; the decode pool by
+the sequences it must hold, as an aggregated replica is (:func:`planner.model.capacity.
+replicas_needed`, without the prompts). Each request's KV cache crosses the network from its
+prefill replica to its decode replica before the first token; a decode replica never stops its
+batch for a prompt. The replicas planned are the two pools together, so devices, nodes and
+costs count both; the load's batch is the decode pool's (:func:`decode_pool_replicas`).
+
+The plan's layout key ``disaggregated`` is 1 for such a candidate and 0 for one pool of
+replicas doing both, where every metric here is 0 or leaves the aggregated figure as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.model.expr import floor, is_missing, log, maximum, where
+from planner.model.metric import metric
+from planner.model.parallel import (
+    kv_transfer_bytes,
+    kv_transfer_s,
+    prefill_replicas_needed,
+    prompt_tokens_per_s_demanded,
+)
+from planner.model.sources import DISTSERVE, LITTLE, POPE, ROOFLINE, SARATHI
+
+#: The mean wait in a queue with Poisson arrivals and a fixed service time.
+POLLACZEK_KHINCHINE = "Pollaczek–Khinchine formula for the M/D/1 queue (Kleinrock 1975, §5.6)"
+#: The wait of a single-server queue in heavy traffic, near exponential.
+KINGMAN = "Kingman 1961 (the single-server queue in heavy traffic)"
+
+
+@metric("B", source=f"{DISTSERVE}; {POPE}", group="latency")
+def request_kv_transfer_bytes(prompt_tokens_mean: Any, kv_bytes_per_token: Any) -> Any:
+    """KV cache each device of a prefill replica sends its counterpart in the decode pool for
+    one request: mean prompt × KV bytes per token per device [B]. 4,000 tokens of 131,072 B are
+    524,288,000 B."""
+    return kv_transfer_bytes(prompt_tokens_mean, kv_bytes_per_token)
+
+
+@metric("s", source=DISTSERVE, group="latency")
+def request_kv_transfer_s(
+    disaggregated: Any, request_kv_transfer_bytes: Any, network_bytes_per_s: Any
+) -> Any:
+    """Time to move one request's KV cache from the prefill pool to the decode pool, each
+    device over its own share of the network: bytes ÷ network bandwidth [s]; 0 for one pool.
+    524,288,000 B at 50 GB/s: 10.49 ms. The link's microseconds of latency are left out."""
+    moved = kv_transfer_s(request_kv_transfer_bytes, network_bytes_per_s, 0)
+    return where(disaggregated > 0, moved, 0)
+
+
+@metric("prompts", source=f"{DISTSERVE}; {SARATHI}", group="serving")
+def prefill_pool_prompts_per_step(max_num_batched_tokens: Any, prefill_tokens_mean: Any) -> Any:
+    """Prompts a prefill replica runs in one step: as many mean prompts' uncached tokens as the
+    engine's ``max_num_batched_tokens`` budget takes, at least one [prompts]. 8,192 tokens take
+    ten prompts of 800, one of 24,000 (in chunks)."""
+    return maximum(1, floor(max_num_batched_tokens / maximum(prefill_tokens_mean, 1)))
+
+
+@metric("s", source=f"{DISTSERVE}; {ROOFLINE}", group="serving")
+def prefill_pool_s_per_prompt(
+    prefill_flops: Any,
+    achieved_compute_flops_per_s: Any,
+    matmul_padding_s: Any,
+    weight_read_s: Any,
+    prefill_tokens_mean: Any,
+    allreduce_s_per_token: Any,
+    step_overhead_s: Any,
+    prefill_pool_prompts_per_step: Any,
+) -> Any:
+    """A prefill replica's time per prompt when it runs n prompts a step: max(the prompt's
+    arithmetic + padding ÷ n, weight read ÷ n) + its tokens' all-reduce + overhead ÷ n [s].
+    Short prompts share the step's weight read and overhead; long ones are compute-bound, as
+    :func:`planner.model.latency.prefill_s` for one (n = 1: the same)."""
+    n = prefill_pool_prompts_per_step
+    compute = prefill_flops / achieved_compute_flops_per_s + matmul_padding_s / n
+    reduce = prefill_tokens_mean * allreduce_s_per_token
+    return maximum(compute, weight_read_s / n) + reduce + step_overhead_s / n
+
+
+@metric("tokens/s", source=DISTSERVE, group="serving")
+def prefill_tokens_per_s_per_replica(
+    prefill_tokens_mean: Any, prefill_pool_s_per_prompt: Any
+) -> Any:
+    """Prompt tokens a prefill replica processes a second: the mean prompt's uncached tokens ÷
+    its time per prompt in a full step [tokens/s]."""
+    return prefill_tokens_mean / prefill_pool_s_per_prompt
+
+
+@metric("tokens/s", source=f"{DISTSERVE}; {LITTLE}", group="serving")
+def prefill_tokens_per_s_demanded(forecast_requests_per_s: Any, prefill_tokens_mean: Any) -> Any:
+    """Prompt tokens the prefill pool must process a second at the forecast: requests a
+    second × the mean prompt's uncached tokens [tokens/s]."""
+    return prompt_tokens_per_s_demanded(forecast_requests_per_s, prefill_tokens_mean)
+
+
+@metric("", source=f"{DISTSERVE}; {KINGMAN}", group="serving")
+def prefill_pool_utilisation_limit(ttft_s: Any, ttft_p95_target_s: Any, prefill_s: Any) -> Any:
+    """The busiest a prefill replica may be with the 95th-percentile wait within the room the
+    TTFT target leaves, G = target − TTFT without waiting: 1 − S × ln 20 ÷ (2G), at least 0.05
+    [-]; 1 with no TTFT target or none within reach
+    (:func:`planner.model.capacity.meets_ttft_target` says so).
+
+    In heavy traffic the wait is near exponential (Kingman): a share ρ of prompts waits at all,
+    on average ρS ÷ (2(1 − ρ)) with a fixed service time S (M/D/1), so its 95th percentile is
+    S × ln(20ρ) ÷ (2(1 − ρ)) (:func:`prefill_pool_wait_p95_s`), at most S × ln 20 ÷ (2(1 −
+    ρ)): the limit keeps that within G. At ρ ≤ 0.05 fewer than one prompt in twenty waits.
+    A TTFT target of 1 s with 0.4 s without waiting and 0.2 s prefills leaves G = 0.6 s:
+    ρ ≤ 1 − 0.2 × 2.9957 ÷ 1.2 = 0.5007."""
+    room = ttft_p95_target_s - ttft_s
+    reachable = where(is_missing(ttft_p95_target_s), False, room > 0)
+    room = where(reachable, room, 1)
+    limit = maximum(1 - prefill_s * log(20) / (2 * room), 0.05)
+    return where(reachable, limit, 1)
+
+
+@metric("replicas", source=f"{DISTSERVE}; {POLLACZEK_KHINCHINE}", group="serving")
+def prefill_pool_replicas(
+    disaggregated: Any,
+    prefill_tokens_per_s_demanded: Any,
+    prefill_tokens_per_s_per_replica: Any,
+    prefill_pool_utilisation_limit: Any,
+) -> Any:
+    """Replicas of the prefill pool: the fewest that keep each below its utilisation limit,
+    ⌊demanded ÷ (one replica's tokens a second × limit)⌋ + 1 [replicas]; 0 for one pool.
+
+    240,000 tokens a second on replicas of 100,000 with a limit of 0.857: ⌊2.8⌋ + 1 = 3
+    (2.8 replicas would run at the limit; the queue needs them below it)."""
+    room = prefill_tokens_per_s_per_replica * prefill_pool_utilisation_limit
+    pool = prefill_replicas_needed(prefill_tokens_per_s_demanded, room)
+    return where(disaggregated > 0, pool, 0)
+
+
+@metric("", source=LITTLE, group="serving")
+def prefill_pool_utilisation(
+    prefill_tokens_per_s_demanded: Any,
+    prefill_pool_replicas: Any,
+    prefill_tokens_per_s_per_replica: Any,
+) -> Any:
+    """Share of time a prefill replica is busy at the forecast: demanded ÷ (replicas × one
+    replica's tokens a second) [-]; 0 for one pool."""
+    capacity = maximum(prefill_pool_replicas, 1) * prefill_tokens_per_s_per_replica
+    return where(prefill_pool_replicas > 0, prefill_tokens_per_s_demanded / capacity, 0)
+
+
+@metric("s", source=POLLACZEK_KHINCHINE, group="latency")
+def prefill_pool_wait_s(prefill_pool_utilisation: Any, prefill_s: Any) -> Any:
+    """Mean wait of a prompt for its prefill replica: ρS ÷ (2(1 − ρ)), S the mean prefill, ρ
+    the pool's utilisation (Poisson arrivals, a fixed service time) [s]; 0 for one pool.
+    At ρ = 0.8 and 0.2 s: 0.4 s. S is one prompt's prefill: the step a prompt waits for runs
+    the others' prompts with it."""
+    rho = prefill_pool_utilisation
+    return where(rho > 0, rho * prefill_s / (2 * (1 - where(rho < 1, rho, 0.5))), 0)
+
+
+@metric("s", source=f"{POLLACZEK_KHINCHINE}; {KINGMAN}", group="latency")
+def prefill_pool_wait_p95_s(prefill_pool_utilisation: Any, prefill_s: Any) -> Any:
+    """95th percentile of a prompt's wait for its prefill replica: S × ln(20ρ) ÷ (2(1 − ρ)),
+    0 where at most one prompt in twenty waits (ρ ≤ 0.05), missing at ρ ≥ 1 [s] (the
+    exponential tail of :func:`prefill_pool_utilisation_limit`). At ρ = 0.8 and 0.2 s:
+    0.2 × ln 16 ÷ 0.4 = 1.386 s."""
+    rho = prefill_pool_utilisation
+    busy = where(rho < 1, rho, 0.5)
+    tail = prefill_s * log(20 * maximum(busy, 0.05)) / (2 * (1 - busy))
+    return where(rho > 0.05, where(rho < 1, tail, float("nan")), 0)
+
+
+@metric("replicas", source=DISTSERVE, group="serving")
+def decode_pool_replicas(replicas_planned: Any, prefill_pool_replicas: Any) -> Any:
+    """Replicas that hold the sequences and decode them: the replicas planned less the prefill
+    pool's (all of them for one pool) [replicas]."""
+    return replicas_planned - prefill_pool_replicas
+
+
+@metric("s", source=DISTSERVE, group="latency")
+def decode_entry_s(ttft_s: Any, disaggregated: Any) -> Any:
+    """Time a request holds its decode replica before its decode steps: its TTFT on a replica
+    that also prefills; none on a decode pool, which receives the cache ready [s]."""
+    return where(disaggregated > 0, 0, ttft_s)
