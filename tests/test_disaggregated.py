@@ -216,20 +216,43 @@ def small_catalog(folder: Path) -> Path:
 
 @pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
 def test_spreadsheet_engines_compute_the_disaggregated_layout(tmp_path: Path, engine: str) -> None:
-    """The workbook of a catalog with both serving layouts: every Plan cell the spreadsheet
-    engine computes, through both branches of the layout-selecting formulas, is the planner's."""
+    """The workbook of a catalog with both serving layouts, the assistant's line served
+    disaggregated: every Plan cell the spreadsheet engine computes, through both branches of the
+    layout-selecting formulas, is the planner's, and so is every Schedule cell, whose replicas
+    count both pools month by month."""
     from spreadsheet import computed_values, installed, recalculate_many
-    from test_workbook import assert_plan_equals
+    from test_workbook import assert_plan_equals, assert_sheets_equal, cached
 
     from planner.outputs.workbook import write_workbook
+    from planner.plan.deployment import Line
+    from planner.plan.schedule import workload_schedule
 
     if not installed(engine):
         pytest.skip(f"{engine} is not installed")
-    results = evaluate(load_catalog(small_catalog(tmp_path / "catalogs")))
+    catalog = load_catalog(small_catalog(tmp_path / "catalogs"))
+    results = evaluate(catalog)
     assert set(results.table["disaggregated"]) == {0, 1}
-    book = write_workbook(results, tmp_path / "pd.xlsx")
+    row = pair(results.table, "chat", "llama-3.1-8b", "h200-sxm-141gb").loc[1]
+    schedule = workload_schedule(catalog, Line("chat", "llama-3.1-8b", row, "buy", "cheapest"))
+    assert schedule is not None and row["prefill_pool_replicas"] > 0
+    book = write_workbook(results, tmp_path / "pd.xlsx", schedules=[schedule])
     (out,) = recalculate_many([book], tmp_path / f"recalculated-{engine}", engine=engine)
     assert_plan_equals(computed_values(out, "Plan"), results)
+    assert_sheets_equal(cached(book, "Schedule"), computed_values(out, "Schedule"))
+
+
+def test_a_disaggregated_schedule_counts_both_pools(both: pd.DataFrame) -> None:
+    """At today's traffic the schedule's replicas are the plan's, both pools; at twice the
+    traffic the prefill pool is sized again over twice the prompt tokens, the decode pool over
+    twice the users."""
+    from planner.plan.schedule import replicas_at
+
+    two = pair(both, "chat", "llama-3.1-70b", "mi325x-256gb").loc[1]
+    assert replicas_at(two, 1.0) == two["replicas_planned"]
+    room = two["prefill_tokens_per_s_per_replica"] * two["prefill_pool_utilisation_limit"]
+    prefill = math.floor(2 * two["prefill_tokens_per_s_demanded"] / room) + 1
+    decode = math.ceil(2 * 2048 / two["decode_batch"])
+    assert replicas_at(two, 2.0) == prefill + decode
 
 
 def test_a_disaggregated_candidate_is_not_simulated(both: pd.DataFrame) -> None:
@@ -240,3 +263,40 @@ def test_a_disaggregated_candidate_is_not_simulated(both: pd.DataFrame) -> None:
     assert sized["sim_bound"] == "layout"
     assert sized["sim_reason"] == "not simulated: disaggregated pools are planned in closed form"
     assert sized["sim_runs"] == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "replicas", "words"),
+    [
+        ({"tensor_parallel": 2}, 2, "2 replicas of tensor parallel 2"),
+        ({"tensor_parallel": 8, "expert_parallel": 8}, 1, "1 replica of expert parallel 8"),
+        (
+            {"tensor_parallel": 1, "disaggregated": 1, "prefill_pool_replicas": 5},
+            14,
+            "5 replicas of tensor parallel 1 for prompts and 9 for decoding",
+        ),
+        ({"tensor_parallel": 1}, math.nan, "? replicas of tensor parallel 1"),
+    ],
+)
+def test_the_report_says_both_pools(option: dict, replicas: float, words: str) -> None:
+    from planner.plan.labels import replicas_in_words
+
+    assert replicas_in_words(option, replicas) == words
+
+
+def test_a_large_moe_at_high_load_takes_another_layout() -> None:
+    """The assistant's 2,048 users on DeepSeek-V3 (671B, 256 experts), closed form with every
+    layout tried: a tensor-parallel replica holds at most the engine's 256 sequences, so it
+    takes 2,048 ÷ 256 = 8 replicas of at least two devices, 16; an expert-parallel replica of 8
+    serves 256 on each device (DP attention), 2,048 on one replica: the cheapest option is a
+    layout other than one pool of tensor-parallel replicas, on fewer devices than the best
+    such pool."""
+    catalog = with_layouts(["aggregated", "disaggregated"], expert_parallel_sizes=[1, 8])
+    table = evaluate(catalog).table
+    rows = table[(table["workload"] == "chat") & (table["model"] == "deepseek-v3")]
+    ok = rows[rows["meets_targets"].astype(bool)].sort_values("cost_usd", kind="stable")
+    best = ok.iloc[0]
+    assert best["expert_parallel"] == 8 or best["disaggregated"] == 1
+    plain = ok[(ok["expert_parallel"] == 1) & (ok["disaggregated"] == 0)].iloc[0]
+    assert plain["devices_needed"] >= 16 > best["devices_needed"]
+    assert plain["cost_usd"] > best["cost_usd"]

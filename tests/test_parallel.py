@@ -299,8 +299,9 @@ def test_sglang_ep72_decode_throughput() -> None:
     (the same fixture), and with those public rates (not fitted to this figure) the estimate is
     27,450 tokens/s a node, 23.2 % high. The rest is the residual expert imbalance after EPLB
     and SGLang's combine busy-waiting on short attention (the blog's breakdown). Overlapping
-    the all-to-all with the step (two micro-batches) would put it 96 % high: at this batch
-    SGLang's decode does not hide its communication.
+    the all-to-all with the step (two micro-batches, which this deployment ran: +25.5 % over
+    none, the blog says) would put it 96 % high: the overlap hid about half of the all-to-all,
+    not all of it, so the planner's overlap of 1 is too generous for decode.
     """
     text = (BENCHMARKS / "expert-parallel-deepseek-v3.md").read_text()
     assert "| Throughput (per node) | 14,800        | 18,598           | 22,282" in text
@@ -488,7 +489,8 @@ def test_a_disaggregated_candidate() -> None:
     assert step == pytest.approx(0.697555, rel=1e-5)
     replica = tokens_per_s_per_device(tokens, step) * ep
     assert replica == pytest.approx(183_498.2, rel=1e-5)
-    # Prefill pool: 60 × 4,000 = 240,000 prompt tokens a second ÷ 183,498.2 = 1.31 → 2 replicas.
+    # Prefill pool: 60 × 4,000 = 240,000 prompt tokens a second ÷ 183,498.2 = 1.31, so
+    # ⌊1.31⌋ + 1 = 2 replicas.
     demanded = prompt_tokens_per_s_demanded(60, prompt)
     assert demanded == 240_000
     prefill = prefill_replicas_needed(demanded, replica)

@@ -26,15 +26,28 @@ def replicas_at(
     requests_per_s_per_replica: Any,
     simulation_raise: Any,
     traffic: Any,
+    prefill_tokens_per_s_demanded: Any,
+    prefill_tokens_per_s_per_replica: Any,
+    prefill_pool_utilisation_limit: Any,
+    disaggregated: Any,
 ) -> Any:
     """Replicas the option needs at ``traffic`` × today's traffic: the Plan's
-    ``replicas_needed`` over the scaled load, raised by the simulation, rounded up [replicas]."""
-    needed = metrics()["replicas_needed"].func(
+    ``replicas_needed`` over the scaled load (a disaggregated option's prefill pool over the
+    scaled prompt tokens), raised by the simulation, rounded up [replicas]."""
+    registry = metrics()
+    prefill = registry["prefill_pool_replicas"].func(
+        disaggregated,
+        prefill_tokens_per_s_demanded * traffic,
+        prefill_tokens_per_s_per_replica,
+        prefill_pool_utilisation_limit,
+    )
+    needed = registry["replicas_needed"].func(
         concurrency=concurrency * traffic,
         replica_capacity_sequences=replica_capacity_sequences,
         in_flight_requests=in_flight_requests * traffic,
         forecast_requests_per_s=forecast_requests_per_s * traffic,
         requests_per_s_per_replica=requests_per_s_per_replica,
+        prefill_pool_replicas=prefill,
     )
     return ceil(needed * simulation_raise - SLACK)
 
@@ -72,6 +85,10 @@ def replicas(
     simulation_raise: Any,
     traffic_factor: Any,
     daily_profile: Any,
+    prefill_tokens_per_s_demanded: Any,
+    prefill_tokens_per_s_per_replica: Any,
+    prefill_pool_utilisation_limit: Any,
+    disaggregated: Any,
 ) -> Any:
     """Replicas the month's busiest hour needs [replicas]."""
     return replicas_at(
@@ -82,6 +99,10 @@ def replicas(
         requests_per_s_per_replica,
         simulation_raise,
         traffic_factor * greatest(daily_profile),
+        prefill_tokens_per_s_demanded,
+        prefill_tokens_per_s_per_replica,
+        prefill_pool_utilisation_limit,
+        disaggregated,
     )
 
 
@@ -98,6 +119,10 @@ def hour_nodes(
     tensor_parallel: Any,
     node_devices: Any,
     spare_nodes: Any,
+    prefill_tokens_per_s_demanded: Any,
+    prefill_tokens_per_s_per_replica: Any,
+    prefill_pool_utilisation_limit: Any,
+    disaggregated: Any,
 ) -> Any:
     """Nodes an hour of the month needs: its replicas' devices in whole nodes, plus the spare
     nodes [nodes]."""
@@ -109,6 +134,10 @@ def hour_nodes(
         requests_per_s_per_replica,
         simulation_raise,
         traffic_factor * hour_share,
+        prefill_tokens_per_s_demanded,
+        prefill_tokens_per_s_per_replica,
+        prefill_pool_utilisation_limit,
+        disaggregated,
     )
     return ceil(hour_replicas * tensor_parallel / node_devices - SLACK) + spare_nodes
 

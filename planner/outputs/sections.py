@@ -26,7 +26,7 @@ from planner.outputs.advice import (
 )
 from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
-from planner.plan.labels import option_label, short_label
+from planner.plan.labels import option_label, replicas_in_words, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
 from planner.plan.selection import closest
 
@@ -121,13 +121,13 @@ def _plural(n: Any, word: str) -> str:
 
 def _option_words(row: pd.Series, catalog: Catalog) -> str:
     """An option in words: ``Llama 3.1 70B on 4 devices × NVIDIA B200 (1 node; 2 replicas of
-    tensor parallel 2 at nvfp4)``."""
+    tensor parallel 2 at nvfp4)`` (:func:`planner.plan.labels.replicas_in_words`)."""
     hardware = catalog.get("hardware", row["hardware"]).label
     model = catalog.get("models", row["model"]).label
     return (
         f"{model} on {_plural(row['devices_needed'], 'device')} × {hardware} "
-        f"({_plural(row['nodes_needed'], 'node')}; {_plural(replicas(row), 'replica')}"
-        f" of tensor parallel {int(row['tensor_parallel'])} at {row['precision']})"
+        f"({_plural(row['nodes_needed'], 'node')}; {replicas_in_words(row, replicas(row))}"
+        f" at {row['precision']})"
     )
 
 

@@ -65,6 +65,29 @@ def _layout(option: Option) -> str:
     return f"{layout}, prefill {int(prefill)} + decode {int(replicas) - int(prefill)}"
 
 
+def replicas_in_words(option: Option, replicas: Any) -> str:
+    """The replicas of an option in words: ``2 replicas of tensor parallel 2``, ``1 replica of
+    expert parallel 8``, or for a disaggregated option ``5 replicas of tensor parallel 1 for
+    prompts and 9 for decoding``."""
+    expert = option.get("expert_parallel", 1)
+    if is_finite(expert) and expert > 1:
+        layout = f"expert parallel {int(expert)}"
+    else:
+        layout = f"tensor parallel {int(option['tensor_parallel'])}"
+    pools = option.get("disaggregated", 0)
+    prefill = option.get("prefill_pool_replicas", math.nan)
+    if not is_finite(replicas):
+        return f"? replicas of {layout}"
+    if is_finite(pools) and pools > 0 and is_finite(prefill):
+        decode = int(replicas) - int(prefill)
+        return f"{_count(prefill, 'replica')} of {layout} for prompts and {decode} for decoding"
+    return f"{_count(replicas, 'replica')} of {layout}"
+
+
+def _count(n: Any, word: str) -> str:
+    return f"{int(n):,} {word}{'' if int(n) == 1 else 's'}"
+
+
 def option_label(
     option: Option,
     *,

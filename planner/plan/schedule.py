@@ -125,11 +125,18 @@ def simulation_raise(row: Any) -> float:
 REPLICA_INPUTS = ("concurrency", "replica_capacity_sequences", "in_flight_requests",
                   "forecast_requests_per_s", "requests_per_s_per_replica")  # fmt: skip
 
+#: The Plan columns a disaggregated option's prefill pool is worked out from, with the values
+#: of one pool of replicas (no prefill pool) for a row from before the layout existed.
+POOL_INPUTS = {"prefill_tokens_per_s_demanded": 0.0, "prefill_tokens_per_s_per_replica": 1.0,
+               "prefill_pool_utilisation_limit": 1.0, "disaggregated": 0.0}  # fmt: skip
+
 
 def replica_inputs(row: Any) -> dict[str, float]:
     """The option's Plan figures the schedule's replicas are worked out from, and the
     simulation's raise."""
-    return {n: float(row[n]) for n in REPLICA_INPUTS} | {"simulation_raise": simulation_raise(row)}
+    pools = {n: float(row[n]) if n in row else v for n, v in POOL_INPUTS.items()}
+    values = {n: float(row[n]) for n in REPLICA_INPUTS} | pools
+    return values | {"simulation_raise": simulation_raise(row)}
 
 
 def replicas_at(row: Any, factor: float) -> int:
