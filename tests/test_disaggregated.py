@@ -300,3 +300,28 @@ def test_a_large_moe_at_high_load_takes_another_layout() -> None:
     plain = ok[(ok["expert_parallel"] == 1) & (ok["disaggregated"] == 0)].iloc[0]
     assert plain["devices_needed"] >= 16 > best["devices_needed"]
     assert plain["cost_usd"] > best["cost_usd"]
+
+
+def test_a_runs_diff_keeps_the_layouts_apart() -> None:
+    """The diff keys a candidate by its ids and tensor-parallel size as before, and a layout's
+    by ``/ep8`` or ``/pd`` after them: one combination's three layouts are three keys, each read
+    back into its label."""
+    from planner.diff.outputs import candidate_keys, candidate_label
+
+    ids = {"hardware": "h200", "model": "m", "precision": "fp8", "workload": "chat"}
+    table = pd.DataFrame(
+        [
+            {**ids, "tensor_parallel": 8, "expert_parallel": 1, "disaggregated": 0},
+            {**ids, "tensor_parallel": 8, "expert_parallel": 8, "disaggregated": 0},
+            {**ids, "tensor_parallel": 8, "expert_parallel": 1, "disaggregated": 1},
+        ]
+    )
+    keys = candidate_keys(table)
+    assert keys == ["h200/m/fp8/chat/8", "h200/m/fp8/chat/8/ep8", "h200/m/fp8/chat/8/pd"]
+    assert candidate_keys(table.drop(columns=["expert_parallel", "disaggregated"]))[0] == keys[0]
+    labels = [candidate_label(k) for k in keys]
+    assert labels == [
+        "chat × m: h200 (TP 8) · fp8",
+        "chat × m: h200 (EP 8) · fp8",
+        "chat × m: h200 (TP 8, disaggregated) · fp8",
+    ]

@@ -17,6 +17,7 @@ from planner.diff.values import (
     is_missing,
     same,
 )
+from planner.plan.columns import EP_KEY, PD_KEY
 from planner.plan.labels import option_label
 from planner.plan.recommend import COST, recommendations
 from planner.plan.tables import ALL_KEYS, TP_KEY
@@ -79,19 +80,42 @@ COMPARED = (
 
 
 def candidate_keys(table: pd.DataFrame) -> list[str]:
-    """``hardware/model/precision/workload/tensor_parallel`` for every row (:func:`key_part`)."""
-    return ["/".join(map(key_part, row)) for row in table[ALL_KEYS].itertuples(index=False)]
+    """``hardware/model/precision/workload/tensor_parallel`` for every row (:func:`key_part`),
+    then ``/ep8`` for an expert-parallel layout and ``/pd`` for disaggregated pools, so a run
+    from before the layouts existed keys its rows as it did."""
+    keys = ["/".join(map(key_part, row)) for row in table[ALL_KEYS].itertuples(index=False)]
+    suffixes = [_suffix(row) for row in table.reindex(columns=[EP_KEY, PD_KEY]).to_numpy()]
+    return [key + suffix for key, suffix in zip(keys, suffixes, strict=True)]
 
 
 def candidate_label(key: str) -> str:
     """A candidate key for people: ``chat × llama-3.1-8b: h100-sxm-80gb (TP 1) · fp8``."""
-    return option_label(dict(zip(ALL_KEYS, key_parts(key), strict=True)))
+    parts = key_parts(key)
+    option: dict[str, Any] = dict(zip(ALL_KEYS, parts[: len(ALL_KEYS)], strict=True))
+    for part in parts[len(ALL_KEYS) :]:
+        if part == "pd":
+            option[PD_KEY] = 1
+        elif part.startswith("ep"):
+            option[EP_KEY] = int(part[2:])
+    return option_label(option)
 
 
 def _key(row: pd.Series) -> str:
-    """The candidate key of a recommendation (:func:`candidate_keys`)."""
+    """The candidate key of a row (:func:`candidate_keys`)."""
     ids = [int(row[k]) if k == TP_KEY else row[k] for k in ALL_KEYS]
-    return "/".join(map(key_part, ids))
+    return "/".join(map(key_part, ids)) + _suffix((row.get(EP_KEY), row.get(PD_KEY)))
+
+
+def _suffix(layout: Any) -> str:
+    """A key's layout parts, ``/ep8`` and ``/pd``; none for one pool of tensor-parallel
+    replicas (or a row from before the layouts, which has neither column)."""
+    expert, pools = layout
+    parts = ""
+    if not is_missing(expert) and int(expert) > 1:
+        parts += f"/ep{int(expert)}"
+    if not is_missing(pools) and int(pools) > 0:
+        parts += "/pd"
+    return parts
 
 
 def _records(table: pd.DataFrame, names: tuple[str, ...] = COMPARED) -> dict[str, dict[str, Any]]:
