@@ -300,6 +300,15 @@ def test_a_large_moe_at_high_load_takes_another_layout() -> None:
     plain = ok[(ok["expert_parallel"] == 1) & (ok["disaggregated"] == 0)].iloc[0]
     assert plain["devices_needed"] >= 16 > best["devices_needed"]
     assert plain["cost_usd"] > best["cost_usd"]
+    # the report gives the best such pool beside it, with both costs
+    from planner.outputs.formatting import usd
+    from planner.outputs.sections import _plain_alternative
+
+    rows = rows.assign(eligible=rows["meets_targets"].astype(bool))
+    text = _plain_alternative(best, rows, catalog)
+    assert text.startswith(" One pool of tensor-parallel replicas, the best such option")
+    assert f"{usd(plain['cost_usd'])} USD over 36 months against {usd(best['cost_usd'])}" in text
+    assert _plain_alternative(plain, rows, catalog) == ""
 
 
 def test_a_runs_diff_keeps_the_layouts_apart() -> None:

@@ -25,10 +25,11 @@ from planner.outputs.advice import (
     margin_text,
 )
 from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
+from planner.plan.columns import LAYOUT_DEFAULTS
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import option_label, replicas_in_words, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
-from planner.plan.selection import closest
+from planner.plan.selection import closest, simulable
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -138,8 +139,11 @@ def summary_sentence(
     why: list[str],
     line: Line | None = None,
     reason: str | None = None,
+    ranks: pd.DataFrame | None = None,
 ) -> str:
     """The recommendation for a workload in a few sentences: the option, buy or rent, the API.
+    Where the option is another layout than one pool of tensor-parallel replicas, the best such
+    pool of the same model from ``ranks`` is given beside it (:func:`_plain_alternative`).
 
     With the ask's ``line`` for the workload, the sentences speak of the line's option (the
     model deployment.yaml names, where it names one) and give the cheapest other model only as
@@ -185,6 +189,26 @@ def summary_sentence(
             else "; sized in closed form (not simulated)."
         )
         + (f" {alternative}" if alternative else "")
+        + _plain_alternative(best, ranks, catalog)
+    )
+
+
+def _plain_alternative(best: pd.Series, ranks: pd.DataFrame | None, catalog: Catalog) -> str:
+    """For an expert-parallel or disaggregated option, the best eligible option of the same
+    workload and model served by one pool of tensor-parallel replicas, with both costs; ""
+    for an option that is such a pool, or without ``ranks``."""
+    layouts = {k: best.get(k, v) for k, v in LAYOUT_DEFAULTS.items()}
+    if ranks is None or layouts == LAYOUT_DEFAULTS:
+        return ""
+    same = ranks[(ranks["workload"] == best["workload"]) & (ranks["model"] == best["model"])]
+    plain = same[simulable(same) & same["eligible"].astype(bool)].sort_values(ORDER, kind="stable")
+    if plain.empty:
+        return " No pool of tensor-parallel replicas of this model qualifies."
+    alt = plain.iloc[0]
+    return (
+        f" One pool of tensor-parallel replicas, the best such option, would be "
+        f"{_option_words(alt, catalog)} at {usd(alt['cost_usd'])} USD over "
+        f"{catalog.assumptions.amortisation_months} months against {usd(best['cost_usd'])} USD."
     )
 
 
@@ -505,7 +529,7 @@ def workload_sections(
                 "workload": workload,
                 "anchor": f"w{index}",
                 "sentence": summary_sentence(
-                    workload, winners, catalog, why, line, reasons.get(workload.id)
+                    workload, winners, catalog, why, line, reasons.get(workload.id), ranks
                 ),
                 "targets": target_text(workload),
                 "summary": listed + unqualified[:LEADING_MODELS],
