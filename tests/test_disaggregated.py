@@ -334,3 +334,22 @@ def test_a_runs_diff_keeps_the_layouts_apart() -> None:
         "chat × m: h200 (EP 8) · fp8",
         "chat × m: h200 (TP 8, disaggregated) · fp8",
     ]
+
+
+def test_the_formulas_appendix_prints_the_layouts_a_run_tries() -> None:
+    """A run of one pool of tensor-parallel replicas prints no formula of the other layouts and
+    says so; a run that tries disaggregated pools prints theirs."""
+    from planner.outputs.report import appendix_metrics, untried_layouts
+
+    plain = evaluate(load_catalog(SHIPPED))
+    names = {m.name for m in appendix_metrics(plain)}
+    assert "prefill_pool_replicas" not in names and "expert_alltoall_s_per_step" not in names
+    assert "ttft_s" in names and "prefill_pool_replicas" in plain.table
+    assert untried_layouts(plain.table) == [
+        "expert parallelism",
+        "disaggregated prefill and decode",
+    ]
+    both = evaluate(with_layouts(["aggregated", "disaggregated"]))
+    names = {m.name for m in appendix_metrics(both)}
+    assert "prefill_pool_replicas" in names and "expert_alltoall_s_per_step" not in names
+    assert untried_layouts(both.table) == ["expert parallelism"]

@@ -78,6 +78,11 @@ _DEFINED_IN: dict[str, str] = {}
 _ORDERED: dict[str, Metric] = {}
 
 
+def defined_in(name: str) -> str:
+    """The module that defined metric ``name`` ("" for one it does not know)."""
+    return _DEFINED_IN.get(name, "")
+
+
 def _caller_module() -> str:
     frame = inspect.currentframe()
     caller = frame.f_back.f_back if frame and frame.f_back else None

@@ -60,11 +60,11 @@ METRIC_CHAPTERS = {
 
 
 def _metric_modules() -> dict[str, list[Any]]:
-    from planner.model.metric import _DEFINED_IN, metrics
+    from planner.model.metric import defined_in, metrics
 
     by_module: dict[str, list[Any]] = {m: [] for m in METRIC_CHAPTERS}
     for name, m in metrics().items():
-        by_module.setdefault(_DEFINED_IN.get(name, ""), []).append(m)
+        by_module.setdefault(defined_in(name), []).append(m)
     return {module: ms for module, ms in by_module.items() if ms}
 
 

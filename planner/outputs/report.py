@@ -30,11 +30,12 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 import jinja2
+import pandas as pd
 
 from planner import __version__
 from planner.catalog import Catalog
 from planner.measure.next_steps import next_measurements
-from planner.model.metric import Metric
+from planner.model.metric import Metric, defined_in
 from planner.model.sources import REFERENCES
 from planner.outputs.advice import ask_context, sensitivity_text
 from planner.outputs.basis import (
@@ -61,6 +62,7 @@ from planner.outputs.sections import (
     simulation_summary,
     workload_sections,
 )
+from planner.plan.columns import EP_KEY, PD_KEY
 from planner.plan.deployment import Ask
 from planner.plan.sensitivity import CHANGES
 from planner.plan.sweep import Results, engine_notes
@@ -205,6 +207,36 @@ def input_cautions(catalog: Catalog) -> list[str]:
     return notes
 
 
+#: The modules of metrics that only a layout beyond one pool of tensor-parallel replicas uses,
+#: with the key column that marks such a candidate, its value for one such pool, and the
+#: layout's name in words.
+LAYOUT_MODULES = {
+    "planner.model.parallel": (EP_KEY, 1, "expert parallelism"),
+    "planner.model.disaggregated": (PD_KEY, 0, "disaggregated prefill and decode"),
+}
+
+
+def _tried(table: pd.DataFrame, module: str) -> bool:
+    """Whether any candidate of ``table`` has the layout of ``module``'s metrics."""
+    column, default, _ = LAYOUT_MODULES[module]
+    return column in table and bool((pd.to_numeric(table[column]) != default).any())
+
+
+def untried_layouts(table: pd.DataFrame) -> list[str]:
+    """The layouts no candidate of the run has, in words."""
+    return [LAYOUT_MODULES[m][2] for m in LAYOUT_MODULES if not _tried(table, m)]
+
+
+def appendix_metrics(results: Results) -> list[Metric]:
+    """The metrics the formulas appendix prints: all but those of a layout no candidate of the
+    run has (their formulas are in the workbook and on the documentation site)."""
+    return [
+        m
+        for m in results.metrics
+        if defined_in(m.name) not in LAYOUT_MODULES or _tried(results.table, defined_in(m.name))
+    ]
+
+
 def context(
     catalog: Catalog,
     results: Results,
@@ -235,7 +267,8 @@ def context(
         "lost": lost_table(ranks, catalog.workloads),
         "simulation": simulation_summary(ranks),
         "baseline": baseline_context(baseline),
-        "metrics": [(m, printed(m)) for m in results.metrics],
+        "metrics": [(m, printed(m)) for m in appendix_metrics(results)],
+        "untried_layouts": untried_layouts(results.table),
         "assumptions": assumption_rows(catalog),
         "amortisation_months": catalog.assumptions.amortisation_months,
         "not_modelled": NOT_MODELLED,
