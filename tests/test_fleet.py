@@ -14,50 +14,65 @@ from hypothesis import strategies as st
 from planner.catalog import load_catalog
 from planner.plan.fleet import Demand, NodeType, Option, plan_fleet, solve
 
-EIGHT = {"h100": NodeType("h100", 8, 100_000.0)}
+#: Nodes of 8 H100s, each device 30,000 USD over the period and each node 40,000 beyond its
+#: devices (chassis, processors, network), owned only.
+EIGHT = {"h100": NodeType("h100", 8, 30_000.0, 40_000.0)}
+
+#: Nodes of 8 H100s bought whole at 100,000 USD over the period.
+WHOLE = {"h100": NodeType("h100", 8, 0.0, 100_000.0)}
 
 
 def seven_b(workload: str, replicas: int = 2, devices: int = 1) -> Option:
     return Option(workload, "h100", devices, replicas, f"{workload} on h100")
 
 
-def test_two_small_workloads_share_one_node() -> None:
-    """Two 7B workloads that each need 2 one-device replicas: 4 of a node's 8 devices. Alone,
-    each buys a node (200,000 USD); shared, one node holds both (100,000 USD), with room for a
-    third such workload; a fourth needing 4 devices brings it to 10 devices, two nodes."""
-    two = [seven_b("chat"), seven_b("summaries")]
-    fleet = solve(two, EIGHT)
-    assert fleet.nodes == {"h100": 1} and fleet.cost_usd == 100_000
-    assert fleet.alone_usd == 200_000 and fleet.saving_usd == 100_000
-    assert fleet.peak_replicas == {two[0]: 2, two[1]: 2}
-    three = [*two, seven_b("agent")]
-    assert solve(three, EIGHT).nodes == {"h100": 1}
-    four = [*three, seven_b("documents", replicas=2, devices=2)]
-    assert solve(four, EIGHT).nodes == {"h100": 2}
+@pytest.mark.parametrize(
+    ("replicas", "cost_usd", "alone_usd", "nodes"),
+    [
+        # two 7B workloads of 2 one-device replicas: 4 devices on one node (4 × 30,000 +
+        # 40,000), where each alone pays a node of its own (2 × (2 × 30,000 + 40,000))
+        ([(2, 1), (2, 1)], 160_000, 200_000, 1),
+        # a third fits the same node: 6 × 30,000 + 40,000
+        ([(2, 1), (2, 1), (2, 1)], 220_000, 300_000, 1),
+        # a fourth of 2 two-device replicas: 10 devices, 2 nodes (10 × 30,000 + 2 × 40,000);
+        # alone it pays 4 × 30,000 + 40,000
+        ([(2, 1), (2, 1), (2, 1), (2, 2)], 380_000, 460_000, 2),
+    ],
+)
+def test_small_workloads_share_a_node(
+    replicas: list[tuple[int, int]], cost_usd: float, alone_usd: float, nodes: int
+) -> None:
+    options = [seven_b(f"w{i}", n, d) for i, (n, d) in enumerate(replicas)]
+    fleet = solve(options, EIGHT)
+    assert fleet.cost_usd == pytest.approx(cost_usd)
+    assert fleet.alone_usd == pytest.approx(alone_usd)
+    assert fleet.owned_nodes == {"h100": nodes}
+    assert fleet.peak_replicas == {o: o.replicas_alone for o in options}
     assert fleet.gap == 0
 
 
 def test_replicas_pack_whole_onto_nodes() -> None:
     """Three 4-device replicas on nodes a rack powers 7 devices of: 12 devices, but each node
     holds one replica of 4 (4 + 4 > 7), so three nodes, not ⌈12 ÷ 7⌉ = 2."""
-    seven = {"b200": NodeType("b200", 7, 1.0)}
+    seven = {"b200": NodeType("b200", 7, 0.0, 1.0)}
     fleet = solve([Option("docs", "b200", 4, 3, "docs on b200")], seven)
-    assert fleet.nodes == {"b200": 3}
+    assert fleet.owned_nodes == {"b200": 3}
 
 
 def test_two_workloads_fill_each_others_nodes() -> None:
-    """A workload needing 10 one-device replicas on H100 (nodes of 8 at 100,000 USD) or 4 on
-    B200 (nodes of 8 at 200,000), beside another needing 6 H100s. Alone the first takes 2 H100
-    nodes or 1 B200 node (200,000 either way) and the second one H100 node: 300,000. Shared,
-    their 16 H100 devices fill 2 nodes: 200,000; the B200 route would cost 300,000."""
-    types = {"h100": NodeType("h100", 8, 100_000.0), "b200": NodeType("b200", 8, 200_000.0)}
+    """A workload needing 10 one-device replicas on H100 (whole nodes of 8 at 100,000 USD) or
+    4 on B200 (whole nodes of 8 at 200,000), beside another needing 6 H100s. Alone the first
+    takes 2 H100 nodes or 1 B200 node (200,000 either way) and the second one H100 node:
+    300,000. Shared, their 16 H100 devices fill 2 nodes: 200,000; the B200 route would cost
+    300,000."""
+    types = WHOLE | {"b200": NodeType("b200", 8, 0.0, 200_000.0)}
     options = [
         Option("first", "h100", 1, 10, "first on h100"),
         Option("first", "b200", 1, 4, "first on b200"),
         Option("second", "h100", 1, 6, "second on h100"),
     ]
     fleet = solve(options, types)
-    assert fleet.cost_usd == 200_000 and fleet.nodes == {"h100": 2}
+    assert fleet.cost_usd == 200_000 and fleet.owned_nodes == {"h100": 2}
     assert fleet.alone_usd == 300_000
 
 
@@ -73,7 +88,10 @@ def brute_force(options: list[Option], types: dict[str, NodeType]) -> float:
             items[o.hardware] += [o.devices] * n
         if min(share.values()) < 1 - 1e-9:
             continue
-        cost = sum(len(first_fit(items[h], t.devices)) * t.owned_usd for h, t in types.items())
+        cost = sum(
+            sum(items[h]) * t.device_usd + len(first_fit(items[h], t.devices)) * t.node_usd
+            for h, t in types.items()
+        )
         best = min(best, cost)
     return best
 
@@ -112,7 +130,10 @@ option = st.builds(
 def test_the_optimum_is_the_brute_force_one(
     options: list[Option], x_cost: int, y_cost: int, y_devices: int
 ) -> None:
-    types = {"x": NodeType("x", 8, float(x_cost)), "y": NodeType("y", y_devices, float(y_cost))}
+    types = {
+        "x": NodeType("x", 8, float(x_cost), 10.0),
+        "y": NodeType("y", y_devices, 1.0, float(y_cost)),
+    }
     options = list(dict.fromkeys(options))
     assert solve(options, types).cost_usd == pytest.approx(brute_force(options, types))
 
@@ -130,7 +151,7 @@ def test_the_shipped_portfolio_shares_its_nodes() -> None:
     fleet = plan_fleet(catalog, table, models)
     assert time.perf_counter() - start < 5
     assert fleet.cost_usd <= fleet.alone_usd
-    served = {o.workload for o in fleet.replicas}
+    served = {o.workload for o in fleet.replicas} | set(fleet.api_share)
     assert served == set(models)
 
 
@@ -138,53 +159,62 @@ def peak(workload: str, hours: range, busy: int, quiet: int) -> Option:
     """One-device replicas on H100: ``busy`` of them in ``hours`` (past 23 h: the next day's),
     ``quiet`` the rest of the day."""
     hourly = tuple(busy if t in hours or t + 24 in hours else quiet for t in range(24))
-    return Option(workload, "h100", 1, busy, f"{workload} on h100", hourly)
+    return Option(workload, "h100", 1, max(hourly), f"{workload} on h100", hourly)
 
 
-#: An 8-device node owned over the period for 100,000 USD, or rented around the clock over it
-#: for 144,000 USD: 6,000 USD for each hour of the day it is rented. Owning pays from 16 hours
-#: a day (24 × 100,000 ÷ 144,000).
-OWN_OR_RENT = {"h100": NodeType("h100", 8, 100_000.0, 144_000.0)}
+#: H100s owned at 12,500 USD a device and 10,000 a node over the period, or rented at 18,000
+#: a device around the clock over it: 750 USD for each hour of the day a device is rented.
+#: Owning 12 devices (on 2 nodes) pays from 12 × 12,500 + 2 × 10,000 = 170,000 ÷ (12 × 750) =
+#: 18.9 hours a day.
+OWN_OR_RENT = {"h100": NodeType("h100", 8, 12_500.0, 10_000.0, 18_000.0)}
 
 
 def test_peaks_twelve_hours_apart_share_an_owned_base() -> None:
-    """A daytime workload needs 12 devices from 9 h to 14 h and 4 otherwise; a night one the
-    same from 21 h to 2 h. Alone, each owns one node (busy all day) and rents a second for its
-    6 peak hours: 100,000 + 6 × 6,000 = 136,000 USD, 272,000 for both. Shared, the 12 hours
-    outside both peaks need 8 devices (one node, owned: busy 24 hours) and each peak 16 devices
-    (a second node, busy 12 hours a day, under the 16 that owning needs: rented):
-    100,000 + 12 × 6,000 = 172,000 USD."""
-    day = peak("day", range(9, 15), 12, 4)
-    night = peak("night", range(21, 27), 12, 4)  # 21 h to 2 h
+    """A daytime workload needs 12 devices from 8 h to 19 h (14 from 12 h to 13 h) and none at
+    night; a night one 12 from 20 h to 7 h. Alone, each is busy 12 hours a day, under the 18.9
+    that owning 12 devices needs: each rents, (12 × 12 + 2 × 2) × 750 = 111,000 USD and
+    12 × 12 × 750 = 108,000, 219,000 for both. Shared, 12 devices are busy all day: owned,
+    170,000, with the 2 extra devices of the day's peak rented for its 2 hours (3,000):
+    173,000 USD. Owning 14 would cost 14 × 12,500 + 20,000 = 195,000."""
+    hourly = tuple(14 if t in (12, 13) else 12 if 8 <= t <= 19 else 0 for t in range(24))
+    day = Option("day", "h100", 1, 14, "day on h100", hourly)
+    night = peak("night", range(20, 32), 12, 0)
     fleet = solve([day, night], OWN_OR_RENT)
-    assert fleet.owned == {"h100": 1}
-    assert fleet.rented_node_hours("h100") == 12
-    assert fleet.cost_usd == pytest.approx(172_000)
-    assert fleet.alone_usd == pytest.approx(272_000)
-    assert fleet.nodes == {"h100": 2}
+    assert fleet.owned_devices == {"h100": 12} and fleet.owned_nodes == {"h100": 2}
+    assert fleet.rented_device_hours("h100") == 4
+    assert fleet.cost_usd == pytest.approx(173_000)
+    assert fleet.alone_usd == pytest.approx(219_000)
 
 
 def test_overflow_goes_to_the_api_when_a_node_would_cost_more() -> None:
     """A workload needs 9 one-device replicas at noon and 8 the other 23 hours, its busiest
-    hour's traffic all day costing 216,000 USD through the API over the period; nodes of 8 can
-    only be bought, at 100,000. Two nodes cost 200,000; one node and the noon overflow to the
+    hour's traffic all day costing 216,000 USD through the API over the period; nodes of 8 are
+    bought whole at 100,000. Two nodes cost 200,000; one node and the noon overflow to the
     API cost 100,000 + 1/9 of noon's load × 216,000 ÷ 24 = 101,000 USD, 1/9 of that hour's
     traffic, 1/9 ÷ (1 + 23 × 0.8) of the day's."""
     hourly = tuple(9 if t == 12 else 8 for t in range(24))
     option = Option("busy", "h100", 1, 9, "busy on h100", hourly)
     profile = tuple(1.0 if t == 12 else 0.8 for t in range(24))
     demand = Demand("busy", profile, 216_000.0)
-    fleet = solve([option], EIGHT, [demand])
-    assert fleet.owned == {"h100": 1}
+    fleet = solve([option], WHOLE, [demand])
+    assert fleet.owned_nodes == {"h100": 1}
     assert fleet.cost_usd == pytest.approx(101_000)
-    assert fleet.api_share["busy"] == pytest.approx((1 / 9) / (1 + 23 * 0.8))
-    assert solve([option], EIGHT).cost_usd == 200_000  # without the API
+    assert fleet.api_share["busy"] == pytest.approx((1 / 9) / (1 + 23 * 0.8), rel=1e-3)
+    assert solve([option], WHOLE).cost_usd == 200_000  # without the API
 
 
-def test_a_spare_node_per_type_in_use() -> None:
-    """N+1: two workloads of 4 one-device replicas fill one node; with a node kept spare the
-    fleet owns two, where each alone owns two as well (four in all)."""
+def test_spare_nodes_guard_the_types_their_workloads_use() -> None:
+    """Chat asks for N+1, summaries for nothing; each needs four one-device replicas, on nodes
+    of 8 bought whole at 100,000 USD. Shared, their eight replicas fill one node and chat's
+    spare is a second: 200,000 USD. Alone, chat owns two nodes and summaries one: 300,000.
+    Offered A100 nodes at 30,000 as well, moving summaries there would cost 30,000 more and
+    free no H100 node (chat's four replicas and its spare still need two), so the fleet
+    stays on two H100 nodes."""
     two = [seven_b("chat", replicas=4), seven_b("summaries", replicas=4)]
-    fleet = solve(two, EIGHT, spare_nodes=1)
-    assert fleet.owned == {"h100": 2}
-    assert fleet.alone_usd == 400_000
+    spares = [Demand("chat", spare_nodes=1)]
+    fleet = solve(two, WHOLE, spares)
+    assert fleet.owned_nodes == {"h100": 2} and fleet.spare == {"h100": 1}
+    assert fleet.alone_usd == 300_000
+    a100 = Option("summaries", "a100", 1, 4, "summaries on a100")
+    types = WHOLE | {"a100": NodeType("a100", 8, 0.0, 30_000.0)}
+    assert solve([*two, a100], types, spares).owned_nodes == {"h100": 2}

@@ -1,33 +1,35 @@
 """One fleet for several workloads: which options serve each workload, how many replicas of
-each in each hour of the day, on how many owned and rented nodes of each device type, with what
-overflow sent to a hosted API, at the least cost over the period.
+each in each hour of the day, on how many owned devices and nodes of each type and how many
+rented device-hours, with what overflow sent to a hosted API, at the least cost over the period.
 
-The per-workload ask prices each workload alone, in whole nodes of its own. A fleet shares
-nodes: two workloads whose replicas each need two devices of the same type fit on one 8-device
-node; a workload may be served by replicas of several options at once (part of its load on
-each); and workloads whose busy hours differ share an owned base, the peaks above it rented by
-the hour. As an integer program over the hours of the day (hours whose needs are alike merged):
+The per-workload ask prices each workload alone, its devices in nodes of its own. A fleet shares
+them: two workloads whose replicas each need two devices of the same type fit on one node, which
+pays one node's overhead (chassis, processors, network) instead of two; a workload may be served
+by replicas of several options at once (part of its load on each); and workloads whose busy
+hours differ share an owned base that each alone would rent. As an integer program over the
+hours of the day (hours whose needs are alike merged into one group ``g``):
 
-- ``n[o,t]`` replicas of option ``o`` in hour ``t`` (an eligible row of the plan: a workload
-  served by a model on a device type, precision and layout), integer; ``O[h]`` nodes of device
-  type ``h`` owned, integer; ``R[h,t]`` nodes of type ``h`` rented in hour ``t``, integer;
-  ``a[w,t]`` the share of workload ``w``'s traffic in hour ``t`` sent to the model's hosted API,
-  in [0, 1];
-- each workload served each hour: Σ over its options of ``n[o,t] ÷ r[o,t]`` + ``a[w,t]`` ≥ 1,
-  ``r[o,t]`` the replicas the option needs to carry the hour's whole load alone (the schedule's
-  replica formula, :func:`planner.plan.schedule.replicas_at`, at the hour's share of the busiest
-  hour's traffic): a share of the load needs that share of the replicas, whole replicas rounded
-  up;
-- each device type's replicas pack onto its nodes each hour: for each replica size s, the
-  devices of its replicas of s or more devices ≤ (``O[h]`` + ``R[h,t]`` − k) × s × ⌊D[h] ÷ s⌋,
-  ``D[h]`` devices a node, k the spare nodes a type in use keeps (N+k: the workloads' largest
-  ``spare_nodes``, so one node down leaves every workload's replicas in place)
-  (:func:`_packing_rows`);
-- the cost: Σ ``O[h] × owned[h]`` + Σ ``R[h,t] × rent[h] ÷ 24`` + Σ ``a[w,t] × api[w] × p[w,t]
-  ÷ 24``: one node owned over the period (capital and running), rented around the clock over the
-  period, spread over the day's hours as the schedule does
-  (:func:`planner.model.finance.rented_hours`), and the API's bill for the workload's busiest
-  hour's traffic all day, at the hour's share ``p`` of it.
+- ``n[o,g]`` replicas of option ``o`` on owned devices and ``m[o,g]`` on rented ones (an option:
+  an eligible row of the plan, a workload served by a model on a device type, precision and
+  layout), integers; ``d[h]`` devices and ``N[h]`` nodes of type ``h`` owned, integers;
+  ``a[w,g]`` the share of workload ``w``'s traffic sent to the model's hosted API, in [0, 1];
+- each workload served each hour: Σ over its options of (``n[o,g]`` + ``m[o,g]``) ÷ ``r[o,g]``
+  + ``a[w,g]`` ≥ 1, ``r[o,g]`` the replicas the option needs to carry the hour's whole load
+  alone (the schedule's replica formula, :func:`planner.plan.schedule.replicas_at`, at the
+  hour's share of the busiest hour's traffic): a share of the load needs that share of the
+  replicas, whole replicas rounded up;
+- the owned replicas fit the owned devices, d[h] ≥ Σ devices × ``n[o,g]`` + D[h] × ``k[h]``,
+  the devices fit the nodes, d[h] ≤ D[h] × N[h], and the replicas pack onto the nodes whole
+  (:meth:`_Program.packed`), ``D[h]`` the devices a node holds and ``k[h]`` the spare nodes
+  the type keeps: the largest ``spare_nodes`` (N+k) of the workloads with an owned replica on
+  it, so that k nodes down leave those replicas a place (a rented device that fails is the
+  provider's to replace);
+- the cost: Σ ``d[h] × device[h]`` + Σ ``N[h] × node[h]`` + Σ ``m[o,g]`` × devices × hours(g)
+  ÷ 24 × ``rent[h]`` + Σ ``a[w,g] × api[w] × p(w,g) ÷ 24``: a device and a node owned over the
+  period (capital and running, the plan's own cost metrics), a device rented around the clock
+  over the period spread over the day's hours as the schedule does
+  (:func:`planner.model.finance.rented_hours`), and the API's bill for the busiest hour's
+  traffic all day at the group's share ``p`` of it.
 
 Solved with HiGHS through :func:`scipy.optimize.milp` (scipy is already a dependency; HiGHS is
 an exact branch and bound, which reports its gap). The traffic is the forecast's first month;
@@ -48,13 +50,13 @@ from planner.catalog import Catalog
 from planner.model.finance import HOURS
 from planner.plan.labels import short_label
 from planner.plan.recommend import COST
-from planner.plan.schedule import node_costs, replicas_at
+from planner.plan.schedule import NodeCosts, node_costs, replicas_at
 
 #: The options kept for each workload and device type, fewest devices first: enough for the
 #: optimiser to mix them, few enough that the program stays small.
 OPTIONS_PER_TYPE = 3
 
-#: Seconds the second program may take to use fewer device-hours at the same cost.
+#: Seconds the second program may take to use fewer options and device-hours at the same cost.
 TIDY_S = 2.0
 
 #: A flat day: every hour carries the busiest hour's traffic.
@@ -81,49 +83,61 @@ class Option:
 
 @dataclass(frozen=True)
 class NodeType:
-    """A device type as the fleet buys it: ``devices`` a node, one node owned over the period
-    at ``owned_usd`` (capital and running) or rented around the clock over it at ``rent_usd``;
-    inf where it cannot be had that way."""
+    """A device type as the fleet has it: ``devices`` a node; over the period, one device owned
+    costs ``device_usd`` and one node ``node_usd`` beyond its devices (capital and running
+    each), and one device rented around the clock ``rent_usd``; inf where it cannot be had
+    that way."""
 
     hardware: str
     devices: int
-    owned_usd: float
+    device_usd: float
+    node_usd: float = 0.0
     rent_usd: float = math.inf
+
+    @property
+    def ownable(self) -> bool:
+        return math.isfinite(self.device_usd) and math.isfinite(self.node_usd)
 
 
 @dataclass(frozen=True)
 class Demand:
     """A workload's day and its hosted API: each hour's traffic as a share of the busiest
-    hour's, and the API's bill over the period for the busiest hour's traffic all day (inf:
-    no API serves it)."""
+    hour's, the API's bill over the period for the busiest hour's traffic all day (inf: no
+    API serves it), and the nodes its device types keep spare (N+k)."""
 
     workload: str
     profile: tuple[float, ...] = FLAT
     api_usd: float = math.inf
+    spare_nodes: int = 0
 
 
 @dataclass(frozen=True)
 class Fleet:
-    """The optimiser's fleet: replicas of each option used, hour by hour; nodes of each type
-    owned, and rented each hour; each workload's share of the day's traffic sent to the API;
-    the cost over the period and its parts; the cost of each workload planned alone by the same
-    program on nodes of its own; and the optimality gap HiGHS reports (0: proven optimal)."""
+    """The optimiser's fleet: replicas of each option used, hour by hour, and those of them on
+    rented devices; devices and nodes of each type owned, and devices rented each hour; each
+    workload's share of the day's traffic sent to the API; the cost over the period and its
+    parts; the cost of each workload planned alone by the same program on devices of its own;
+    the optimality gap HiGHS reports (0: proven optimal); the spare nodes each type keeps
+    (N+k); and the node types it chose from."""
 
     replicas: dict[Option, tuple[int, ...]]
-    owned: dict[str, int]
-    rented: dict[str, tuple[int, ...]]
+    rented_replicas: dict[Option, tuple[int, ...]]
+    owned_devices: dict[str, int]
+    owned_nodes: dict[str, int]
+    rented_devices: dict[str, tuple[int, ...]]
     api_share: dict[str, float]
     owned_usd: float
     rented_usd: float
     api_usd: float
     alone_usd: float
     gap: float
-    spare_nodes: int = 0
+    spare: dict[str, int] = field(default_factory=dict)
     types: dict[str, NodeType] = field(default_factory=dict)
 
     @property
     def cost_usd(self) -> float:
-        """The fleet over the period: nodes owned, node-hours rented and API calls [USD]."""
+        """The fleet over the period: devices and nodes owned, device-hours rented and API
+        calls [USD]."""
         return self.owned_usd + self.rented_usd + self.api_usd
 
     @property
@@ -132,36 +146,26 @@ class Fleet:
         return self.alone_usd - self.cost_usd
 
     @property
-    def nodes(self) -> dict[str, int]:
-        """Nodes of each type at the fleet's busiest hour: owned and the most rented [nodes]."""
-        names = dict.fromkeys([*self.owned, *self.rented])
-        peak = {h: self.owned.get(h, 0) + max(self.rented.get(h, (0,))) for h in names}
-        return {h: n for h, n in peak.items() if n > 0}
-
-    @property
     def peak_replicas(self) -> dict[Option, int]:
         """Replicas of each option used at its busiest hour [replicas]."""
         return {o: max(hours) for o, hours in self.replicas.items()}
 
-    def rented_node_hours(self, hardware: str) -> int:
-        """Node-hours of ``hardware`` rented a day [node·h/day]."""
-        return sum(self.rented.get(hardware, ()))
+    def rented_device_hours(self, hardware: str) -> int:
+        """Device-hours of ``hardware`` rented a day [device·h/day]."""
+        return sum(self.rented_devices.get(hardware, ()))
 
 
 def solve(
-    options: Sequence[Option],
-    types: dict[str, NodeType],
-    demands: Sequence[Demand] = (),
-    spare_nodes: int = 0,
+    options: Sequence[Option], types: dict[str, NodeType], demands: Sequence[Demand] = ()
 ) -> Fleet:
-    """The least-cost fleet over ``options`` (module docstring), each workload's day and API
-    from ``demands`` (flat and without an API where not given), with ``spare_nodes`` kept on
-    each device type in use; ValueError where the workloads cannot all be served."""
-    fleet = _Program(options, types, demands, spare_nodes).solve()
+    """The least-cost fleet over ``options`` (module docstring), each workload's day, API and
+    spare nodes from ``demands`` (flat, without an API or spares where not given); ValueError
+    where the workloads cannot all be served."""
+    fleet = _Program(options, types, demands).solve()
     alone = 0.0
     for workload in dict.fromkeys(o.workload for o in options):
         mine = [o for o in options if o.workload == workload]
-        alone += _Program(mine, types, demands, spare_nodes).solve(tidy=False).cost_usd
+        alone += _Program(mine, types, demands).solve(tidy=False).cost_usd
     return Fleet(**{**fleet.__dict__, "alone_usd": alone})
 
 
@@ -176,15 +180,13 @@ def _hour_groups(options: Sequence[Option]) -> list[tuple[list[int], tuple[int, 
 
 
 class _Program:
-    """The integer program of the module docstring, its columns laid out as
-    ``n[o,g] | O[h] | R[h,g] | a[w,g] | u[h]`` (g: an hour group; u: a type in use)."""
+    """The integer program of the module docstring, its columns laid out as ``n[o,g] | m[o,g] |
+    d[h] | N[h] | a[w,g] | k[h] | y[h,w] | u[o]`` (g: an hour group; k: a type's spare nodes; y:
+    whether a workload asking for spares has an owned replica on the type; u: whether an option
+    is used, for the second program)."""
 
     def __init__(
-        self,
-        options: Sequence[Option],
-        types: dict[str, NodeType],
-        demands: Sequence[Demand],
-        spare_nodes: int,
+        self, options: Sequence[Option], types: dict[str, NodeType], demands: Sequence[Demand]
     ) -> None:
         self.options = list(options)
         self.workloads = list(dict.fromkeys(o.workload for o in options))
@@ -193,13 +195,16 @@ class _Program:
         self.names = [h for h in types if any(o.hardware == h for o in options)]
         self.types = {h: types[h] for h in self.names}
         self.groups = _hour_groups(options)
-        self.spare = spare_nodes
-        n_grp = len(self.groups)
-        self.at_o = len(self.options) * n_grp
-        self.at_r = self.at_o + len(self.names)
-        self.at_a = self.at_r + len(self.names) * n_grp
-        self.at_u = self.at_a + len(self.workloads) * n_grp
-        self.size = self.at_u + len(self.names)
+        self.guarded = [w for w in self.workloads if self.days[w].spare_nodes > 0]
+        n_opt, n_grp, n_type = len(self.options), len(self.groups), len(self.names)
+        self.at_m = n_opt * n_grp
+        self.at_d = 2 * n_opt * n_grp
+        self.at_nodes = self.at_d + n_type
+        self.at_a = self.at_nodes + n_type
+        self.at_k = self.at_a + len(self.workloads) * n_grp
+        self.at_y = self.at_k + n_type
+        self.at_u = self.at_y + n_type * len(self.guarded)
+        self.size = self.at_u + n_opt
         self.cost = np.zeros(self.size)
         self.upper = np.zeros(self.size)
         self.rows: list[np.ndarray] = []
@@ -209,96 +214,124 @@ class _Program:
     def n(self, option: int, group: int) -> int:
         return option * len(self.groups) + group
 
-    def r(self, type_: int, group: int) -> int:
-        return self.at_r + type_ * len(self.groups) + group
+    def m(self, option: int, group: int) -> int:
+        return self.at_m + option * len(self.groups) + group
 
     def a(self, workload: int, group: int) -> int:
         return self.at_a + workload * len(self.groups) + group
+
+    def y(self, type_: int, guarded: int) -> int:
+        return self.at_y + type_ * len(self.guarded) + guarded
 
     def share(self, workload: str, group: int) -> float:
         """The workload's traffic over the group's hours, in busiest hours [h]."""
         return sum(self.days[workload].profile[t] for t in self.groups[group][0])
 
-    def constrain(self, row: np.ndarray, low: float, high: float) -> None:
+    def constrain(self, terms: dict[int, float], low: float, high: float) -> None:
+        row = np.zeros(self.size)
+        for column, coefficient in terms.items():
+            row[column] += coefficient
         self.rows.append(row)
         self.low.append(low)
         self.high.append(high)
 
-    def nodes(self) -> None:
-        """The nodes' columns: owned over the period, rented for the group's hours; enough of
-        them for every replica of every option, spares included."""
-        most = sum(max(o.alone_at(t) for t in range(HOURS)) * o.devices for o in self.options)
+    def owned(self) -> None:
+        """The owned devices' and nodes' columns and what ties them: the devices fit the nodes;
+        enough of both for every replica of every option, spares included."""
+        spare = max((self.days[w].spare_nodes for w in self.guarded), default=0)
         for j, h in enumerate(self.names):
             t = self.types[h]
-            if math.isfinite(t.owned_usd):
-                self.cost[self.at_o + j] = t.owned_usd
-                self.upper[self.at_o + j] = most + self.spare
-            for g, (hours, _) in enumerate(self.groups):
-                if math.isfinite(t.rent_usd):
-                    self.cost[self.r(j, g)] = t.rent_usd * len(hours) / HOURS
-                    self.upper[self.r(j, g)] = most + self.spare
-            self.upper[self.at_u + j] = 1
+            most = sum(max(o.hourly or (o.replicas_alone,)) * o.devices
+                       for o in self.options if o.hardware == h)  # fmt: skip
+            if t.ownable:
+                self.cost[self.at_d + j], self.cost[self.at_nodes + j] = t.device_usd, t.node_usd
+                self.upper[self.at_d + j] = most + spare * t.devices
+                self.upper[self.at_nodes + j] = most + spare
+            self.constrain({self.at_d + j: 1, self.at_nodes + j: -t.devices}, -np.inf, 0)
+            self.upper[self.at_k + j] = spare
+            for g_ in range(len(self.guarded)):
+                self.upper[self.y(j, g_)] = 1
 
     def served(self) -> None:
-        """Each workload served in each hour group, by its replicas and the API."""
-        for g, (_, need) in enumerate(self.groups):
-            for i in range(len(self.options)):
-                self.upper[self.n(i, g)] = need[i]
+        """Each workload served in each hour group, by its replicas and the API; rented
+        replicas priced by the device-hour."""
+        for g, (hours, need) in enumerate(self.groups):
+            for i, o in enumerate(self.options):
+                t = self.types[o.hardware]
+                self.upper[self.n(i, g)] = need[i] if t.ownable else 0
+                if math.isfinite(t.rent_usd):
+                    self.cost[self.m(i, g)] = o.devices * t.rent_usd * len(hours) / HOURS
+                    self.upper[self.m(i, g)] = need[i]
             for k, w in enumerate(self.workloads):
                 share, day = self.share(w, g), self.days[w]
                 if math.isfinite(day.api_usd) and share > 0:
                     self.cost[self.a(k, g)] = day.api_usd * share / HOURS
                     self.upper[self.a(k, g)] = 1
                 mine = [i for i, o in enumerate(self.options) if o.workload == w and need[i]]
-                if not mine and share == 0:
+                if not mine:  # no option needs a replica: the hour's load is nil
                     continue
-                row = np.zeros(self.size)
+                terms = {self.a(k, g): 1.0}
                 for i in mine:
-                    row[self.n(i, g)] = 1 / need[i]
-                row[self.a(k, g)] = 1
-                self.constrain(row, 1 - 1e-9, np.inf)
+                    terms[self.n(i, g)] = terms[self.m(i, g)] = 1 / need[i]
+                self.constrain(terms, 1 - 1e-9, np.inf)
 
     def packed(self) -> None:
-        """Each type's replicas packed onto its nodes in each hour group, for each replica size
-        s: the devices of its replicas of s or more devices ≤ (nodes − spares) × s × ⌊node ÷
-        s⌋. With replica sizes that divide one another (1, 2, 4, 8) these conditions are also
-        enough: first-fit decreasing then packs them (Coffman, Garey and Johnson 1987, bin
-        packing with divisible item sizes); three 4-device replicas need three 7-device
-        nodes, not two."""
+        """Each type's owned replicas on its owned devices and packed onto its nodes, each hour
+        group: the devices of its replicas and spare nodes ≤ d[h]; for each replica size s, the
+        devices of its replicas of s or more devices ≤ (N[h] − k[h]) × s × ⌊D[h] ÷ s⌋. With
+        replica sizes that divide one another (1, 2, 4, 8) these conditions are also enough:
+        first-fit decreasing then packs them (Coffman, Garey and Johnson 1987, bin packing
+        with divisible item sizes); three 4-device replicas need three 7-device nodes, not
+        two."""
         for j, h in enumerate(self.names):
+            t = self.types[h]
             mine = [(i, o) for i, o in enumerate(self.options) if o.hardware == h]
-            for size in sorted({o.devices for _, o in mine}):
-                room = size * (self.types[h].devices // size)
-                for g in range(len(self.groups)):
-                    row = np.zeros(self.size)
-                    for i, o in mine:
-                        row[self.n(i, g)] = o.devices if o.devices >= size else 0
-                    row[self.at_o + j] = row[self.r(j, g)] = -room
-                    row[self.at_u + j] = self.spare * room
-                    self.constrain(row, -np.inf, 0)
+            for g in range(len(self.groups)):
+                terms = {self.n(i, g): float(o.devices) for i, o in mine}
+                terms |= {self.at_k + j: t.devices, self.at_d + j: -1}
+                self.constrain(terms, -np.inf, 0)
+                for size in sorted({o.devices for _, o in mine}):
+                    room = size * (t.devices // size)
+                    terms = {self.n(i, g): float(o.devices) for i, o in mine if o.devices >= size}
+                    terms |= {self.at_nodes + j: -room, self.at_k + j: room}
+                    self.constrain(terms, -np.inf, 0)
 
-    def in_use(self) -> None:
-        """A type holding a replica of any option in any hour is in use (and keeps spares)."""
+    def spares(self) -> None:
+        """A type keeps the spare nodes of each workload asking for them that has an owned
+        replica on it in any hour: y[h,w] ≥ n[o,g] ÷ its bound, k[h] ≥ spare_nodes[w] ×
+        y[h,w]."""
         for j, h in enumerate(self.names):
-            for i, o in enumerate(self.options):
-                for g in range(len(self.groups)) if o.hardware == h else ():
-                    row = np.zeros(self.size)
-                    row[self.n(i, g)] = 1
-                    row[self.at_u + j] = -max(self.upper[self.n(i, g)], 1)
-                    self.constrain(row, -np.inf, 0)
+            for q, w in enumerate(self.guarded):
+                for i, o in enumerate(self.options):
+                    for g in range(len(self.groups)) if (o.hardware, o.workload) == (h, w) else ():
+                        bound = max(self.upper[self.n(i, g)], 1)
+                        self.constrain({self.n(i, g): 1, self.y(j, q): -bound}, -np.inf, 0)
+                spare = self.days[w].spare_nodes
+                self.constrain({self.y(j, q): spare, self.at_k + j: -1}, -np.inf, 0)
+
+    def used(self) -> None:
+        """u[o] ≥ whether option o holds a replica in any hour (the second program counts
+        the options it uses)."""
+        for i in range(len(self.options)):
+            self.upper[self.at_u + i] = 1
+            for g in range(len(self.groups)):
+                bound = max(self.upper[self.n(i, g)], self.upper[self.m(i, g)], 1)
+                terms = {self.n(i, g): 1, self.m(i, g): 1, self.at_u + i: -bound}
+                self.constrain(terms, -np.inf, 0)
 
     def solve(self, tidy: bool = True) -> Fleet:
         """The program's optimum as a :class:`Fleet` (its ``alone_usd`` unknown: NaN). With
-        ``tidy``, a second program keeps that cost and uses the fewest device-hours: devices
-        already paid for cost nothing more, so the first optimum may fill them with replicas
+        ``tidy``, a second program keeps that cost and uses the fewest options, then the
+        fewest device-hours: devices already paid for cost nothing more, so the first optimum
+        may switch a workload between options hour by hour or fill idle devices with replicas
         nobody needs."""
-        self.nodes()
+        self.owned()
         self.served()
         self.packed()
-        if self.spare:
-            self.in_use()
+        self.spares()
+        self.used()
         integral = np.ones(self.size)
-        integral[self.at_a : self.at_u] = 0
+        integral[self.at_a : self.at_k] = 0  # the API's shares
         bounds = Bounds(np.zeros(self.size), self.upper)
         rows = LinearConstraint(np.array(self.rows), self.low, self.high)
         result = milp(self.cost, integrality=integral, bounds=bounds, constraints=[rows])
@@ -308,15 +341,20 @@ class _Program:
         if tidy:
             least = float(result.fun)
             held = LinearConstraint(self.cost, -np.inf, least + max(1e-6 * abs(least), 1e-6))
-            used = np.zeros(self.size)
-            for i, o in enumerate(self.options):
-                for g, (hours, _) in enumerate(self.groups):
-                    used[self.n(i, g)] = o.devices * len(hours)
-            tidied = milp(used, integrality=integral, bounds=bounds, constraints=[rows, held],
-                          options={"time_limit": TIDY_S})  # fmt: skip
+            tidied = milp(self.tidiness(), integrality=integral, bounds=bounds,
+                          constraints=[rows, held], options={"time_limit": TIDY_S})  # fmt: skip
             if tidied.x is not None:  # the best found in the time, else the first optimum's
                 result = tidied
         return self.fleet(result.x, gap)
+
+    def tidiness(self) -> np.ndarray:
+        """The second program's objective: each option used outweighs every device-hour."""
+        weights = np.zeros(self.size)
+        for i, o in enumerate(self.options):
+            for g, (hours, _) in enumerate(self.groups):
+                weights[self.n(i, g)] = weights[self.m(i, g)] = o.devices * len(hours)
+        weights[self.at_u :] = 1 + weights.sum()
+        return weights
 
     def by_hour(self, whole: np.ndarray, first: int) -> tuple[int, ...]:
         """A variable of the hour groups (its group 0 at ``first``), spread over the day."""
@@ -328,30 +366,43 @@ class _Program:
 
     def fleet(self, x: np.ndarray, gap: float) -> Fleet:
         whole = np.rint(x).astype(int)
-        replicas = {o: self.by_hour(whole, self.n(i, 0)) for i, o in enumerate(self.options)}
-        owned = {h: int(whole[self.at_o + j]) for j, h in enumerate(self.names)}
-        rented = {h: self.by_hour(whole, self.r(j, 0)) for j, h in enumerate(self.names)}
+        owned = {o: self.by_hour(whole, self.n(i, 0)) for i, o in enumerate(self.options)}
+        rented = {o: self.by_hour(whole, self.m(i, 0)) for i, o in enumerate(self.options)}
+        replicas = {o: tuple(map(sum, zip(owned[o], rented[o], strict=True))) for o in owned}
+        devices = {h: [0] * HOURS for h in self.names}
+        for o, hours in rented.items():
+            devices[o.hardware] = [
+                d + o.devices * r for d, r in zip(devices[o.hardware], hours, strict=True)
+            ]
         api_share, api_usd = {}, 0.0
         for k, w in enumerate(self.workloads):
             sent = sum(x[self.a(k, g)] * self.share(w, g) for g in range(len(self.groups)))
             if sent > 1e-9:
                 api_share[w] = float(sent / sum(self.days[w].profile))
                 api_usd += float(self.days[w].api_usd * sent / HOURS)
-        owned = {h: n for h, n in owned.items() if n}
-        rented = {h: hours for h, hours in rented.items() if max(hours)}
-        owned_usd = sum(self.types[h].owned_usd * n for h, n in owned.items())
-        rented_usd = sum(self.types[h].rent_usd * sum(v) / HOURS for h, v in rented.items())
+
+        def per_type(at: int) -> dict[str, int]:
+            values = whole[at : at + len(self.names)]
+            return {h: int(v) for h, v in zip(self.names, values, strict=True) if v}
+
+        own_d, own_n = per_type(self.at_d), per_type(self.at_nodes)
+        owned_usd = sum(self.types[h].device_usd * v for h, v in own_d.items())
+        owned_usd += sum(self.types[h].node_usd * v for h, v in own_n.items())
+        rented_usd = sum(self.types[h].rent_usd * sum(v) / HOURS for h, v in devices.items()
+                         if sum(v))  # fmt: skip
         return Fleet(
             {o: hours for o, hours in replicas.items() if max(hours)},
-            owned,
-            rented,
+            {o: hours for o, hours in rented.items() if max(hours)},
+            own_d,
+            own_n,
+            {h: tuple(v) for h, v in devices.items() if max(v)},
             api_share,
             owned_usd,
             rented_usd,
             api_usd,
             math.nan,
             gap,
-            self.spare,
+            per_type(self.at_k),
             self.types,
         )
 
@@ -400,23 +451,33 @@ def fleet_options(catalog: Catalog, table: pd.DataFrame, models: dict[str, str])
 
 
 def demands(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Demand]:
-    """Each workload's day and the bill of its model's hosted API over the period for the
-    busiest hour's traffic all day (``api_usd``; inf without an offer)."""
+    """Each workload's day, the bill of its model's hosted API over the period for the
+    busiest hour's traffic all day (``api_usd``; inf without an offer) and the spare nodes its
+    forecast asks for (N+k)."""
     rows = served_rows(table, models)
     found = []
     for workload in models:
         bills = pd.to_numeric(rows.loc[rows["workload"] == workload, "api_usd"], errors="coerce")
         bills = bills[np.isfinite(bills)]
         bill = float(bills.min()) if len(bills) else math.inf
-        found.append(Demand(workload, daily_profile(catalog, workload), bill))
+        forecast = catalog.get("workloads", workload).forecast
+        spare = forecast.spare_nodes if forecast is not None else 0
+        found.append(Demand(workload, daily_profile(catalog, workload), bill, spare))
     return found
+
+
+def _owned_usd(costs: NodeCosts) -> float:
+    """Owning one node over the amortisation period: capital and running [USD]."""
+    return costs.capital_usd + costs.running_usd_per_month * costs.amortisation_months
 
 
 def node_types(
     catalog: Catalog, table: pd.DataFrame, hardware: Sequence[str]
 ) -> dict[str, NodeType]:
-    """One full node of each device type, owned over the period (capital and running over the
-    amortisation months) and rented around the clock over it. A node holds its
+    """Each device type's costs over the period, from the plan's own cost metrics over one node:
+    a device owned (capital and running over the amortisation months: a full node's less one
+    of a device fewer), a node's own part beyond its devices (overhead), and a device rented
+    around the clock (a node's rent ÷ its devices). A node holds its
     ``devices_per_node``, or as many as a rack's power budget takes (``rack_power`` ÷ board
     power, as :func:`planner.model.facility.nodes_per_rack` allows a node); a type of which a
     rack powers no device is left out."""
@@ -430,18 +491,12 @@ def node_types(
             devices = min(devices, math.floor(rack / power))
         if devices < 1:
             continue
-        costs = node_costs(catalog, row, devices)
-        months = costs.amortisation_months
-        owned = costs.capital_usd + costs.running_usd_per_month * months
-        types[h] = NodeType(h, devices, owned, costs.rent_usd_per_month * months)
+        full, less = node_costs(catalog, row, devices), node_costs(catalog, row, devices - 1)
+        device = _owned_usd(full) - _owned_usd(less) if devices > 1 else _owned_usd(full)
+        node = _owned_usd(full) - devices * device
+        rent = full.rent_usd_per_month / devices * full.amortisation_months  # by the device
+        types[h] = NodeType(h, devices, device, node, rent)
     return types
-
-
-def spare_nodes(catalog: Catalog, workloads: Sequence[str]) -> int:
-    """Nodes each device type in use keeps beyond the need: the workloads' largest
-    ``spare_nodes`` (N+k) [nodes]."""
-    spares = [catalog.get("workloads", w).forecast for w in workloads]
-    return max((f.spare_nodes for f in spares if f is not None), default=0)
 
 
 def plan_fleet(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet:
@@ -452,5 +507,4 @@ def plan_fleet(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) ->
     missing = set(models) - {o.workload for o in options}
     if missing:
         raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
-    spare = spare_nodes(catalog, list(models))
-    return solve(options, types, demands(catalog, table, models), spare)
+    return solve(options, types, demands(catalog, table, models))
