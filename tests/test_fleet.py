@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
-from planner.plan.fleet import Demand, NodeType, Option, plan_fleet, solve
+from planner.plan.fleet import Demand, NodeType, Option, solve
+from planner.plan.portfolio import plan_fleet
 
 #: Nodes of 8 H100s, each device 30,000 USD over the period and each node 40,000 beyond its
 #: devices (chassis, processors, network), owned only.
@@ -218,3 +219,36 @@ def test_spare_nodes_guard_the_types_their_workloads_use() -> None:
     a100 = Option("summaries", "a100", 1, 4, "summaries on a100")
     types = WHOLE | {"a100": NodeType("a100", 8, 0.0, 30_000.0)}
     assert solve([*two, a100], types, spares).owned_nodes == {"h100": 2}
+
+
+def test_the_fleet_in_words() -> None:
+    """The report's and the terminal's sentences carry the fleet's own figures: the peaks case
+    above saves 219,000 − 173,000 = 46,000 USD (21 % of 219,000), owns 12 H100s on 2 nodes and
+    rents 4 device-hours a day."""
+    from types import SimpleNamespace
+
+    from planner.outputs.sharing import fleet_context
+    from planner.plan.deployment import Ask
+
+    hourly = tuple(14 if t in (12, 13) else 12 if 8 <= t <= 19 else 0 for t in range(24))
+    day = Option("day", "h100", 1, 14, "h100 (TP 1) · fp8", hourly)
+    fleet = solve([day, peak("night", range(20, 32), 12, 0)], OWN_OR_RENT)
+    labels = {"day": "Daytime", "night": "Night-time", "h100": "NVIDIA H100"}
+    named = SimpleNamespace(
+        workloads=[SimpleNamespace(id=w, label=labels[w]) for w in ("day", "night")],
+        get=lambda kind, id_: SimpleNamespace(label=labels[id_]),
+    )
+    page = fleet_context(fleet, Ask([], months=36), named)  # type: ignore[arg-type]
+    assert "cost 173,000 USD over 36 months" in page["headline"]
+    assert page["alone"].startswith("Sharing saves 46,000 USD (21%)")
+    (row,) = page["rows"]
+    assert row["hardware"] == "NVIDIA H100" and row["owned"] == "12 devices on 2 nodes"
+    assert row["rented"] == "4 device-hours a day"
+    assert row["runs"][0] == (
+        "Daytime: h100 (TP 1) · fp8, 14 replicas at the busiest hour, 0 at the quietest "
+        "(2 of them rented)"
+    )
+    assert "173,000 USD" in page["summary"] and "46,000 less" in page["summary"]
+    assert fleet_context("no workload is served", Ask([]), named)["none"] == (  # type: ignore[arg-type]
+        "No shared fleet: no workload is served."
+    )

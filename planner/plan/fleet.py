@@ -40,21 +40,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pandas as pd
+from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from planner.catalog import Catalog
+from planner.model import fleet as fleet_model
 from planner.model.finance import HOURS
-from planner.plan.labels import short_label
-from planner.plan.recommend import COST
-from planner.plan.schedule import NodeCosts, node_costs, replicas_at
-
-#: The options kept for each workload and device type, fewest devices first: enough for the
-#: optimiser to mix them, few enough that the program stays small.
-OPTIONS_PER_TYPE = 3
 
 #: Seconds the second program may take to use fewer options and device-hours at the same cost.
 TIDY_S = 2.0
@@ -133,6 +126,14 @@ class Fleet:
     gap: float
     spare: dict[str, int] = field(default_factory=dict)
     types: dict[str, NodeType] = field(default_factory=dict)
+    #: what the fleet would cost without its spare nodes (the ask's lines keep none) [USD]
+    unguarded_usd: float = math.nan
+    #: each workload's share of each hour's traffic sent to the API
+    api_by_hour: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    #: each workload's day, API and spares, as the program had them
+    demands: dict[str, Demand] = field(default_factory=dict)
+    #: every option the program could choose, used or not
+    options: tuple[Option, ...] = ()
 
     @property
     def cost_usd(self) -> float:
@@ -154,6 +155,59 @@ class Fleet:
         """Device-hours of ``hardware`` rented a day [device·h/day]."""
         return sum(self.rented_devices.get(hardware, ()))
 
+    def hardware(self) -> list[str]:
+        """The device types the fleet owns or rents, in catalog order."""
+        return [h for h in self.types if h in self.owned_devices or h in self.rented_devices]
+
+    def to_json(self) -> dict[str, object]:
+        """The fleet as plain data (``fleet.json``): costs over the period [USD], each device
+        type's owned devices and nodes, spare nodes and rented device-hours a day, each
+        option's replicas hour by hour (hour 0 to 23) and those of them on rented devices, and
+        each workload's share of its day's traffic sent to the API; None for a way of having a
+        device type that its prices do not give."""
+        return {
+            "cost_usd": self.cost_usd,
+            "owned_usd": self.owned_usd,
+            "rented_usd": self.rented_usd,
+            "api_usd": self.api_usd,
+            "alone_usd": self.alone_usd,
+            "saving_usd": self.saving_usd,
+            "without_spares_usd": self.unguarded_usd,
+            "optimality_gap": self.gap,
+            "device_types": [
+                {
+                    "hardware": h,
+                    "devices_per_node": self.types[h].devices,
+                    "owned_devices": self.owned_devices.get(h, 0),
+                    "owned_nodes": self.owned_nodes.get(h, 0),
+                    "spare_nodes": self.spare.get(h, 0),
+                    "rented_device_hours_per_day": self.rented_device_hours(h),
+                    "device_owned_usd": _known(self.types[h].device_usd),
+                    "node_owned_usd": _known(self.types[h].node_usd),
+                    "device_rented_usd": _known(self.types[h].rent_usd),
+                }
+                for h in self.hardware()
+            ],
+            "options": [
+                {
+                    "workload": o.workload,
+                    "option": o.label,
+                    "hardware": o.hardware,
+                    "devices_per_replica": o.devices,
+                    "replicas_alone": o.replicas_alone,
+                    "replicas_by_hour": list(hours),
+                    "rented_replicas_by_hour": list(self.rented_replicas.get(o, (0,) * HOURS)),
+                }
+                for o, hours in self.replicas.items()
+            ],
+            "api_share": dict(self.api_share),
+        }
+
+
+def _known(value: float) -> float | None:
+    """A cost for JSON: None where it cannot be had (inf)."""
+    return value if math.isfinite(value) else None
+
 
 def solve(
     options: Sequence[Option], types: dict[str, NodeType], demands: Sequence[Demand] = ()
@@ -166,7 +220,11 @@ def solve(
     for workload in dict.fromkeys(o.workload for o in options):
         mine = [o for o in options if o.workload == workload]
         alone += _Program(mine, types, demands).solve(tidy=False).cost_usd
-    return Fleet(**{**fleet.__dict__, "alone_usd": alone})
+    unguarded = fleet.cost_usd
+    if any(d.spare_nodes for d in demands):
+        bare = [replace(d, spare_nodes=0) for d in demands]
+        unguarded = _Program(options, types, bare).solve(tidy=False).cost_usd
+    return replace(fleet, alone_usd=alone, unguarded_usd=unguarded)
 
 
 def _hour_groups(options: Sequence[Option]) -> list[tuple[list[int], tuple[int, ...]]]:
@@ -207,7 +265,7 @@ class _Program:
         self.size = self.at_u + n_opt
         self.cost = np.zeros(self.size)
         self.upper = np.zeros(self.size)
-        self.rows: list[np.ndarray] = []
+        self.rows: list[dict[int, float]] = []
         self.low: list[float] = []
         self.high: list[float] = []
 
@@ -228,12 +286,17 @@ class _Program:
         return sum(self.days[workload].profile[t] for t in self.groups[group][0])
 
     def constrain(self, terms: dict[int, float], low: float, high: float) -> None:
-        row = np.zeros(self.size)
-        for column, coefficient in terms.items():
-            row[column] += coefficient
-        self.rows.append(row)
+        """A row ``low`` ≤ Σ coefficient × column ≤ ``high`` (``terms``: column → coefficient)."""
+        self.rows.append(terms)
         self.low.append(low)
         self.high.append(high)
+
+    def matrix(self) -> sparse.csr_array:
+        """The rows as a sparse matrix: most columns of a row are zero."""
+        at = [(r, c, v) for r, terms in enumerate(self.rows) for c, v in terms.items() if v]
+        rows, columns, values = zip(*at, strict=True) if at else ((), (), ())
+        shape = (len(self.rows), self.size)
+        return sparse.csr_array((values, (rows, columns)), shape=shape)
 
     def owned(self) -> None:
         """The owned devices' and nodes' columns and what ties them: the devices fit the nodes;
@@ -333,7 +396,7 @@ class _Program:
         integral = np.ones(self.size)
         integral[self.at_a : self.at_k] = 0  # the API's shares
         bounds = Bounds(np.zeros(self.size), self.upper)
-        rows = LinearConstraint(np.array(self.rows), self.low, self.high)
+        rows = LinearConstraint(self.matrix(), self.low, self.high)
         result = milp(self.cost, integrality=integral, bounds=bounds, constraints=[rows])
         if not result.success:
             raise ValueError(f"no fleet serves every workload: {result.message}")
@@ -365,146 +428,74 @@ class _Program:
         return tuple(values)
 
     def fleet(self, x: np.ndarray, gap: float) -> Fleet:
+        """The fleet of the program's solution ``x``, priced by the fleet metrics
+        (:mod:`planner.model.fleet`), as the Fleet sheet prices it."""
         whole = np.rint(x).astype(int)
         owned = {o: self.by_hour(whole, self.n(i, 0)) for i, o in enumerate(self.options)}
         rented = {o: self.by_hour(whole, self.m(i, 0)) for i, o in enumerate(self.options)}
         replicas = {o: tuple(map(sum, zip(owned[o], rented[o], strict=True))) for o in owned}
-        devices = {h: [0] * HOURS for h in self.names}
-        for o, hours in rented.items():
-            devices[o.hardware] = [
-                d + o.devices * r for d, r in zip(devices[o.hardware], hours, strict=True)
-            ]
-        api_share, api_usd = {}, 0.0
+        api_by_hour = {}
         for k, w in enumerate(self.workloads):
-            sent = sum(x[self.a(k, g)] * self.share(w, g) for g in range(len(self.groups)))
-            if sent > 1e-9:
-                api_share[w] = float(sent / sum(self.days[w].profile))
-                api_usd += float(self.days[w].api_usd * sent / HOURS)
+            shares = [0.0] * HOURS
+            for g, (hours, _) in enumerate(self.groups):
+                for t in hours:
+                    shares[t] = float(x[self.a(k, g)]) if self.days[w].profile[t] > 0 else 0.0
+            api_by_hour[w] = tuple(shares)
 
         def per_type(at: int) -> dict[str, int]:
             values = whole[at : at + len(self.names)]
             return {h: int(v) for h, v in zip(self.names, values, strict=True) if v}
 
-        own_d, own_n = per_type(self.at_d), per_type(self.at_nodes)
-        owned_usd = sum(self.types[h].device_usd * v for h, v in own_d.items())
-        owned_usd += sum(self.types[h].node_usd * v for h, v in own_n.items())
-        rented_usd = sum(self.types[h].rent_usd * sum(v) / HOURS for h, v in devices.items()
-                         if sum(v))  # fmt: skip
-        return Fleet(
+        fleet = Fleet(
             {o: hours for o, hours in replicas.items() if max(hours)},
             {o: hours for o, hours in rented.items() if max(hours)},
-            own_d,
-            own_n,
-            {h: tuple(v) for h, v in devices.items() if max(v)},
-            api_share,
-            owned_usd,
-            rented_usd,
-            api_usd,
+            per_type(self.at_d),
+            per_type(self.at_nodes),
+            {},
+            {},
+            0.0,
+            0.0,
+            0.0,
             math.nan,
             gap,
             per_type(self.at_k),
             self.types,
+            api_by_hour=api_by_hour,
+            demands=self.days,
+            options=tuple(self.options),
         )
+        return priced(fleet)
 
 
-def served_rows(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:
-    """The eligible rows of each workload of ``models`` (workload → the model that serves it)
-    that hold a replica."""
-    rows = table[table["eligible"].astype(bool)]
-    served = rows["workload"].astype(str).map(models)
-    rows = rows[served.to_numpy() == rows["model"].astype(str).to_numpy()]
-    return rows[rows["replicas_planned"] > 0]
-
-
-def daily_profile(catalog: Catalog, workload: str) -> tuple[float, ...]:
-    """Each hour's traffic as a share of the busiest hour's: the forecast's ``daily_profile``,
-    else flat."""
-    forecast = catalog.get("workloads", workload).forecast
-    if forecast is None or forecast.daily_profile is None:
-        return FLAT
-    return tuple(float(share) for share in forecast.daily_profile)
-
-
-def fleet_options(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Option]:
-    """The options of each workload of ``models``: on each device type, for each replica size,
-    the eligible row needing fewest replicas (the cheapest of those: another of the same size
-    and more replicas can never serve a share more cheaply), the :data:`OPTIONS_PER_TYPE`
-    smallest sizes, with the replicas each hour of the workload's day needs alone."""
-    rows = served_rows(table, models)
-    order = ["workload", "hardware", "tensor_parallel", "replicas_planned", COST]
-    rows = rows.sort_values(order, kind="stable")
-    rows = rows.drop_duplicates(["workload", "hardware", "tensor_parallel"])
-    kept = rows.groupby(["workload", "hardware"], sort=False).head(OPTIONS_PER_TYPE)
-    options = []
-    for _, r in kept.iterrows():
-        profile = daily_profile(catalog, str(r["workload"]))
-        hourly = () if profile == FLAT else tuple(replicas_at(r, share) for share in profile)
-        options.append(Option(
-            str(r["workload"]),
-            str(r["hardware"]),
-            int(r["tensor_parallel"]),
-            int(r["replicas_planned"]),
-            short_label(r, devices=False),
-            hourly,
-        ))  # fmt: skip
-    return options
-
-
-def demands(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Demand]:
-    """Each workload's day, the bill of its model's hosted API over the period for the
-    busiest hour's traffic all day (``api_usd``; inf without an offer) and the spare nodes its
-    forecast asks for (N+k)."""
-    rows = served_rows(table, models)
-    found = []
-    for workload in models:
-        bills = pd.to_numeric(rows.loc[rows["workload"] == workload, "api_usd"], errors="coerce")
-        bills = bills[np.isfinite(bills)]
-        bill = float(bills.min()) if len(bills) else math.inf
-        forecast = catalog.get("workloads", workload).forecast
-        spare = forecast.spare_nodes if forecast is not None else 0
-        found.append(Demand(workload, daily_profile(catalog, workload), bill, spare))
-    return found
-
-
-def _owned_usd(costs: NodeCosts) -> float:
-    """Owning one node over the amortisation period: capital and running [USD]."""
-    return costs.capital_usd + costs.running_usd_per_month * costs.amortisation_months
-
-
-def node_types(
-    catalog: Catalog, table: pd.DataFrame, hardware: Sequence[str]
-) -> dict[str, NodeType]:
-    """Each device type's costs over the period, from the plan's own cost metrics over one node:
-    a device owned (capital and running over the amortisation months: a full node's less one
-    of a device fewer), a node's own part beyond its devices (overhead), and a device rented
-    around the clock (a node's rent ÷ its devices). A node holds its
-    ``devices_per_node``, or as many as a rack's power budget takes (``rack_power`` ÷ board
-    power, as :func:`planner.model.facility.nodes_per_rack` allows a node); a type of which a
-    rack powers no device is left out."""
-    types = {}
-    rack = catalog.assumptions.rack_power
-    for h in dict.fromkeys(hardware):
-        row = table[table["hardware"].astype(str) == h].iloc[0]
-        devices = int(row["devices_per_node"])
-        power = float(row["power_w"])
-        if rack is not None and math.isfinite(power) and power > 0:
-            devices = min(devices, math.floor(rack / power))
-        if devices < 1:
-            continue
-        full, less = node_costs(catalog, row, devices), node_costs(catalog, row, devices - 1)
-        device = _owned_usd(full) - _owned_usd(less) if devices > 1 else _owned_usd(full)
-        node = _owned_usd(full) - devices * device
-        rent = full.rent_usd_per_month / devices * full.amortisation_months  # by the device
-        types[h] = NodeType(h, devices, device, node, rent)
-    return types
-
-
-def plan_fleet(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet:
-    """The least-cost shared fleet for ``models`` (workload → model) over the plan ``table``."""
-    options = fleet_options(catalog, table, models)
-    types = node_types(catalog, table, [o.hardware for o in options])
-    options = [o for o in options if o.hardware in types and o.devices <= types[o.hardware].devices]
-    missing = set(models) - {o.workload for o in options}
-    if missing:
-        raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
-    return solve(options, types, demands(catalog, table, models))
+def priced(fleet: Fleet) -> Fleet:
+    """``fleet`` with its rented devices, API shares and costs worked out from its counts by the
+    fleet metrics (:mod:`planner.model.fleet`)."""
+    rented: dict[str, tuple[int, ...]] = {}
+    owned_usd = rented_usd = 0.0
+    for h, t in fleet.types.items():
+        mine = [o for o in fleet.rented_replicas if o.hardware == h]
+        hours = tuple(sum(o.devices * fleet.rented_replicas[o][t_] for o in mine)
+                      for t_ in range(HOURS))  # fmt: skip
+        if max(hours, default=0):
+            rented[h] = hours
+        prices = {"device_owned_usd": t.device_usd, "node_owned_usd": t.node_usd,
+                  "device_rented_usd": t.rent_usd}  # fmt: skip
+        owned_usd += fleet_model.value("type_cost_usd", prices | {
+            "owned_devices": fleet.owned_devices.get(h, 0),
+            "owned_nodes": fleet.owned_nodes.get(h, 0),
+            "rented_device_hours_per_day": 0,
+        })  # fmt: skip
+        rented_usd += fleet_model.value("type_cost_usd", prices | {
+            "owned_devices": 0, "owned_nodes": 0, "rented_device_hours_per_day": sum(hours),
+        })  # fmt: skip
+    api_share, api_usd = {}, 0.0
+    for w, shares in fleet.api_by_hour.items():
+        day = fleet.demands[w]
+        sent = float(np.dot(shares, day.profile))
+        if sent > 1e-9:
+            api_share[w] = sent / sum(day.profile)
+            api_usd += fleet_model.value("api_cost_usd", {
+                "api_share_all": shares, "daily_profile": day.profile, "api_bill_usd": day.api_usd,
+            })  # fmt: skip
+    return replace(fleet, rented_devices=rented, api_share=api_share, owned_usd=owned_usd,
+                   rented_usd=rented_usd, api_usd=api_usd)  # fmt: skip

@@ -1,0 +1,147 @@
+"""The ask's workloads as one fleet, from the plan's results: each workload's options (its
+eligible rows on each device type), each device type's costs over the period from the plan's
+own cost metrics, each workload's day, API and spare nodes from its catalog entry; and the
+fleet the integer program of :mod:`planner.plan.fleet` chooses among them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog import Catalog
+from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option, solve
+from planner.plan.labels import short_label
+from planner.plan.recommend import COST
+from planner.plan.schedule import NodeCosts, node_costs, replicas_at
+
+#: The options kept for each workload and device type, fewest devices first: enough for the
+#: optimiser to mix them, few enough that the program stays small.
+OPTIONS_PER_TYPE = 3
+
+#: The device types each workload is offered on, cheapest first by its cheapest eligible option
+#: alone: a catalog of thousands of types gives a program of a few dozen options, not thousands
+#: (a type dearer alone than these four may still be cheaper shared; the fleet does not see it).
+TYPES_PER_WORKLOAD = 4
+
+
+def served_rows(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:
+    """The eligible rows of each workload of ``models`` (workload → the model that serves it)
+    that hold a replica."""
+    rows = table[table["eligible"].astype(bool)]
+    served = rows["workload"].astype(str).map(models)
+    rows = rows[served.to_numpy() == rows["model"].astype(str).to_numpy()]
+    return rows[rows["replicas_planned"] > 0]
+
+
+def daily_profile(catalog: Catalog, workload: str) -> tuple[float, ...]:
+    """Each hour's traffic as a share of the busiest hour's: the forecast's ``daily_profile``,
+    else flat."""
+    forecast = catalog.get("workloads", workload).forecast
+    if forecast is None or forecast.daily_profile is None:
+        return FLAT
+    return tuple(float(share) for share in forecast.daily_profile)
+
+
+def fleet_options(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Option]:
+    """The options of each workload of ``models``: on each of its :data:`TYPES_PER_WORKLOAD`
+    device types whose cheapest eligible row alone costs least, for each replica size, the
+    eligible row needing fewest replicas (the cheapest of those: another of the same size and
+    more replicas can never serve a share more cheaply), the :data:`OPTIONS_PER_TYPE` smallest
+    sizes, with the replicas each hour of the workload's day needs alone."""
+    rows = served_rows(table, models)
+    cheapest = rows.sort_values(COST, kind="stable").drop_duplicates(["workload", "hardware"])
+    leading = cheapest.groupby("workload", sort=False).head(TYPES_PER_WORKLOAD)
+    keys = pd.MultiIndex.from_frame(leading[["workload", "hardware"]])
+    rows = rows[pd.MultiIndex.from_frame(rows[["workload", "hardware"]]).isin(keys)]
+    order = ["workload", "hardware", "tensor_parallel", "replicas_planned", COST]
+    rows = rows.sort_values(order, kind="stable")
+    rows = rows.drop_duplicates(["workload", "hardware", "tensor_parallel"])
+    kept = rows.groupby(["workload", "hardware"], sort=False).head(OPTIONS_PER_TYPE)
+    options = []
+    for _, r in kept.iterrows():
+        profile = daily_profile(catalog, str(r["workload"]))
+        hourly = () if profile == FLAT else tuple(replicas_at(r, share) for share in profile)
+        options.append(Option(
+            str(r["workload"]),
+            str(r["hardware"]),
+            int(r["tensor_parallel"]),
+            int(r["replicas_planned"]),
+            short_label(r, devices=False),
+            hourly,
+        ))  # fmt: skip
+    return options
+
+
+def demands(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Demand]:
+    """Each workload's day, the bill of its model's hosted API over the period for the
+    busiest hour's traffic all day (``api_usd``; inf without an offer) and the spare nodes its
+    forecast asks for (N+k)."""
+    rows = served_rows(table, models)
+    found = []
+    for workload in models:
+        bills = pd.to_numeric(rows.loc[rows["workload"] == workload, "api_usd"], errors="coerce")
+        bills = bills[np.isfinite(bills)]
+        bill = float(bills.min()) if len(bills) else math.inf
+        forecast = catalog.get("workloads", workload).forecast
+        spare = forecast.spare_nodes if forecast is not None else 0
+        found.append(Demand(workload, daily_profile(catalog, workload), bill, spare))
+    return found
+
+
+def _owned_usd(costs: NodeCosts) -> float:
+    """Owning one node over the amortisation period: capital and running [USD]."""
+    return costs.capital_usd + costs.running_usd_per_month * costs.amortisation_months
+
+
+def node_types(
+    catalog: Catalog, table: pd.DataFrame, hardware: Sequence[str]
+) -> dict[str, NodeType]:
+    """Each device type's costs over the period, from the plan's own cost metrics over one node:
+    a device owned (capital and running over the amortisation months: a full node's less one
+    of a device fewer), a node's own part beyond its devices (overhead), and a device rented
+    around the clock (a node's rent ÷ its devices). A node holds its
+    ``devices_per_node``, or as many as a rack's power budget takes (``rack_power`` ÷ board
+    power, as :func:`planner.model.facility.nodes_per_rack` allows a node); a type of which a
+    rack powers no device is left out."""
+    types = {}
+    rack = catalog.assumptions.rack_power
+    for h in dict.fromkeys(hardware):
+        row = table[table["hardware"].astype(str) == h].iloc[0]
+        devices = int(row["devices_per_node"])
+        power = float(row["power_w"])
+        if rack is not None and math.isfinite(power) and power > 0:
+            devices = min(devices, math.floor(rack / power))
+        if devices < 1:
+            continue
+        full, less = node_costs(catalog, row, devices), node_costs(catalog, row, devices - 1)
+        device = _owned_usd(full) - _owned_usd(less) if devices > 1 else _owned_usd(full)
+        node = _owned_usd(full) - devices * device
+        rent = full.rent_usd_per_month / devices * full.amortisation_months  # by the device
+        types[h] = NodeType(h, devices, device, node, rent)
+    return types
+
+
+def fleet_of(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet | str:
+    """:func:`plan_fleet`, or why there is none (no workload served, or the program's
+    refusal), in words."""
+    if not models:
+        return "no workload is served"
+    try:
+        return plan_fleet(catalog, table, models)
+    except ValueError as exc:
+        return str(exc)
+
+
+def plan_fleet(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet:
+    """The least-cost shared fleet for ``models`` (workload → model) over the plan ``table``."""
+    options = fleet_options(catalog, table, models)
+    types = node_types(catalog, table, [o.hardware for o in options])
+    options = [o for o in options if o.hardware in types and o.devices <= types[o.hardware].devices]
+    missing = set(models) - {o.workload for o in options}
+    if missing:
+        raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
+    return solve(options, types, demands(catalog, table, models))
