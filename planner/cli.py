@@ -225,7 +225,8 @@ def run(
     folder, results, comparison = outcome.folder, outcome.results, outcome.baseline
     if comparison is not None:
         click.echo(comparison.summary())
-    print_ask(catalog, results, plan=outcome.derived.plan, caching=outcome.derived.caching)
+    derived = outcome.derived
+    print_ask(catalog, results, plan=derived.plan, caching=derived.caching, fleet=derived.fleet)
     for note in results.notes:
         click.echo(f"{note}.")
     prefix = "Of the leading options: " if results.notes else ""

@@ -11,7 +11,15 @@ from planner.cli import main
 from planner.outputs import runs
 from planner.outputs.runs import default_run_dir, slug
 
-RUN_FILES = {"results.csv", "results.json", "plan.xlsx", "report.pdf", "manifest.json", "catalogs"}
+RUN_FILES = {
+    "results.csv",
+    "results.json",
+    "fleet.json",
+    "plan.xlsx",
+    "report.pdf",
+    "manifest.json",
+    "catalogs",
+}
 
 
 def invoke(*args: str):

@@ -21,6 +21,8 @@ from planner.measure.compare import comparison
 from planner.outputs.basis import calibration_lines
 from planner.plan.candidates import Candidates
 from planner.plan.deployment import Ask, Line, ask
+from planner.plan.fleet import Fleet
+from planner.plan.portfolio import fleet_of
 from planner.plan.recommend import COST, GROUP, rank, ranked, recommendations
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
 from planner.plan.sensitivity import (
@@ -116,6 +118,9 @@ class Outlook:
     calibration: list[str]
     #: per workload prefix caching applies to, its line of the ask with and without the cache
     caching: dict[str, CacheWorth]
+    #: the ask's workloads as one shared fleet (:func:`planner.plan.portfolio.plan_fleet`), or why
+    #: there is none
+    fleet: Fleet | str = "not planned"
 
 
 def leading_rows(catalog: Catalog, table: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
@@ -177,4 +182,5 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
         changes=what_changes(catalog, rows=leading),
         calibration=calibration_lines(catalog),
         caching=cache_worth(catalog, plan, leading),
+        fleet=fleet_of(catalog, table, {line.workload: line.model for line in plan.lines}),
     )

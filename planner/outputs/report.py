@@ -62,6 +62,7 @@ from planner.outputs.sections import (
     simulation_summary,
     workload_sections,
 )
+from planner.outputs.sharing import fleet_context
 from planner.plan.columns import EP_KEY, PD_KEY
 from planner.plan.deployment import Ask
 from planner.plan.sensitivity import CHANGES
@@ -282,6 +283,7 @@ def context(
         "sources": sources(catalog, shown["hardware"], shown["models"]),
         "references": cited(results.metrics),
         "ask": ask_context(plan, catalog, derived.caching),
+        "fleet": fleet_context(derived.fleet, plan, catalog),
         "sensitivity": {
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in derived.changes.items()

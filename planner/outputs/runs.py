@@ -43,6 +43,7 @@ from planner.progress import Progress
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSON = "results.json"
+FLEET_JSON = "fleet.json"  # the ask's workloads as one shared fleet
 WORKBOOK = "plan.xlsx"
 REPORT = "report.pdf"
 UNCERTAINTY_CSV = "uncertainty.csv"  # a run with draws: the bands per option
@@ -203,6 +204,16 @@ def results_json(results: Results) -> dict[str, Any]:
         "columns": column_definitions(results),
         "rows": rows,
     }
+
+
+def fleet_json(derived: Outlook) -> dict[str, Any]:
+    """The shared fleet of the run (:attr:`Outlook.fleet`) as plain data, beside the ask's own
+    cost over the period; or why there is none."""
+    fleet = derived.fleet
+    if isinstance(fleet, str):
+        return {"planner_version": __version__, "fleet": None, "why": fleet}
+    ask_usd = derived.plan.total("period_usd")
+    return {"planner_version": __version__, "ask_usd": ask_usd, "fleet": fleet.to_json()}
 
 
 def manifest(
@@ -422,6 +433,7 @@ def write_run(
             RESULTS_JSON,
             lambda path: path.write_text(json.dumps(results_json(results)) + "\n"),
         ),
+        (FLEET_JSON, lambda path: path.write_text(json.dumps(fleet_json(derived)) + "\n")),
         (
             WORKBOOK,
             lambda path: write_workbook(
@@ -433,6 +445,7 @@ def write_run(
                 growth=derived.growth,
                 uncertainty=derived.bands,
                 ranks=derived.order,
+                fleet=derived.fleet,
             ),
         ),
         *(extra_writers or {}).items(),

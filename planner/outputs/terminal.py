@@ -22,7 +22,9 @@ from rich.table import Table
 from planner.catalog import Catalog
 from planner.outputs.advice import ask_context
 from planner.outputs.outlook import CacheWorth
+from planner.outputs.sharing import fleet_context
 from planner.plan.deployment import Ask, ask
+from planner.plan.fleet import Fleet
 from planner.plan.sweep import Results
 from planner.progress import Progress as ProgressCallback
 
@@ -88,10 +90,12 @@ def print_ask(
     console: Console | None = None,
     plan: Ask | None = None,
     caching: dict[str, CacheWorth] | None = None,
+    fleet: Fleet | str | None = None,
 ) -> None:
     """Print :func:`ask_table`, the ties, what prefix caching is worth (``caching``: the run's
-    :attr:`planner.outputs.outlook.Outlook.caching`) and the workloads nothing serves, of
-    ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
+    :attr:`planner.outputs.outlook.Outlook.caching`), the workloads nothing serves and the
+    shared ``fleet`` (the run's :attr:`~planner.outputs.outlook.Outlook.fleet`, where it has
+    one) of ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: wide enough for the ask's table, not 80
@@ -116,3 +120,21 @@ def print_ask(
         console.print(f"{text}.", markup=False, highlight=False)
     for text in page["unserved_reasons"] or page["unserved"]:
         console.print(f"Not served: {text}.", markup=False, highlight=False)
+    if fleet is not None:
+        print_fleet(console, fleet_context(fleet, plan or ask(catalog, results.table), catalog))
+
+
+def print_fleet(console: Console, page: dict[str, Any]) -> None:
+    """The shared fleet (``page``: :func:`planner.outputs.sharing.fleet_context`) in a few
+    lines: its cost and what sharing saves, each device type's devices and what runs on
+    them."""
+    if page["none"]:
+        console.print(page["none"], markup=False, highlight=False)
+        return
+    console.print(f"{page['headline']} {page['alone']}", markup=False, highlight=False)
+    for row in page["rows"]:
+        runs = "; ".join(row["runs"])
+        text = f"  {row['hardware']}: owned {row['owned']}; rented {row['rented']}. {runs}."
+        console.print(text, markup=False, highlight=False)
+    for text in page["api"]:
+        console.print(f"  {text}.", markup=False, highlight=False)

@@ -1,0 +1,123 @@
+"""The shared fleet in words, as the report's first page and the terminal show it: what it costs
+against each workload on devices of its own and against the ask's lines, each device type's
+owned and rented devices and what runs on them, and what goes to a hosted API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.catalog import Catalog
+from planner.outputs.formatting import count, usd
+from planner.plan.deployment import Ask
+from planner.plan.fleet import Fleet, Option
+
+#: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
+NO_SAVING_USD = 1.0
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{count(n)} {word}{'' if n == 1 else 's'}"
+
+
+def _replicas(fleet: Fleet, option: Option) -> str:
+    """An option's replicas over the day: ``8 replicas at the busiest hour, 1 at the
+    quietest``, with those rented."""
+    hours = fleet.replicas[option]
+    most, least = max(hours), min(hours)
+    text = _plural(most, "replica") + (f" at the busiest hour, {count(least)} at the quietest"
+                                      if least != most else " all day")  # fmt: skip
+    rented = fleet.rented_replicas.get(option)
+    if rented and max(rented):
+        text += " (rented)" if rented == hours else f" ({count(max(rented))} of them rented)"
+    return text
+
+
+def _owned(fleet: Fleet, hardware: str) -> str:
+    devices = fleet.owned_devices.get(hardware, 0)
+    if not devices:
+        return "none"
+    nodes = fleet.owned_nodes.get(hardware, 0)
+    text = f"{_plural(devices, 'device')} on {_plural(nodes, 'node')}"
+    spare = fleet.spare.get(hardware, 0)
+    return text + (f", {count(spare)} spare (N+{spare})" if spare else "")
+
+
+def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, Any]:
+    """The shared fleet of ``ask``'s workloads for the template and the terminal: a headline
+    with its cost and what sharing saves, a row per device type (owned, rented by the hour,
+    what runs on it), the workloads sent to a hosted API, and how it was found; or, where
+    there is none, why."""
+    if isinstance(fleet, str):
+        return {"none": f"No shared fleet: {fleet}.", "summary": ""}
+    months = ask.months
+    label = {w.id: w.label for w in catalog.workloads}
+    rows = []
+    for h in fleet.hardware():
+        runs = [f"{label.get(o.workload, o.workload)}: {o.label}, {_replicas(fleet, o)}"
+                for o in fleet.replicas if o.hardware == h]  # fmt: skip
+        rented = fleet.rented_device_hours(h)
+        rows.append({
+            "hardware": catalog.get("hardware", h).label,
+            "owned": _owned(fleet, h),
+            "rented": f"{count(rented)} device-hours a day" if rented else "none",
+            "runs": runs,
+        })  # fmt: skip
+    api = [
+        f"{label.get(w, w)}: {share:.0%} of its day's traffic by the model's hosted API"
+        for w, share in fleet.api_share.items()
+    ]
+    served = len({o.workload for o in fleet.replicas} | set(fleet.api_share))
+    headline = (
+        f"Shared, the {served} workloads cost {usd(fleet.cost_usd)} USD over {months} months: "
+        f"{usd(fleet.owned_usd)} for owned devices and nodes, {usd(fleet.rented_usd)} for "
+        f"devices rented by the hour, {usd(fleet.api_usd)} for API calls."
+    )
+    if fleet.saving_usd >= NO_SAVING_USD:
+        share = fleet.saving_usd / fleet.alone_usd
+        alone = (f"Sharing saves {usd(fleet.saving_usd)} USD ({share:.0%}) against each "
+                 f"workload on devices of its own, {usd(fleet.alone_usd)} USD by the same "
+                 "arithmetic.")  # fmt: skip
+    else:
+        alone = ("Sharing saves nothing here: each workload on devices of its own costs the "
+                 "same by the same arithmetic, no workload's replicas fitting on another's "
+                 "devices more cheaply than on their own.")  # fmt: skip
+    ask_usd = ask.total("period_usd")
+    against = (
+        f"The ask's lines above cost {usd(ask_usd)} USD, each owning or renting its busiest "
+        "hour's devices around the clock, with no spare nodes; the fleet rents by the hour what "
+        "is busy only part of the day"
+    )
+    spares = fleet.cost_usd - fleet.unguarded_usd
+    if spares >= NO_SAVING_USD:
+        against += (
+            f", and keeps the spare nodes the forecasts ask for (N+k), which cost "
+            f"{usd(spares)} USD: without them it would cost {usd(fleet.unguarded_usd)}."
+        )
+    else:
+        against += "."
+    gap = ("proven optimal" if fleet.gap <= 1e-9
+           else f"within {fleet.gap:.2%} of the optimum")  # fmt: skip
+    how = (
+        f"Chosen by an integer program (HiGHS, {gap}) over each workload's eligible options, "
+        "hour by hour over its daily profile, replicas packed whole onto nodes; the Fleet sheet "
+        "of plan.xlsx recomputes it from the counts."
+    )
+    return {"headline": headline, "alone": alone, "against": against, "rows": rows,
+            "api": api, "how": how, "none": "", "summary": _summary(fleet, ask)}  # fmt: skip
+
+
+def _summary(fleet: Fleet, ask: Ask) -> str:
+    """The first page's sentence: the fleet's cost against the ask's and each workload alone."""
+    text = (
+        "As one shared fleet, owning what is busy all day and renting the rest by the hour, "
+        f"the workloads cost {usd(fleet.cost_usd)} USD over {ask.months} months"
+    )
+    if fleet.saving_usd >= NO_SAVING_USD:
+        text += f", {usd(fleet.saving_usd)} less than each on devices of its own"
+    else:
+        text += ", no less than each on devices of its own"
+    spares = fleet.cost_usd - fleet.unguarded_usd
+    if spares >= NO_SAVING_USD:
+        text += (f"; that includes {usd(spares)} USD of spare nodes (N+k) the forecasts ask for "
+                 "and the lines above leave out")  # fmt: skip
+    return text
