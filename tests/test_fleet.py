@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
-from planner.plan.fleet import Demand, NodeType, Option, solve
+from planner.plan.fleet import Demand, NodeType, Option, holds, one_node_down, solve
 from planner.plan.portfolio import plan_fleet
 
 #: Nodes of 8 H100s, each device 30,000 USD over the period and each node 40,000 beyond its
@@ -45,6 +45,9 @@ def test_small_workloads_share_a_node(
 ) -> None:
     options = [seven_b(f"w{i}", n, d) for i, (n, d) in enumerate(replicas)]
     fleet = solve(options, EIGHT)
+    # no spare asked: a node down leaves the replicas on it without a place (the fourth case's
+    # two nodes hold 10 devices; one of them holds no more than 8)
+    assert one_node_down(fleet) == {"h100": [o.workload for o in options]}
     assert fleet.cost_usd == pytest.approx(cost_usd)
     assert fleet.alone_usd == pytest.approx(alone_usd)
     assert fleet.owned_nodes == {"h100": nodes}
@@ -216,6 +219,7 @@ def test_spare_nodes_guard_the_types_their_workloads_use() -> None:
     fleet = solve(two, WHOLE, spares)
     assert fleet.owned_nodes == {"h100": 2} and fleet.spare == {"h100": 1}
     assert fleet.alone_usd == 300_000
+    assert one_node_down(fleet) == {"h100": []}  # the spare takes the replicas of a node down
     a100 = Option("summaries", "a100", 1, 4, "summaries on a100")
     types = WHOLE | {"a100": NodeType("a100", 8, 0.0, 30_000.0)}
     assert solve([*two, a100], types, spares).owned_nodes == {"h100": 2}
@@ -249,6 +253,22 @@ def test_the_fleet_in_words() -> None:
         "(2 of them rented)"
     )
     assert "173,000 USD" in page["summary"] and "46,000 less" in page["summary"]
+    assert page["down"] == (
+        "One node down: with one NVIDIA H100 node down, Daytime and Night-time fall short at "
+        "their busiest hours: no spare node is kept (a forecast's spare_nodes asks for one)."
+    )
     assert fleet_context("no workload is served", Ask([]), named)["none"] == (  # type: ignore[arg-type]
         "No shared fleet: no workload is served."
     )
+
+
+def test_a_node_down_with_room_to_spare() -> None:
+    """Four one-device replicas on one whole node fall short with it down; edited to two nodes
+    of 8 devices, the second holds them: the check reads the counts, not the optimiser."""
+    from dataclasses import replace
+
+    fleet = solve([seven_b("chat", replicas=4)], WHOLE)
+    assert one_node_down(fleet) == {"h100": ["chat"]}
+    roomy = replace(fleet, owned_nodes={"h100": 2}, owned_devices={"h100": 16})
+    assert one_node_down(roomy) == {"h100": []}
+    assert not holds(roomy, "h100", nodes_down=2)

@@ -9,7 +9,7 @@ from typing import Any
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, usd
 from planner.plan.deployment import Ask
-from planner.plan.fleet import Fleet, Option
+from planner.plan.fleet import Fleet, Option, one_node_down
 
 #: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
 NO_SAVING_USD = 1.0
@@ -103,7 +103,24 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
         "of plan.xlsx recomputes it from the counts."
     )
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
-            "api": api, "how": how, "none": "", "summary": _summary(fleet, ask)}  # fmt: skip
+            "api": api, "how": how, "none": "", "summary": _summary(fleet, ask),
+            "down": _node_down(fleet, catalog, label)}  # fmt: skip
+
+
+def _node_down(fleet: Fleet, catalog: Catalog, label: dict[str, str]) -> str:
+    """What one owned node out of service leaves, type by type."""
+    parts = []
+    for h, short in one_node_down(fleet).items():
+        name = catalog.get("hardware", h).label
+        if not short:
+            parts.append(f"with one {name} node down, the others hold its replicas")
+        else:
+            names = " and ".join(label.get(w, w) for w in short)
+            verb, whose = ("falls", "its") if len(short) == 1 else ("fall", "their")
+            parts.append(f"with one {name} node down, {names} {verb} short at {whose} busiest "
+                         "hours: no spare node is kept (a forecast's spare_nodes asks for "
+                         "one)")  # fmt: skip
+    return ("One node down: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _summary(fleet: Fleet, ask: Ask) -> str:

@@ -138,3 +138,5 @@ def print_fleet(console: Console, page: dict[str, Any]) -> None:
         console.print(text, markup=False, highlight=False)
     for text in page["api"]:
         console.print(f"  {text}.", markup=False, highlight=False)
+    if page["down"]:
+        console.print(f"  {page['down']}", markup=False, highlight=False)

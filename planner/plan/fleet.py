@@ -163,8 +163,9 @@ class Fleet:
         """The fleet as plain data (``fleet.json``): costs over the period [USD], each device
         type's owned devices and nodes, spare nodes and rented device-hours a day, each
         option's replicas hour by hour (hour 0 to 23) and those of them on rented devices, and
-        each workload's share of its day's traffic sent to the API; None for a way of having a
-        device type that its prices do not give."""
+        each workload's share of its day's traffic sent to the API, and per type owning nodes
+        the workloads that fall short with one of them down; None for a way of having a device
+        type that its prices do not give."""
         return {
             "cost_usd": self.cost_usd,
             "owned_usd": self.owned_usd,
@@ -201,6 +202,7 @@ class Fleet:
                 for o, hours in self.replicas.items()
             ],
             "api_share": dict(self.api_share),
+            "one_node_down_short": one_node_down(self),
         }
 
 
@@ -499,3 +501,48 @@ def priced(fleet: Fleet) -> Fleet:
             })  # fmt: skip
     return replace(fleet, rented_devices=rented, api_share=api_share, owned_usd=owned_usd,
                    rented_usd=rented_usd, api_usd=api_usd)  # fmt: skip
+
+
+def holds(fleet: Fleet, hardware: str, nodes_down: int = 0) -> bool:
+    """Whether ``hardware``'s owned devices and nodes hold its owned replicas every hour with
+    ``nodes_down`` of its nodes out of service (and their devices with them): the fleet
+    metrics ``devices_hold`` and ``packing_holds``, the spares then standing in for the nodes
+    down."""
+    t = fleet.types[hardware]
+    mine = [o for o in fleet.replicas if o.hardware == hardware]
+    zero = (0,) * HOURS
+
+    def owned(o: Option, hour: int) -> int:
+        return fleet.replicas[o][hour] - fleet.rented_replicas.get(o, zero)[hour]
+
+    nodes = fleet.owned_nodes.get(hardware, 0) - nodes_down
+    devices = min(fleet.owned_devices.get(hardware, 0), nodes * t.devices)
+    spare = max(fleet.spare.get(hardware, 0) - nodes_down, 0)
+    used = [sum(o.devices * owned(o, h) for o in mine) for h in range(HOURS)]
+    values = {"devices_owned_used_all": used, "spare_nodes": spare,
+              "devices_per_node": t.devices, "owned_devices": devices}  # fmt: skip
+    if not fleet_model.value("devices_hold", values):
+        return False
+    for size in sorted({o.devices for o in mine}):
+        packed = [sum(o.devices * owned(o, h) for o in mine if o.devices >= size)
+                  for h in range(HOURS)]  # fmt: skip
+        room = fleet_model.value("packing_room", {"owned_nodes": nodes, "spare_nodes": spare,
+                                                  "replica_size": size,
+                                                  "devices_per_node": t.devices})  # fmt: skip
+        if not fleet_model.value("packing_holds", {"devices_packed_all": packed,
+                                                   "packing_room": room}):  # fmt: skip
+            return False
+    return True
+
+
+def one_node_down(fleet: Fleet) -> dict[str, list[str]]:
+    """For each device type the fleet owns nodes of, the workloads with owned replicas on it
+    that fall short of their load at some hour when one of its nodes is out of service (none:
+    a spare node, or room to spare, takes its replicas)."""
+    short = {}
+    zero = (0,) * HOURS
+    for h in fleet.owned_nodes:
+        on_owned = [o.workload for o, hours in fleet.replicas.items() if o.hardware == h
+                    and sum(hours) > sum(fleet.rented_replicas.get(o, zero))]  # fmt: skip
+        short[h] = [] if holds(fleet, h, nodes_down=1) else list(dict.fromkeys(on_owned))
+    return short
