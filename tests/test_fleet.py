@@ -272,3 +272,12 @@ def test_a_node_down_with_room_to_spare() -> None:
     roomy = replace(fleet, owned_nodes={"h100": 2}, owned_devices={"h100": 16})
     assert one_node_down(roomy) == {"h100": []}
     assert not holds(roomy, "h100", nodes_down=2)
+
+
+def test_nodes_without_overhead_are_not_multiplied() -> None:
+    """Where a node costs nothing beyond its devices, any count of nodes costs the same: the
+    fleet owns the fewest that hold its devices (3 devices: 1 node of 8), not an arbitrary
+    count."""
+    free = {"h100": NodeType("h100", 8, 10_000.0, 0.0)}
+    fleet = solve([seven_b("a", replicas=1), seven_b("b", replicas=2)], free)
+    assert fleet.owned_devices == {"h100": 3} and fleet.owned_nodes == {"h100": 1}

@@ -413,11 +413,15 @@ class _Program:
         return self.fleet(result.x, gap)
 
     def tidiness(self) -> np.ndarray:
-        """The second program's objective: each option used outweighs every device-hour."""
+        """The second program's objective: each option used outweighs every device-hour, and
+        each device-hour every device and node owned (a node without overhead costs nothing,
+        so the first optimum may own more of them than the devices need)."""
         weights = np.zeros(self.size)
+        weights[self.at_d : self.at_a] = 1  # devices and nodes owned
+        owned = weights.sum()
         for i, o in enumerate(self.options):
             for g, (hours, _) in enumerate(self.groups):
-                weights[self.n(i, g)] = weights[self.m(i, g)] = o.devices * len(hours)
+                weights[self.n(i, g)] = weights[self.m(i, g)] = (1 + owned) * o.devices * len(hours)
         weights[self.at_u :] = 1 + weights.sum()
         return weights
 
