@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
 from planner.plan.fleet import Demand, NodeType, Option, holds, one_node_down, solve
-from planner.plan.portfolio import plan_fleet
+from planner.plan.portfolio import fleet_at_horizon, horizon_growth, plan_fleet
 
 #: Nodes of 8 H100s, each device 30,000 USD over the period and each node 40,000 beyond its
 #: devices (chassis, processors, network), owned only.
@@ -157,6 +157,20 @@ def test_the_shipped_portfolio_shares_its_nodes() -> None:
     assert fleet.cost_usd <= fleet.alone_usd
     served = {o.workload for o in fleet.replicas} | set(fleet.api_share)
     assert served == set(models)
+    # the chat forecast grows 6 % a month for 24 months: month 23 carries 1.06^23 = 3.82 ×
+    # today's traffic, the other workloads (no forecast) today's
+    month, growth = horizon_growth(catalog, list(models))
+    assert month == 23 and growth == {"chat": pytest.approx(1.06**23)}
+    later = fleet_at_horizon(catalog, table, models)
+    assert later is not None and later[0] == 23 and not isinstance(later[1], str)
+    grown = later[1]
+    (chat,) = [o for o in fleet.replicas if o.workload == "chat"]
+    (chat_later,) = [o for o in grown.replicas if o.workload == "chat"]
+    # the same option, its replicas scaled with the load: today's 8 carry between 7 and 8
+    # replicas' worth, so month 23 needs between ⌈7 × 3.82⌉ = 27 and ⌈8 × 3.82⌉ = 31
+    assert chat_later.label == chat.label and chat.replicas_alone == 8
+    assert 27 <= chat_later.replicas_alone <= 31
+    assert grown.cost_usd > fleet.cost_usd
 
 
 def peak(workload: str, hours: range, busy: int, quiet: int) -> Option:
@@ -231,7 +245,7 @@ def test_the_fleet_in_words() -> None:
     rents 4 device-hours a day."""
     from types import SimpleNamespace
 
-    from planner.outputs.sharing import fleet_context
+    from planner.outputs.sharing import fleet_context, later_sentence
     from planner.plan.deployment import Ask
 
     hourly = tuple(14 if t in (12, 13) else 12 if 8 <= t <= 19 else 0 for t in range(24))
@@ -257,6 +271,12 @@ def test_the_fleet_in_words() -> None:
         "One node down: with one NVIDIA H100 node down, Daytime and Night-time fall short at "
         "their busiest hours: no spare node is kept (a forecast's spare_nodes asks for one)."
     )
+    assert later_sentence((23, fleet), Ask([], months=36), named) == (  # type: ignore[arg-type]
+        "At month 23, the forecasts' last, the same arithmetic at that month's traffic gives a "
+        "fleet of 173,000 USD over 36 months (NVIDIA H100: 12 devices owned and 4 device-hours "
+        "a day rented); the Schedule plans the purchases on the way there, workload by workload."
+    )
+    assert later_sentence(None, Ask([]), named) == ""  # type: ignore[arg-type]
     assert fleet_context("no workload is served", Ask([]), named)["none"] == (  # type: ignore[arg-type]
         "No shared fleet: no workload is served."
     )

@@ -22,7 +22,7 @@ from planner.outputs.basis import calibration_lines
 from planner.plan.candidates import Candidates
 from planner.plan.deployment import Ask, Line, ask
 from planner.plan.fleet import Fleet
-from planner.plan.portfolio import fleet_of
+from planner.plan.portfolio import fleet_at_horizon, fleet_of
 from planner.plan.recommend import COST, GROUP, rank, ranked, recommendations
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
 from planner.plan.sensitivity import (
@@ -121,6 +121,8 @@ class Outlook:
     #: the ask's workloads as one shared fleet (:func:`planner.plan.portfolio.plan_fleet`), or why
     #: there is none
     fleet: Fleet | str = "not planned"
+    #: the fleet the forecasts' last month needs, with that month (None: no forecast grows)
+    fleet_later: tuple[int, Fleet | str] | None = None
 
 
 def leading_rows(catalog: Catalog, table: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
@@ -168,6 +170,7 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     measurements = load_measurements(catalog)
     found = schedules(catalog, plan)
     leading = leading_rows(catalog, table, order) if len(table) else None
+    served = {line.workload: line.model for line in plan.lines}
     return Outlook(
         plan=plan,
         measurements=measurements,
@@ -182,5 +185,6 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
         changes=what_changes(catalog, rows=leading),
         calibration=calibration_lines(catalog),
         caching=cache_worth(catalog, plan, leading),
-        fleet=fleet_of(catalog, table, {line.workload: line.model for line in plan.lines}),
+        fleet=fleet_of(catalog, table, served),
+        fleet_later=fleet_at_horizon(catalog, table, served) if served else None,
     )

@@ -212,8 +212,16 @@ def fleet_json(derived: Outlook) -> dict[str, Any]:
     fleet = derived.fleet
     if isinstance(fleet, str):
         return {"planner_version": __version__, "fleet": None, "why": fleet}
-    ask_usd = derived.plan.total("period_usd")
-    return {"planner_version": __version__, "ask_usd": ask_usd, "fleet": fleet.to_json()}
+    found: dict[str, Any] = {
+        "planner_version": __version__,
+        "ask_usd": derived.plan.total("period_usd"),
+        "fleet": fleet.to_json(),
+    }
+    if derived.fleet_later is not None:
+        month, later = derived.fleet_later
+        shown = {"why": later} if isinstance(later, str) else later.to_json()
+        found["at_forecast_end"] = {"month": month, "fleet": shown}
+    return found
 
 
 def manifest(

@@ -42,6 +42,30 @@ def _owned(fleet: Fleet, hardware: str) -> str:
     return text + (f", {count(spare)} spare (N+{spare})" if spare else "")
 
 
+def later_sentence(later: tuple[int, Fleet | str] | None, ask: Ask, catalog: Catalog) -> str:
+    """What the forecasts' last month needs, replanned from scratch at its traffic, in one
+    sentence; nothing where no forecast grows."""
+    if later is None:
+        return ""
+    month, fleet = later
+    if isinstance(fleet, str):
+        return f"At month {month} of the forecasts no shared fleet is found: {fleet}."
+    parts = []
+    for h in fleet.hardware():
+        name = catalog.get("hardware", h).label
+        owned, rented = fleet.owned_devices.get(h, 0), fleet.rented_device_hours(h)
+        held = [f"{_plural(owned, 'device')} owned"] if owned else []
+        held += [f"{count(rented)} device-hours a day rented"] if rented else []
+        parts.append(f"{name}: {' and '.join(held)}")
+    api = list(fleet.api_share)
+    text = (f"At month {month}, the forecasts' last, the same arithmetic at that month's traffic "
+            f"gives a fleet of {usd(fleet.cost_usd)} USD over {ask.months} months "
+            f"({'; '.join(parts)}")  # fmt: skip
+    if api:
+        text += f"; {len(api)} workload{'s' if len(api) != 1 else ''} on the hosted API"
+    return text + "); the Schedule plans the purchases on the way there, workload by workload."
+
+
 def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, Any]:
     """The shared fleet of ``ask``'s workloads for the template and the terminal: a headline
     with its cost and what sharing saves, a row per device type (owned, rented by the hour,

@@ -16,7 +16,7 @@ from planner.catalog import Catalog
 from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option, solve
 from planner.plan.labels import short_label
 from planner.plan.recommend import COST
-from planner.plan.schedule import NodeCosts, node_costs, replicas_at
+from planner.plan.schedule import NodeCosts, node_costs, replicas_at, traffic_factors
 
 #: The options kept for each workload and device type, fewest devices first: enough for the
 #: optimiser to mix them, few enough that the program stays small.
@@ -46,12 +46,18 @@ def daily_profile(catalog: Catalog, workload: str) -> tuple[float, ...]:
     return tuple(float(share) for share in forecast.daily_profile)
 
 
-def fleet_options(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Option]:
+def fleet_options(
+    catalog: Catalog,
+    table: pd.DataFrame,
+    models: dict[str, str],
+    growth: dict[str, float] | None = None,
+) -> list[Option]:
     """The options of each workload of ``models``: on each of its :data:`TYPES_PER_WORKLOAD`
     device types whose cheapest eligible row alone costs least, for each replica size, the
     eligible row needing fewest replicas (the cheapest of those: another of the same size and
     more replicas can never serve a share more cheaply), the :data:`OPTIONS_PER_TYPE` smallest
-    sizes, with the replicas each hour of the workload's day needs alone."""
+    sizes, with the replicas each hour of the workload's day needs alone, its traffic that
+    day ``growth`` × today's (1 where not given)."""
     rows = served_rows(table, models)
     cheapest = rows.sort_values(COST, kind="stable").drop_duplicates(["workload", "hardware"])
     leading = cheapest.groupby("workload", sort=False).head(TYPES_PER_WORKLOAD)
@@ -64,19 +70,27 @@ def fleet_options(catalog: Catalog, table: pd.DataFrame, models: dict[str, str])
     options = []
     for _, r in kept.iterrows():
         profile = daily_profile(catalog, str(r["workload"]))
-        hourly = () if profile == FLAT else tuple(replicas_at(r, share) for share in profile)
+        factor = (growth or {}).get(str(r["workload"]), 1.0)
+        hourly: tuple[int, ...] = ()
+        if profile != FLAT or factor != 1:
+            hourly = tuple(replicas_at(r, factor * share) for share in profile)
         options.append(Option(
             str(r["workload"]),
             str(r["hardware"]),
             int(r["tensor_parallel"]),
-            int(r["replicas_planned"]),
+            max(hourly) if hourly else int(r["replicas_planned"]),
             short_label(r, devices=False),
             hourly,
         ))  # fmt: skip
     return options
 
 
-def demands(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> list[Demand]:
+def demands(
+    catalog: Catalog,
+    table: pd.DataFrame,
+    models: dict[str, str],
+    growth: dict[str, float] | None = None,
+) -> list[Demand]:
     """Each workload's day, the bill of its model's hosted API over the period for the
     busiest hour's traffic all day (``api_usd``; inf without an offer) and the spare nodes its
     forecast asks for (N+k)."""
@@ -85,7 +99,7 @@ def demands(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> li
     for workload in models:
         bills = pd.to_numeric(rows.loc[rows["workload"] == workload, "api_usd"], errors="coerce")
         bills = bills[np.isfinite(bills)]
-        bill = float(bills.min()) if len(bills) else math.inf
+        bill = float(bills.min()) * (growth or {}).get(workload, 1.0) if len(bills) else math.inf
         forecast = catalog.get("workloads", workload).forecast
         spare = forecast.spare_nodes if forecast is not None else 0
         found.append(Demand(workload, daily_profile(catalog, workload), bill, spare))
@@ -136,12 +150,45 @@ def fleet_of(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> F
         return str(exc)
 
 
-def plan_fleet(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet:
-    """The least-cost shared fleet for ``models`` (workload → model) over the plan ``table``."""
-    options = fleet_options(catalog, table, models)
+def plan_fleet(
+    catalog: Catalog,
+    table: pd.DataFrame,
+    models: dict[str, str],
+    growth: dict[str, float] | None = None,
+) -> Fleet:
+    """The least-cost shared fleet for ``models`` (workload → model) over the plan ``table``,
+    each workload's traffic ``growth`` × today's (1 where not given)."""
+    options = fleet_options(catalog, table, models, growth)
     types = node_types(catalog, table, [o.hardware for o in options])
     options = [o for o in options if o.hardware in types and o.devices <= types[o.hardware].devices]
     missing = set(models) - {o.workload for o in options}
     if missing:
         raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
-    return solve(options, types, demands(catalog, table, models))
+    return solve(options, types, demands(catalog, table, models, growth))
+
+
+def horizon_growth(catalog: Catalog, workloads: Sequence[str]) -> tuple[int, dict[str, float]]:
+    """The forecasts' last month and each workload's traffic then as a multiple of today's
+    (:func:`planner.plan.schedule.traffic_factors`; a shorter forecast holds its last month's,
+    a workload without one today's); month 0 where no forecast looks ahead."""
+    factors = {}
+    for w in workloads:
+        workload = catalog.get("workloads", w)
+        if workload.forecast is not None:
+            factors[w] = traffic_factors(catalog, workload)
+    month = max((len(f) - 1 for f in factors.values()), default=0)
+    return month, {w: f[min(month, len(f) - 1)] for w, f in factors.items()}
+
+
+def fleet_at_horizon(
+    catalog: Catalog, table: pd.DataFrame, models: dict[str, str]
+) -> tuple[int, Fleet | str] | None:
+    """The fleet the forecasts' last month needs (:func:`horizon_growth`), replanned from
+    scratch at that month's traffic, with the month; None where no forecast grows."""
+    month, growth = horizon_growth(catalog, list(models))
+    if month == 0 or all(f == 1 for f in growth.values()):
+        return None
+    try:
+        return month, plan_fleet(catalog, table, models, growth)
+    except ValueError as exc:
+        return month, str(exc)
