@@ -301,3 +301,95 @@ def test_nodes_without_overhead_are_not_multiplied() -> None:
     free = {"h100": NodeType("h100", 8, 10_000.0, 0.0)}
     fleet = solve([seven_b("a", replicas=1), seven_b("b", replicas=2)], free)
     assert fleet.owned_devices == {"h100": 3} and fleet.owned_nodes == {"h100": 1}
+
+
+#: Large-memory devices at 100 USD and small ones at 40 over the period, nodes of 8 at no cost of
+#: their own.
+LARGE_SMALL = {
+    "large": NodeType("large", 8, 100.0, 0.0),
+    "small": NodeType("small", 8, 40.0, 0.0),
+}
+
+
+def routed(*parts: Option) -> list[Option]:
+    """A documents workload of mixed prompt lengths: 4 large devices carry its whole mix (each
+    sequence reserves the longest prompt); a small device holds no long prompt at all."""
+    return [Option("docs", "large", 1, 4, "large, the whole mix"), *parts]
+
+
+#: The length classes of the documents workload: prompts up to 8,192 tokens and above.
+CLASSES = [Demand("docs-short", parent="docs"), Demand("docs-long", parent="docs")]
+
+
+def test_long_prompts_routed_to_large_devices_and_short_ones_to_small() -> None:
+    """Routed by length, the short prompts need 4 small devices and the long ones 1 large
+    device: 4 × 40 + 100 = 260 USD, against 400 for 4 large devices carrying the whole mix
+    (the short prompts alone on large devices need 3: 300 + 100 = 400, no better)."""
+    short_small = Option("docs", "small", 1, 4, "small, short prompts", part="docs-short")
+    short_large = Option("docs", "large", 1, 3, "large, short prompts", part="docs-short")
+    long_large = Option("docs", "large", 1, 1, "large, long prompts", part="docs-long")
+    fleet = solve(routed(short_small, short_large, long_large), LARGE_SMALL, CLASSES)
+    assert fleet.cost_usd == pytest.approx(260)
+    assert fleet.peak_replicas == {short_small: 4, long_large: 1}
+    assert fleet.owned_devices == {"large": 1, "small": 4}
+    # without the small devices' class option, the whole mix on large devices is as cheap as
+    # any split: 400
+    assert solve(routed(short_large, long_large), LARGE_SMALL, CLASSES).cost_usd == 400
+    # a class nothing serves but the whole mix: the whole-mix option carries both classes
+    whole = solve(routed(short_small), LARGE_SMALL, CLASSES)
+    assert whole.cost_usd == 400 and whole.owned_devices == {"large": 4}
+
+
+def test_a_workload_split_by_prompt_length(tmp_path: Path) -> None:
+    """Prompts of 1,000 tokens for 8 requests in 10 and 30,000 for the others, split at 8,192:
+    the classes carry 80 % and 20 % of the 2 requests a second (to within the draws' sampling
+    error, 0.3 % at 20,000 draws), prompts of exactly 1,000 and 30,000 tokens."""
+    import shutil
+
+    import yaml
+
+    from planner.plan.portfolio import length_classes
+
+    folder = tmp_path / "catalogs"
+    shutil.copytree(Path(__file__).parent.parent / "catalogs" / "examples" / "seed", folder)
+    data = yaml.safe_load((folder / "workloads.yaml").read_text())
+    entry = data["workloads"][0]
+    entry.pop("concurrency", None)
+    entry.update(
+        prompt_tokens={"samples": [1000] * 8 + [30000] * 2},
+        max_output_tokens=512,
+        arrival={"pattern": "poisson", "rate": "2 /s"},
+        long_prompt_tokens=8192,
+    )
+    (folder / "workloads.yaml").write_text(yaml.safe_dump(data))
+    catalog = load_catalog(folder)
+    (short, short_share, short_words), (long, long_share, _) = length_classes(
+        catalog, catalog.workloads[0]
+    )
+    assert short_share == pytest.approx(0.8, abs=0.01) and long_share == 1 - short_share
+    assert short.prompt_tokens.mean == short.prompt_tokens.max == 1000
+    assert long.prompt_tokens.mean == long.prompt_tokens.max == 30000
+    assert short.arrival.rate == pytest.approx(2 * short_share)
+    assert short_words == "prompts up to 8,192 tokens"
+    assert short.id == f"{entry['id']}-up-to-8192" and long.long_prompt_tokens is None
+
+
+def test_routing_by_length_needs_an_arrival_rate(tmp_path: Path) -> None:
+    """A closed-loop workload routed by length is refused at its field, saying why."""
+    import shutil
+
+    import yaml
+
+    from planner.catalog import CatalogError
+
+    folder = tmp_path / "catalogs"
+    shutil.copytree(Path(__file__).parent.parent / "catalogs", folder)
+    data = yaml.safe_load((folder / "workloads.yaml").read_text())
+    chat = next(w for w in data["workloads"] if w["id"] == "chat")
+    chat["long_prompt_tokens"] = 2048
+    (folder / "workloads.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(folder)
+    text = str(caught.value)
+    assert "workloads.yaml" in text and "chat" in text
+    assert "long_prompt_tokens routes each request by its prompt's length" in text

@@ -119,3 +119,27 @@ def test_an_edited_count_is_flagged_and_checked(
     assert day[6 + 24 - 1] is False
     assert rows[types - 1][11] is False  # devices hold
     assert rows[3][1] == pytest.approx(fleet.cost_usd - 12_500)
+
+
+def test_a_fleet_routed_by_length_recomputes(tmp_path: Path) -> None:
+    """The documents workload routed by length (test_fleet's case: short prompts on 4 small
+    devices, long ones on 1 large): a row per length class, each served by its own class's
+    options and the whole mix's, recalculated alike in both engines."""
+    from test_fleet import CLASSES, LARGE_SMALL, routed
+
+    short = Option("docs", "small", 1, 4, "small, short prompts", part="docs-short")
+    long = Option("docs", "large", 1, 1, "large, long prompts", part="docs-long")
+    fleet = solve(routed(short, long), LARGE_SMALL, CLASSES)
+    path = write_workbook(evaluate(load_catalog(SEED)), tmp_path / "routed.xlsx", fleet=fleet)
+    rows = cached(path, "Fleet")
+    assert rows[3][1] == pytest.approx(260)
+    labels = [row[0] if row else None for row in rows]
+    first = labels.index("share of the load nothing serves") + 1
+    assert [rows[first + k][:5] for k in range(2)] == [
+        ["docs-short", 1, None, 1, None],
+        ["docs-long", 1, None, 2, None],
+    ]
+    assert [rows[first + k][6 + 24 - 1] for k in range(2)] == [True, True]
+    for engine in (e for e in ENGINES if installed(e)):
+        (out,) = recalculate_many([path], tmp_path / engine, engine=engine)
+        assert_sheets_equal(rows, computed_values(out, "Fleet"))

@@ -213,6 +213,22 @@ class Workload(Entry, Uncertain):
     admission: Literal["reserve-max", "current-length"] = "reserve-max"
     forecast: Forecast | None = None
     prefix: Prefix | None = None
+    #: prompts longer than this may be served apart from the others, on devices of their own
+    #: (the shared fleet weighs both ways: one pool for the whole mix, or a pool per length)
+    long_prompt_tokens: Count | None = None
+
+    @model_validator(mode="after")
+    def _routable(self) -> Workload:
+        """Routing by length splits an open-loop stream of single requests by prompt."""
+        if self.long_prompt_tokens is None:
+            return self
+        if self.arrival is None or self.arrival.pattern == "trace" or self.requests_per_task > 1:
+            raise ValueError(
+                "long_prompt_tokens routes each request by its prompt's length: it needs an "
+                "arrival rate (poisson or bursty) and one request per task; leave it out for "
+                "a closed loop, a trace or an agent"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_arrival(self) -> Workload:

@@ -53,15 +53,29 @@ def option_share(replicas_owned: Any, replicas_rented: Any, replicas_alone: Any)
     return where(replicas_alone > 0, (replicas_owned + replicas_rented) / replicas_alone, 0)
 
 
+def _matches(
+    workload_number_column: Any, workload_number: Any, part_number_column: Any, part_number: Any
+) -> Any:
+    """1 for each option that carries the demand's load: its workload's, and its length class
+    or the whole mix (part 0)."""
+    same_part = ((part_number_column == part_number) + (part_number_column == 0)) > 0
+    return (workload_number_column == workload_number) * same_part
+
+
 @fleet_metric("-")
 def load_served(
-    workload_number_column: Any, workload_number: Any, option_share_column: Any, api_share: Any
+    workload_number_column: Any,
+    workload_number: Any,
+    part_number_column: Any,
+    part_number: Any,
+    option_share_column: Any,
+    api_share: Any,
 ) -> Any:
-    """Share of the workload's load in the hour that the fleet serves: its options' shares and
-    the share sent to the hosted API [-]."""
-    return (
-        sum_product((workload_number_column == workload_number) * option_share_column) + api_share
-    )
+    """Share of the demand's load in the hour that the fleet serves (a workload's, or one
+    length class of it): the shares of the options that carry it, and the share sent to the
+    hosted API [-]."""
+    mine = _matches(workload_number_column, workload_number, part_number_column, part_number)
+    return sum_product(mine * option_share_column) + api_share
 
 
 @fleet_metric("-")
@@ -69,11 +83,14 @@ def load_short(
     load_served: Any,
     workload_number_column: Any,
     workload_number: Any,
+    part_number_column: Any,
+    part_number: Any,
     replicas_alone_column: Any,
 ) -> Any:
-    """Share of the workload's load in the hour that nothing serves: 1 − the share served, where
-    any of its options needs a replica that hour; none otherwise [-]."""
-    needed = sum_product((workload_number_column == workload_number) * (replicas_alone_column > 0))
+    """Share of the demand's load in the hour that nothing serves: 1 − the share served, where
+    any option that carries it needs a replica that hour; none otherwise [-]."""
+    mine = _matches(workload_number_column, workload_number, part_number_column, part_number)
+    needed = sum_product(mine * (replicas_alone_column > 0))
     return where(needed > 0, maximum(1 - load_served, 0), 0)
 
 

@@ -68,6 +68,15 @@ class Option:
     replicas_alone: int
     label: str
     hourly: tuple[int, ...] = ()
+    #: the length class it serves alone (its :class:`Demand`'s key), or "" for the whole mix
+    part: str = ""
+
+    def serves(self, key: str, parent: str) -> bool:
+        """Whether its replicas carry load of demand ``key``, a part of workload ``parent``
+        (or the workload itself): the same class, or the whole mix of that workload."""
+        if self.workload != parent:
+            return False
+        return self.part in ("", key) if key != parent else not self.part
 
     def alone_at(self, hour: int) -> int:
         """Replicas that carry hour ``hour``'s whole load alone [replicas]."""
@@ -96,12 +105,20 @@ class NodeType:
 class Demand:
     """A workload's day and its hosted API: each hour's traffic as a share of the busiest
     hour's, the API's bill over the period for the busiest hour's traffic all day (inf: no
-    API serves it), and the nodes its device types keep spare (N+k)."""
+    API serves it), and the nodes its device types keep spare (N+k). A workload routed by
+    length has a demand per length class (``parent``: the workload; ``workload``: the class's
+    key), each to be served."""
 
     workload: str
     profile: tuple[float, ...] = FLAT
     api_usd: float = math.inf
     spare_nodes: int = 0
+    parent: str = ""
+
+    @property
+    def of(self) -> str:
+        """The workload the demand is part of (itself where it is whole)."""
+        return self.parent or self.workload
 
 
 @dataclass(frozen=True)
@@ -249,9 +266,14 @@ class _Program:
         self, options: Sequence[Option], types: dict[str, NodeType], demands: Sequence[Demand]
     ) -> None:
         self.options = list(options)
-        self.workloads = list(dict.fromkeys(o.workload for o in options))
+        parents = list(dict.fromkeys(o.workload for o in options))
+        parts = {w: [d for d in demands if d.parent == w] for w in parents}
         given = {d.workload: d for d in demands}
-        self.days = {w: given.get(w, Demand(w)) for w in self.workloads}
+        self.days = {}
+        for w in parents:
+            for d in parts[w] or [given.get(w, Demand(w))]:
+                self.days[d.workload] = d
+        self.workloads = list(self.days)
         self.names = [h for h in types if any(o.hardware == h for o in options)]
         self.types = {h: types[h] for h in self.names}
         self.groups = _hour_groups(options)
@@ -332,7 +354,8 @@ class _Program:
                 if math.isfinite(day.api_usd) and share > 0:
                     self.cost[self.a(k, g)] = day.api_usd * share / HOURS
                     self.upper[self.a(k, g)] = 1
-                mine = [i for i, o in enumerate(self.options) if o.workload == w and need[i]]
+                of = day.of
+                mine = [i for i, o in enumerate(self.options) if o.serves(w, of) and need[i]]
                 if not mine:  # no option needs a replica: the hour's load is nil
                     continue
                 terms = {self.a(k, g): 1.0}
@@ -368,7 +391,8 @@ class _Program:
         for j, h in enumerate(self.names):
             for q, w in enumerate(self.guarded):
                 for i, o in enumerate(self.options):
-                    for g in range(len(self.groups)) if (o.hardware, o.workload) == (h, w) else ():
+                    mine = o.hardware == h and o.serves(w, self.days[w].of)
+                    for g in range(len(self.groups)) if mine else ():
                         bound = max(self.upper[self.n(i, g)], 1)
                         self.constrain({self.n(i, g): 1, self.y(j, q): -bound}, -np.inf, 0)
                 spare = self.days[w].spare_nodes

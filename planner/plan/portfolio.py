@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from planner.catalog import Catalog
+from planner.catalog import Catalog, LengthDistribution, Workload
 from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option, solve
 from planner.plan.labels import short_label
+from planner.plan.lengths import lengths
 from planner.plan.recommend import COST
 from planner.plan.schedule import NodeCosts, node_costs, replicas_at, traffic_factors
+from planner.plan.sweep import evaluate
 
 #: The options kept for each workload and device type, fewest devices first: enough for the
 #: optimiser to mix them, few enough that the program stays small.
@@ -159,12 +162,14 @@ def plan_fleet(
     """The least-cost shared fleet for ``models`` (workload → model) over the plan ``table``,
     each workload's traffic ``growth`` × today's (1 where not given)."""
     options = fleet_options(catalog, table, models, growth)
+    routed, classes = class_options(catalog, models, growth)
+    options += routed
     types = node_types(catalog, table, [o.hardware for o in options])
     options = [o for o in options if o.hardware in types and o.devices <= types[o.hardware].devices]
     missing = set(models) - {o.workload for o in options}
     if missing:
         raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
-    return solve(options, types, demands(catalog, table, models, growth))
+    return solve(options, types, demands(catalog, table, models, growth) + classes)
 
 
 def horizon_growth(catalog: Catalog, workloads: Sequence[str]) -> tuple[int, dict[str, float]]:
@@ -192,3 +197,76 @@ def fleet_at_horizon(
         return month, plan_fleet(catalog, table, models, growth)
     except ValueError as exc:
         return month, str(exc)
+
+
+#: Prompts drawn from a workload's distribution to split it by length, and the seed: the
+#: classes' shares and lengths are the draws' (a fixed seed: the same classes every run).
+LENGTH_DRAWS, LENGTH_SEED = 20_000, 0
+
+
+def length_classes(catalog: Catalog, workload: Workload) -> list[tuple[Workload, float, str]]:
+    """A workload routed by length (``long_prompt_tokens``) as two workloads of its own, prompts
+    up to that length and above it, each with its share of the requests and of the arrival
+    rate, and the lengths of its share of the prompts (mean, p95 and max of the draws of the
+    workload's prompt distribution), and the class in words; none where the workload is not
+    routed or one class would be empty."""
+    split = workload.long_prompt_tokens
+    rate = workload.arrival.rate if workload.arrival is not None else None
+    if split is None or not isinstance(rate, (int, float)):
+        return []
+    prompts = lengths(catalog, workload.prompt_tokens, workload.max_output_tokens)
+    draws = prompts.draw(np.random.default_rng(LENGTH_SEED), LENGTH_DRAWS)
+    classes = []
+    for part, words, mine in (("up-to", "up to", draws <= split), ("over", "over", draws > split)):
+        values = draws[mine]
+        if not len(values):
+            return []
+        share = len(values) / len(draws)
+        mean, p95 = float(values.mean()), float(np.percentile(values, 95))
+        summary = LengthDistribution(mean=mean, p95=max(p95, mean), max=int(values.max()))
+        prefix = workload.prefix
+        if prefix is not None and prefix.tokens > mean:
+            prefix = None
+        assert workload.arrival is not None
+        classes.append((workload.model_copy(update={
+            "id": f"{workload.id}-{part}-{split}",
+            "name": f"{workload.name or workload.id} (prompts {words} {split:,} tokens)",
+            "prompt_tokens": summary,
+            "arrival": workload.arrival.model_copy(update={"rate": rate * share}),
+            "prefix": prefix,
+            "long_prompt_tokens": None,
+        }), share, f"prompts {words} {split:,} tokens"))  # fmt: skip
+    return classes
+
+
+def class_options(
+    catalog: Catalog, models: dict[str, str], growth: dict[str, float] | None = None
+) -> tuple[list[Option], list[Demand]]:
+    """The options and demands of the length classes of each routed workload of ``models``:
+    the classes evaluated as workloads of their own (closed form), served by the workload's
+    model; each option labelled with its class."""
+    found: list[tuple[Workload, str]] = []
+    words: dict[str, str] = {}
+    for w in models:
+        for c, _, text in length_classes(catalog, catalog.get("workloads", w)):
+            found.append((c, w))
+            words[c.id] = text
+    if not found:
+        return [], []
+    model = {c.id: models[w] for c, w in found}
+    parent = {c.id: w for c, w in found}
+    grown = {c: (growth or {}).get(w, 1.0) for c, w in parent.items()}
+    sub = replace(catalog, workloads=tuple(c for c, _ in found), scenarios=(), deployment=(),
+                  models=tuple(m for m in catalog.models if m.id in model.values()))  # fmt: skip
+    table = evaluate(sub).table
+    options = [
+        replace(
+            o,
+            workload=parent[o.workload],
+            part=o.workload,
+            label=f"{o.label} for {words[o.workload]}",
+        )  # fmt: skip
+        for o in fleet_options(sub, table, model, grown)
+    ]
+    classes = [replace(d, parent=parent[d.workload]) for d in demands(sub, table, model, grown)]
+    return options, classes

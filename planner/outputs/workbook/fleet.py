@@ -105,7 +105,7 @@ class _Layout:
     """Where each block starts and the values in it."""
 
     fleet: Fleet
-    workloads: list[str]
+    workloads: list[str]  # the demands' keys: a workload, or each length class of one
     names: list[str]
     owned: list[tuple[int, ...]]
     rented: list[tuple[int, ...]]
@@ -122,9 +122,26 @@ class _Layout:
         alone = [tuple(o.alone_at(t) for t in range(HOURS)) for o in fleet.options]
         return cls(fleet, list(fleet.demands), list(fleet.types), owned, rented, alone)
 
+    @property
+    def parents(self) -> list[str]:
+        return list(dict.fromkeys(d.of for d in self.fleet.demands.values()))
+
+    def part_number(self, parent: str, key: str) -> int:
+        """0 for a workload's whole mix, else its length class's number within it."""
+        parts = [d.workload for d in self.fleet.demands.values() if d.parent == parent]
+        return parts.index(key) + 1 if key in parts else 0
+
+    def key_ids(self, k: int) -> tuple[int, int]:
+        """Demand ``k``'s workload number and part number."""
+        day = self.fleet.demands[self.workloads[k]]
+        return self.parents.index(day.of) + 1, self.part_number(day.of, day.workload)
+
     def option_ids(self, i: int) -> list[Any]:
+        """Option ``i``'s workload number, type number, devices a replica and part number."""
         o = self.fleet.options[i]
-        return [self.workloads.index(o.workload) + 1, self.names.index(o.hardware) + 1, o.devices]
+        part = self.part_number(o.workload, o.part) if o.part else 0
+        return [self.parents.index(o.workload) + 1, self.names.index(o.hardware) + 1,
+                o.devices, part]  # fmt: skip
 
     def column(self, block: str, column: int) -> str:
         count = len(self.fleet.options) if block.startswith("o") else len(self.names)
@@ -163,11 +180,11 @@ def _option_rows(sheet: _Sheet, layout: _Layout, key: str, title: str, values: l
                  fill: Any = None, fmt: str = "0") -> None:  # fmt: skip
     """A block of a row per option: its label and numbers, then its 24 hours of ``values``."""
     sheet.title(title)
-    sheet.header(["option", "workload #", "type #", "devices a replica"])
+    sheet.header(["option", "workload #", "type #", "devices a replica", "part #"])
     layout.rows[key] = sheet.next
     for i, o in enumerate(layout.fleet.options):
         cells = [_text_cell(sheet.ws, f"{o.workload}: {o.label}")]
-        cells += [_cell(sheet.ws, v) for v in layout.option_ids(i)] + [None]
+        cells += [_cell(sheet.ws, v) for v in layout.option_ids(i)]
         style = {"fill": fill} if fill is not None else {}
         cells += [_cell(sheet.ws, v, fmt, **style) for v in values[i]]
         sheet.add(cells)
@@ -182,12 +199,12 @@ def _options(sheet: _Sheet, layout: _Layout) -> None:
     _option_rows(sheet, layout, "o_rented", "Replicas on rented devices (input)", layout.rented,
                  INPUT_FILL)  # fmt: skip
     sheet.title("Share of the workload's load each option carries")
-    sheet.header(["option", "workload #", "type #", "devices a replica"])
+    sheet.header(["option", "workload #", "type #", "devices a replica", "part #"])
     layout.rows["o_share"] = first = sheet.next
     for i, o in enumerate(layout.fleet.options):
         r = first + i
         cells = [_text_cell(sheet.ws, f"{o.workload}: {o.label}")]
-        cells += [_cell(sheet.ws, v) for v in layout.option_ids(i)] + [None]
+        cells += [_cell(sheet.ws, v) for v in layout.option_ids(i)]
         for t in range(HOURS):
             c = _col(FIRST_HOUR + t)
             refs = {"replicas_owned": f"{c}{layout.rows['o_owned'] + i}",
@@ -214,14 +231,15 @@ def _shares(layout: _Layout) -> list[list[float]]:
 def _workloads(sheet: _Sheet, layout: _Layout) -> None:
     fleet, ws = layout.fleet, sheet.ws
     sheet.title("Workloads: traffic, the API's share and the load served")
-    sheet.header(["workload", "workload #", "API bill (USD)", ""], last="API cost (USD)")
+    sheet.header(["workload", "workload #", "API bill (USD)", "part #"], last="API cost (USD)")
     layout.rows["w_profile"] = sheet.next
     layout.rows["w_api"] = layout.rows["w_profile"] + len(layout.workloads) + 2
     for k, w in enumerate(layout.workloads):
         day = fleet.demands[w]
         bill = day.api_usd if day.api_usd != float("inf") else "no API offer"
+        number, part = layout.key_ids(k)
         cells = [_text_cell(ws, f"{w}: each hour's traffic ÷ the busiest hour's"),
-                 _cell(ws, k + 1), _cell(ws, bill, "#,##0"), None, None]  # fmt: skip
+                 _cell(ws, number), _cell(ws, bill, "#,##0"), _cell(ws, part), None]  # fmt: skip
         cells += [_cell(ws, p, "0.00") for p in day.profile]
         refs = {"api_share_all": _hours(layout.rows["w_api"] + k),
                 "daily_profile": _hours(sheet.next),
@@ -233,48 +251,60 @@ def _workloads(sheet: _Sheet, layout: _Layout) -> None:
                                    "#,##0"))  # fmt: skip
         sheet.add(cells)
     sheet.add()
-    sheet.header(["share sent to the hosted API (input)", "workload #"])
+    sheet.header(["share sent to the hosted API (input)", "workload #", "", "part #"])
     for k, w in enumerate(layout.workloads):
         sent = fleet.api_by_hour.get(w, (0.0,) * HOURS)
-        cells = [_text_cell(ws, w), _cell(ws, k + 1), None, None, None]
+        cells = _key_cells(ws, layout, k)
         cells += [_cell(ws, s, "0.000", fill=INPUT_FILL) for s in sent]
         sheet.add(cells)
     sheet.add()
-    sheet.header(["share of the load served", "workload #"])
+    sheet.header(["share of the load served", "workload #", "", "part #"])
     layout.rows["w_served"] = sheet.next
     shares = _shares(layout)
     served: list[list[float]] = []
     for k, w in enumerate(layout.workloads):
         r = sheet.next
-        cells = [_text_cell(ws, w), _cell(ws, k + 1), None, None, None]
+        cells = _key_cells(ws, layout, k)
         api = fleet.api_by_hour.get(w, (0.0,) * HOURS)
         served.append([])
         for t in range(HOURS):
             refs, values = _option_columns(layout, "o_share", t, {"option_share_column": shares})
-            refs |= {"workload_number": f"$B{r}", "api_share": f"{_col(FIRST_HOUR + t)}"
-                     f"{layout.rows['w_api'] + k}"}  # fmt: skip
-            values |= {"workload_number": k + 1, "api_share": api[t]}
+            refs |= {"workload_number": f"$B{r}", "part_number": f"$D{r}",
+                     "api_share": f"{_col(FIRST_HOUR + t)}{layout.rows['w_api'] + k}"}  # fmt: skip
+            values |= _key_values(layout, k) | {"api_share": api[t]}
             cells.append(sheet.formula(r, FIRST_HOUR + t, "load_served", refs, values, "0.00"))
             served[k].append(fleet_model.value("load_served", values))
         sheet.add(cells)
     sheet.add()
-    sheet.header(["share of the load nothing serves", "workload #"], last="all served")
-    for k, w in enumerate(layout.workloads):
+    sheet.header(["share of the load nothing serves", "workload #", "", "part #"],
+                 last="all served")  # fmt: skip
+    for k in range(len(layout.workloads)):
         r = sheet.next
-        cells = [_text_cell(ws, w), _cell(ws, k + 1), None, None, None]
+        cells = _key_cells(ws, layout, k)
         short = []
         for t in range(HOURS):
             alone = {"replicas_alone_column": layout.alone}
             refs, values = _option_columns(layout, "o_alone", t, alone)
             refs |= {"load_served": f"{_col(FIRST_HOUR + t)}{layout.rows['w_served'] + k}",
-                     "workload_number": f"$B{r}"}  # fmt: skip
-            values |= {"load_served": served[k][t], "workload_number": k + 1}
+                     "workload_number": f"$B{r}", "part_number": f"$D{r}"}  # fmt: skip
+            values |= _key_values(layout, k) | {"load_served": served[k][t]}
             cells.append(sheet.formula(r, FIRST_HOUR + t, "load_short", refs, values, "0.00"))
             short.append(fleet_model.value("load_short", values))
         cells.append(sheet.formula(r, AFTER_HOURS, "load_met", {"load_short_all": _hours(r)},
                                    {"load_short_all": short}))  # fmt: skip
         sheet.add(cells)
     sheet.add()
+
+
+def _key_cells(ws: Any, layout: _Layout, k: int) -> list[Any]:
+    """A demand row's first cells: its key, workload number and part number."""
+    number, part = layout.key_ids(k)
+    return [_text_cell(ws, layout.workloads[k]), _cell(ws, number), None, _cell(ws, part), None]
+
+
+def _key_values(layout: _Layout, k: int) -> dict[str, int]:
+    number, part = layout.key_ids(k)
+    return {"workload_number": number, "part_number": part}
 
 
 def _block_col(first: int, count: int, letter: str) -> str:
@@ -291,11 +321,13 @@ def _option_columns(
     n = len(options)
     refs = {"workload_number_column": _block(first, n, 2),
             "type_number_column": _block(first, n, 3),
-            "devices_per_replica_column": _block(first, n, 4)}  # fmt: skip
+            "devices_per_replica_column": _block(first, n, 4),
+            "part_number_column": _block(first, n, 5)}  # fmt: skip
     values: dict[str, Any] = {
         "workload_number_column": [layout.option_ids(i)[0] for i in range(n)],
         "type_number_column": [layout.option_ids(i)[1] for i in range(n)],
         "devices_per_replica_column": [o.devices for o in options],
+        "part_number_column": [layout.option_ids(i)[3] for i in range(n)],
     }
     for name, grid in (counts or {}).items():
         refs[name] = _block_col(first, n, _col(FIRST_HOUR + hour))
