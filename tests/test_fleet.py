@@ -154,7 +154,7 @@ def test_the_shipped_portfolio_shares_its_nodes() -> None:
     start = time.perf_counter()
     fleet = plan_fleet(catalog, table, models)
     assert time.perf_counter() - start < 5
-    assert fleet.cost_usd <= fleet.alone_usd
+    assert fleet.cost_usd <= fleet.alone_usd * (1 + 1e-9)  # to within the solver's tolerance
     served = {o.workload for o in fleet.replicas} | set(fleet.api_share)
     assert served == set(models)
     # the chat forecast grows 6 % a month for 24 months: month 23 carries 1.06^23 = 3.82 ×

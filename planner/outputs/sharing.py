@@ -113,9 +113,10 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
     )
     spares = fleet.cost_usd - fleet.unguarded_usd
     if spares >= NO_SAVING_USD:
+        least, most = ("at least ", "at most ") if fleet.unguarded_gap > 1e-9 else ("", "")
         against += (
-            f", and keeps the spare nodes the forecasts ask for (N+k), which cost "
-            f"{usd(spares)} USD: without them it would cost {usd(fleet.unguarded_usd)}."
+            f", and keeps the spare nodes the forecasts ask for (N+k), which cost {least}"
+            f"{usd(spares)} USD: without them it would cost {most}{usd(fleet.unguarded_usd)}."
         )
     else:
         against += "."
