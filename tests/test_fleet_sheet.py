@@ -83,8 +83,7 @@ def test_the_fleet_sheet_recomputes(
     engine: str, fleet_book: tuple[Path, Fleet], tmp_path: Path
 ) -> None:
     """Every cell of the Fleet sheet recalculates to the planner's value."""
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    assert installed(engine), f"{engine} is not installed"
     path, _ = fleet_book
     (out,) = recalculate_many([path], tmp_path, engine=engine)
     assert_sheets_equal(cached(path, "Fleet"), computed_values(out, "Fleet"))
@@ -96,8 +95,7 @@ def test_an_edited_count_is_flagged_and_checked(
     """One owned replica fewer for the day workload at noon leaves 1 ÷ 14 of that hour's load
     unserved, flags the fleet as edited and costs nothing less (the devices stay owned); one
     owned H100 fewer makes the owned devices too few and costs 12,500 USD less."""
-    if not installed("libreoffice"):
-        pytest.skip("libreoffice is not installed")
+    assert installed("libreoffice"), "libreoffice is not installed"
     path, fleet = fleet_book
     book = openpyxl.load_workbook(path)
     sheet = book["Fleet"]
@@ -140,6 +138,7 @@ def test_a_fleet_routed_by_length_recomputes(tmp_path: Path) -> None:
         ["docs-long", 1, None, 2, None],
     ]
     assert [rows[first + k][6 + 24 - 1] for k in range(2)] == [True, True]
-    for engine in (e for e in ENGINES if installed(e)):
+    for engine in ENGINES:
+        assert installed(engine), f"{engine} is not installed"
         (out,) = recalculate_many([path], tmp_path / engine, engine=engine)
         assert_sheets_equal(rows, computed_values(out, "Fleet"))

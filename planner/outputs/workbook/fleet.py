@@ -143,10 +143,6 @@ class _Layout:
         return [self.parents.index(o.workload) + 1, self.names.index(o.hardware) + 1,
                 o.devices, part]  # fmt: skip
 
-    def column(self, block: str, column: int) -> str:
-        count = len(self.fleet.options) if block.startswith("o") else len(self.names)
-        return _block(self.rows[block], count, column)
-
 
 def write_fleet(wb: Workbook, fleet: Fleet | str | None) -> dict[str, Any]:
     """Add the sheet (nothing without a fleet); returns its formula cells' cached values."""
@@ -217,15 +213,10 @@ def _options(sheet: _Sheet, layout: _Layout) -> None:
     sheet.add()
 
 
-def _shares(layout: _Layout) -> list[list[float]]:
-    """Each option's share of its workload's load, hour by hour (the option_share metric)."""
-    return [
-        [fleet_model.value("option_share", {"replicas_owned": layout.owned[i][t],
-                                            "replicas_rented": layout.rented[i][t],
-                                            "replicas_alone": layout.alone[i][t]})
-         for t in range(HOURS)]
-        for i in range(len(layout.fleet.options))
-    ]  # fmt: skip
+def _cached_grid(sheet: _Sheet, first: int, count: int) -> list[list[Any]]:
+    """The cached values of a block's hour cells, as its formulas computed them."""
+    return [[sheet.cache[f"{_col(FIRST_HOUR + t)}{first + i}"] for t in range(HOURS)]
+            for i in range(count)]  # fmt: skip
 
 
 def _workloads(sheet: _Sheet, layout: _Layout) -> None:
@@ -260,7 +251,7 @@ def _workloads(sheet: _Sheet, layout: _Layout) -> None:
     sheet.add()
     sheet.header(["share of the load served", "workload #", "", "part #"])
     layout.rows["w_served"] = sheet.next
-    shares = _shares(layout)
+    shares = _cached_grid(sheet, layout.rows["o_share"], len(fleet.options))
     served: list[list[float]] = []
     for k, w in enumerate(layout.workloads):
         r = sheet.next
@@ -335,16 +326,6 @@ def _option_columns(
     return refs, values
 
 
-def _per_type_hours(layout: _Layout, rented: bool) -> list[list[int]]:
-    """Devices of each type on owned (or rented) replicas, hour by hour."""
-    counts = layout.rented if rented else layout.owned
-    return [
-        [sum(o.devices * counts[i][t] for i, o in enumerate(layout.fleet.options)
-             if o.hardware == h) for t in range(HOURS)]
-        for h in layout.names
-    ]  # fmt: skip
-
-
 def _type_hours(sheet: _Sheet, layout: _Layout, key: str, rented: bool) -> None:
     """A row per device type: its devices on owned (or rented) replicas, hour by hour."""
     ws = sheet.ws
@@ -394,7 +375,8 @@ def _type_values(layout: _Layout, j: int) -> dict[str, Any]:
 def _types(sheet: _Sheet, layout: _Layout) -> None:
     _type_hours(sheet, layout, "t_used", rented=False)
     _type_hours(sheet, layout, "t_rented", rented=True)
-    used, rented = _per_type_hours(layout, False), _per_type_hours(layout, True)
+    used = _cached_grid(sheet, layout.rows["t_used"], len(layout.names))
+    rented = _cached_grid(sheet, layout.rows["t_rented"], len(layout.names))
     ws = sheet.ws
     sheet.title("Device types: what is owned, what is rented, whether it holds, what it costs")
     names = ["device type", "type #"] + [header for header, _, _ in TYPE_COLUMNS]
