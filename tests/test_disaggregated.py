@@ -255,14 +255,20 @@ def test_a_disaggregated_schedule_counts_both_pools(both: pd.DataFrame) -> None:
     assert replicas_at(two, 2.0) == prefill + decode
 
 
-def test_a_disaggregated_candidate_is_not_simulated(both: pd.DataFrame) -> None:
+def test_disaggregated_pools_under_a_closed_loop_are_not_simulated(both: pd.DataFrame) -> None:
+    """The assistant's users send their next message when the last answer came back through
+    both pools, which a replay of send times cannot follow: closed form only, said so."""
+    from planner.plan.selection import simulable
     from planner.serving.sizing import size_candidate
 
-    row = pair(both, "chat", "llama-3.1-8b", "h100-sxm-80gb").loc[1]
-    sized = size_candidate(with_layouts(["aggregated", "disaggregated"]), row.to_dict())
+    rows = pair(both, "chat", "llama-3.1-8b", "h100-sxm-80gb")
+    sized = size_candidate(with_layouts(["aggregated", "disaggregated"]), rows.loc[1].to_dict())
     assert sized["sim_bound"] == "layout"
-    assert sized["sim_reason"] == "not simulated: disaggregated pools are planned in closed form"
+    assert sized["sim_reason"].startswith("not simulated: a closed loop's next request waits")
     assert sized["sim_runs"] == 0
+    assert simulable(rows).tolist() == [True, False]
+    open_loop = pair(both, "document-analysis", "llama-3.1-8b", "h100-sxm-80gb")
+    assert simulable(open_loop).tolist() == [True, True]
 
 
 @pytest.mark.parametrize(

@@ -35,8 +35,11 @@ NOT_MODELLED = [
     "where a workload shares only a system prompt or gives a measured ratio; it reserves "
     "no room for speculative proposals. Every sequence still reserves its own longest prompt "
     "past the prefix plus its promised maximum output.",
-    "Pipeline parallelism, expert parallelism and disaggregated prefill/decode are not modelled; "
-    "only tensor parallelism within a replica.",
+    "Pipeline parallelism is not modelled. Expert parallelism and disaggregated prefill/decode "
+    "are tried where the assumptions ask for them; expert-parallel layouts are planned in "
+    "closed form, and disaggregated pools are simulated together (a prefill pool, a transfer "
+    "queue per prefill replica, a decode pool) for open-loop workloads of one request a task, "
+    "else planned in closed form.",
     "Each engine's scheduler is modelled by its release's defaults (chunked prefill or whole "
     "prompts, the time per decoding sequence); a cost per request (scheduling and "
     "detokenising many short requests) is not, which makes very short requests at full load "

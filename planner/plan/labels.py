@@ -58,7 +58,7 @@ def _layout(option: Option) -> str:
     )
     if not (is_finite(pools := option.get("disaggregated", 0)) and pools > 0):
         return layout
-    prefill = option.get("prefill_pool_replicas", math.nan)
+    prefill = _prefill(option)
     replicas = option.get("replicas_planned", math.nan)
     if not (is_finite(prefill) and is_finite(replicas)):
         return f"{layout}, disaggregated"
@@ -75,13 +75,20 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
     else:
         layout = f"tensor parallel {int(option['tensor_parallel'])}"
     pools = option.get("disaggregated", 0)
-    prefill = option.get("prefill_pool_replicas", math.nan)
+    prefill = _prefill(option)
     if not is_finite(replicas):
         return f"? replicas of {layout}"
     if is_finite(pools) and pools > 0 and is_finite(prefill):
         decode = int(replicas) - int(prefill)
         return f"{_count(prefill, 'replica')} of {layout} for prompts and {decode} for decoding"
     return f"{_count(replicas, 'replica')} of {layout}"
+
+
+def _prefill(option: Option) -> Any:
+    """The prefill replicas planned (the closed form's for a row from before the simulation
+    sized both pools)."""
+    planned = option.get("prefill_pool_planned", math.nan)
+    return planned if is_finite(planned) else option.get("prefill_pool_replicas", math.nan)
 
 
 def _count(n: Any, word: str) -> str:

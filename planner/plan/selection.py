@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.plan import recommend
-from planner.plan.columns import LAYOUT_DEFAULTS
+from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY
 
 __all__ = ["closest", "contenders", "select_candidates", "simulable", "unsimulated_leaders"]
 
@@ -62,13 +62,20 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
 
 
 def simulable(table: pd.DataFrame) -> pd.Series:
-    """Rows the serving simulation can size: one pool of tensor-parallel replicas; expert
-    parallelism and disaggregated pools are planned in closed form only."""
-    keep = pd.Series(True, index=table.index)
-    for layout, default in LAYOUT_DEFAULTS.items():
-        if layout in table:
-            keep &= pd.to_numeric(table[layout], errors="coerce").fillna(default) == default
-    return keep
+    """Rows the serving simulation can size: one pool of tensor-parallel replicas, or a
+    disaggregated prefill pool and decode pool serving open-loop tasks of one request
+    (:mod:`planner.serving.pools`); expert parallelism, and disaggregated pools under a closed
+    loop or tasks of several requests, are planned in closed form only."""
+
+    def column(name: str, default: float) -> pd.Series:
+        if name not in table:
+            return pd.Series(default, index=table.index)
+        return pd.to_numeric(table[name], errors="coerce").fillna(default)
+
+    keep = column(EP_KEY, LAYOUT_DEFAULTS[EP_KEY]) == LAYOUT_DEFAULTS[EP_KEY]
+    open_single = (column("concurrency", 0) <= 0) & (column("requests_per_task", 1) <= 1)
+    pools = column(PD_KEY, LAYOUT_DEFAULTS[PD_KEY]) != LAYOUT_DEFAULTS[PD_KEY]
+    return keep & (~pools | open_single)
 
 
 def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:

@@ -40,6 +40,13 @@ SIMULATED_COLUMNS = [
         lambda r: r["sim_replicas_needed"],
     ),
     Column(
+        "sim_prefill_pool_replicas",
+        "replicas",
+        "of them, a disaggregated candidate's prefill pool, simulated with its decode pool "
+        "(0 for one pool)",
+        lambda r: r.get("sim_prefill_pool_replicas", 0.0),
+    ),
+    Column(
         "sim_meets_targets",
         "",
         "1 when the simulation met every target, else 0",

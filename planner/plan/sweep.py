@@ -20,6 +20,7 @@ from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.candidates import candidates, skipped_pairs
 from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PLAN_KEYS
+from planner.plan.selection import simulable
 from planner.plan.tables import (
     ALL_KEYS,
     CANDIDATE,
@@ -445,8 +446,8 @@ def _start_notes(catalog: Catalog, table: pd.DataFrame) -> list[str]:
 
 
 def _layout_notes(table: pd.DataFrame) -> list[str]:
-    """Expert-parallel and disaggregated candidates are planned in closed form: the simulation
-    sizes none."""
+    """Expert-parallel candidates, and disaggregated ones serving a closed loop or tasks of
+    several requests, are planned in closed form: the simulation sizes none of them."""
     notes = []
     if EP_KEY in table and (count := int((table[EP_KEY] > 1).sum())):
         notes.append(
@@ -454,10 +455,12 @@ def _layout_notes(table: pd.DataFrame) -> list[str]:
             "expert-parallel layouts are not simulated (their all-to-all and data-parallel "
             "attention are not in the simulation)"
         )
-    if PD_KEY in table and (count := int((table[PD_KEY] > 0).sum())):
+    pools = table[PD_KEY] > 0 if PD_KEY in table else pd.Series(False, index=table.index)
+    if count := int((pools & ~simulable(table)).sum()):
         notes.append(
-            f"{count:,} disaggregated candidates are planned in closed form only: the simulation "
-            "runs one pool of replicas, not a prefill pool and a decode pool"
+            f"{count:,} disaggregated candidates are planned in closed form only: they serve a "
+            "closed loop or tasks of several requests, whose next request waits for an answer "
+            "through both pools, which the pools' simulation does not follow"
         )
     return notes
 

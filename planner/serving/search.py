@@ -16,8 +16,63 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.serving.configs import users_per_replica
+
+if TYPE_CHECKING:
+    from planner.catalog import Workload
+    from planner.serving.statistics import SimResult
+
+
+#: (label, workload target field, SimResult p95 field), in the order reasons are reported.
+TARGETS = tuple((t.name, t.field, t.simulated) for t in LATENCY_TARGETS)
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A target one simulation misses: ``label`` (ttft/itl/e2e/task/rejected), value, limit."""
+
+    label: str
+    value: float
+    limit: float
+
+    def text(self) -> str:
+        """``itl p95 0.081 s > 0.050 s target`` (more digits where three would show a tie)."""
+        if self.label == "rejected":
+            return f"rejected {self.value:.2%} > {self.limit:.2%} ceiling"
+        digits = 3
+        while digits < 6 and f"{self.value:.{digits}f}" == f"{self.limit:.{digits}f}":
+            digits += 1
+        return f"{self.label} p95 {self.value:.{digits}f} s > {self.limit:.{digits}f} s target"
+
+
+def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
+    """The targets a simulated replica misses (a missing figure counts as a miss)."""
+    out = []
+    for label, target_field, result_field in TARGETS:
+        limit = getattr(workload.targets, target_field)
+        if limit is None:
+            continue
+        value = getattr(result, result_field)
+        if not value <= limit:
+            out.append(Miss(label, value, limit))
+    if not result.rejected_fraction <= ceiling:
+        out.append(Miss("rejected", result.rejected_fraction, ceiling))
+    return out
+
+
+def miss_ratio_of(result: SimResult, workload: Workload, ceiling: float) -> float:
+    """The run's worst figure over its target or ceiling (:func:`miss_ratio`) [-]."""
+    values = {"rejected": result.rejected_fraction}
+    limits = {"rejected": ceiling}
+    for label, target_field, result_field in TARGETS:
+        limit = getattr(workload.targets, target_field)
+        if limit is not None:
+            values[label] = getattr(result, result_field)
+            limits[label] = limit
+    return miss_ratio(values, limits)
 
 
 def miss_ratio(values: dict[str, float], limits: dict[str, float]) -> float:

@@ -90,8 +90,7 @@ Everything is deterministic: the same catalog, rows and seed give the same table
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -100,8 +99,8 @@ from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
-from planner.model.targets import TARGETS as LATENCY_TARGETS
 from planner.model.units import GB, GIB
+from planner.plan.columns import PD_KEY
 from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
@@ -116,7 +115,8 @@ from planner.serving.configs import (
     sim_config,
     step_model,
 )
-from planner.serving.search import fewest, miss_ratio
+from planner.serving.pools import fewest_pools, pool_sizes, simulable_pools, simulate_pools
+from planner.serving.search import Miss, fewest, miss_ratio_of, misses
 from planner.serving.simulate import SimConfig, SimResult, simulate
 from planner.serving.speculation import itl_floor_s
 
@@ -128,9 +128,12 @@ __all__ = [
     "DEFAULT_MAX_REPLICAS",
     "DEFAULT_QUEUE_TIMEOUT_S",
     "QUEUE_TIMEOUT_TARGET_MULTIPLE",
+    "Miss",
+    "SIZED_KEYS",
     "SIZING_COLUMNS",
     "best_case_config",
     "kv_budget_tokens",
+    "misses",
     "queue_timeout_s",
     "sim_config",
     "simulate_candidates",
@@ -141,8 +144,16 @@ __all__ = [
 DEFAULT_MAX_REPLICAS = 256
 """Open loop: the search gives up beyond this many replicas [replicas]."""
 
-#: (label, workload target field, SimResult p95 field), in the order reasons are reported.
-TARGETS = tuple((t.name, t.field, t.simulated) for t in LATENCY_TARGETS)
+
+#: The key columns of :func:`simulate_candidates`: the candidate's five and its serving layout
+#: (1: disaggregated pools; expert-parallel layouts are not simulated).
+SIZED_KEYS = [*ALL_KEYS, PD_KEY]
+
+
+def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A sized row's key columns (one pool where the results table has no layout column)."""
+    return {**{k: row[k] for k in ALL_KEYS}, PD_KEY: int(row.get(PD_KEY, 0))}
+
 
 #: Columns of :func:`simulate_candidates` after the key columns (units in the names).
 SIZING_COLUMNS = [
@@ -152,43 +163,11 @@ SIZING_COLUMNS = [
     "sim_bound",
     "sim_reason",
     "sim_replicas_simulated",
+    "sim_prefill_pool_replicas",
     *(f.name for f in SIMULATED_FIGURES),
     "sim_requests",
     "sim_runs",
 ]
-
-
-@dataclass(frozen=True)
-class Miss:
-    """A target one simulation misses: ``label`` (ttft/itl/e2e/task/rejected), value, limit."""
-
-    label: str
-    value: float
-    limit: float
-
-    def text(self) -> str:
-        """``itl p95 0.081 s > 0.050 s target`` (more digits where three would show a tie)."""
-        if self.label == "rejected":
-            return f"rejected {self.value:.2%} > {self.limit:.2%} ceiling"
-        digits = 3
-        while digits < 6 and f"{self.value:.{digits}f}" == f"{self.limit:.{digits}f}":
-            digits += 1
-        return f"{self.label} p95 {self.value:.{digits}f} s > {self.limit:.{digits}f} s target"
-
-
-def misses(result: SimResult, workload: Workload, ceiling: float) -> list[Miss]:
-    """The targets a simulated replica misses (a missing figure counts as a miss)."""
-    out = []
-    for label, target_field, result_field in TARGETS:
-        limit = getattr(workload.targets, target_field)
-        if limit is None:
-            continue
-        value = getattr(result, result_field)
-        if not value <= limit:
-            out.append(Miss(label, value, limit))
-    if not result.rejected_fraction <= ceiling:
-        out.append(Miss("rejected", result.rejected_fraction, ceiling))
-    return out
 
 
 def prefill_steps(requests: int, prompt_tokens_mean: float, chunk: int | None) -> float:
@@ -307,11 +286,14 @@ def _not_simulated(
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
-    is expert-parallel or disaggregated (planned in closed form only); else None."""
+    is expert-parallel, or disaggregated with a closed loop or tasks of several requests
+    (planned in closed form only); else None."""
     if float(row.get("expert_parallel", 1)) > 1:
         return "layout", "not simulated: expert-parallel layouts are planned in closed form"
     if float(row.get("disaggregated", 0)) > 0:
-        return "layout", "not simulated: disaggregated pools are planned in closed form"
+        refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
+        if refused is not None:
+            return "layout", refused
     a = catalog.assumptions
     need = int(length_summary(catalog, workload, "prompt")[2]) + workload.max_output_tokens
     have = kv_budget_tokens(row)
@@ -359,6 +341,7 @@ def size_candidate(
         "sim_bound": "",
         "sim_reason": "",
         "sim_replicas_simulated": math.nan,
+        "sim_prefill_pool_replicas": 0,
         **_figures(None),
         "sim_requests": 0,
         "sim_runs": 0,
@@ -369,6 +352,9 @@ def size_candidate(
         out.update(sim_bound=refused[0], sim_reason=refused[1])
         return out
 
+    if float(row.get("disaggregated", 0)) > 0:
+        out.update(_size_pools(catalog, workload, row, max_replicas, n_requests, seed))
+        return out
     runs: dict[SimConfig, SimResult] = {}
 
     def run(cfg: SimConfig) -> SimResult:
@@ -411,7 +397,7 @@ def size_candidate(
 
     def simulate_at(replicas: int) -> tuple[bool, float]:
         served = met(replicas)
-        return served, _miss_ratio(at[replicas][1], workload, ceiling)
+        return served, miss_ratio_of(at[replicas][1], workload, ceiling)
 
     # the best case first where a floor already misses (the no-load TTFT, or a decode step of
     # one sequence with one cached token, per token), else only when the closed form's count
@@ -430,7 +416,7 @@ def size_candidate(
         start,
         upper,
         users,
-        None if best is None else _miss_ratio(best, workload, ceiling),
+        None if best is None else miss_ratio_of(best, workload, ceiling),
     )
     if hi is None:
         record(at[upper][1], upper)
@@ -456,21 +442,70 @@ def size_candidate(
     return out
 
 
+def _size_pools(
+    catalog: Catalog,
+    workload: Workload,
+    row: Mapping[str, Any],
+    max_replicas: int,
+    n_requests: int | None,
+    seed: int | None,
+) -> dict[str, Any]:
+    """The sizing columns of a disaggregated row: its prefill and decode pools simulated
+    together (:func:`planner.serving.pools.fewest_pools`), the figures those of the run at the
+    sizes planned."""
+    ceiling = catalog.assumptions.max_rejected_fraction
+    cfg = sim_config(catalog, workload, row, 1, n_requests, seed)
+    at: dict[tuple[int, int], tuple[list[Miss], SimResult]] = {}
+
+    def judged(p: int, d: int) -> tuple[list[Miss], SimResult]:
+        if (p, d) not in at:
+            result = simulate_pools(
+                cfg, p, d, float(row["kv_bytes_per_token"]), float(row["network_bytes_per_s"])
+            )
+            at[p, d] = (misses(result, workload, ceiling), result)
+        return at[p, d]
+
+    def simulate_at(p: int, d: int) -> tuple[bool, float]:
+        missed, result = judged(p, d)
+        return not missed, miss_ratio_of(result, workload, ceiling)
+
+    def least(at_count: Callable[[int], tuple[bool, float]], start: int, upper: int) -> int | None:
+        return fewest(at_count, min(start, upper), upper, None)[1]
+
+    prefill, decode = pool_sizes(row)
+    tp = int(row["tensor_parallel"])
+    sizes = fewest_pools(simulate_at, least, prefill, decode, max_replicas)
+    if sizes is None:
+        worst = at[2 * prefill + 1, max_replicas]
+        return {
+            **_figures(worst[1]),
+            "sim_bound": "queueing",
+            "sim_reason": f"queueing: {'; '.join(m.text() for m in worst[0])} with "
+            f"{max_replicas} decode replicas (the search limit) and {2 * prefill + 1} prefill",
+            "sim_replicas_simulated": max_replicas,
+            "sim_requests": int(worst[1].n_measured),
+            "sim_runs": len(at),
+        }
+    p, d = sizes
+    result = judged(p, d)[1]
+    total = p + d
+    return {
+        **_figures(result),
+        "sim_replicas_needed": total,
+        "sim_devices_needed": total * tp,
+        "sim_prefill_pool_replicas": p,
+        "meets_targets_sim": not judged(p, d)[0],
+        "sim_reason": f"meets targets with {p} prefill + {d} decode replicas"
+        + (f" ({total * tp} devices)" if tp > 1 else ""),
+        "sim_replicas_simulated": total,
+        "sim_requests": int(result.n_measured),
+        "sim_runs": len(at),
+    }
+
+
 def _texts(at: Mapping[int, tuple[list[Miss], SimResult]], replicas: int) -> str:
     """The targets the run at ``replicas`` missed, in words."""
     return "; ".join(m.text() for m in at[replicas][0])
-
-
-def _miss_ratio(result: SimResult, workload: Workload, ceiling: float) -> float:
-    """The run's worst figure over its target or ceiling (:func:`search.miss_ratio`) [-]."""
-    values = {"rejected": result.rejected_fraction}
-    limits = {"rejected": ceiling}
-    for label, target_field, result_field in TARGETS:
-        limit = getattr(workload.targets, target_field)
-        if limit is not None:
-            values[label] = getattr(result, result_field)
-            limits[label] = limit
-    return miss_ratio(values, limits)
 
 
 def _sized(catalog: Catalog, job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
@@ -491,15 +526,15 @@ def simulate_candidates(
     """Size the selected candidates (:func:`~planner.plan.selection.select_candidates`) by
     simulation.
 
-    One row per simulated candidate: the key columns (hardware, model, precision, workload,
-    tensor_parallel) then :data:`SIZING_COLUMNS`, in the results table's order. ``processes``
-    > 1 spreads candidates over that many worker processes (or give an :class:`Executor`); the
-    table is the same either way.
+    One row per simulated candidate: the key columns (:data:`SIZED_KEYS`: hardware, model,
+    precision, workload, tensor_parallel, disaggregated) then :data:`SIZING_COLUMNS`, in the
+    results table's order. ``processes`` > 1 spreads candidates over that many worker processes
+    (or give an :class:`Executor`); the table is the same either way.
     ``simulated_requests: 0`` in the assumptions turns the simulation off (an empty table).
     """
     table = results if isinstance(results, pd.DataFrame) else results.table
     if n_requests is None and catalog.assumptions.simulated_requests == 0:
-        return pd.DataFrame(columns=[*ALL_KEYS, *SIZING_COLUMNS])
+        return pd.DataFrame(columns=[*SIZED_KEYS, *SIZING_COLUMNS])
     chosen = select_candidates(table, per_group).sort_index()
     return simulate_rows(catalog, chosen, processes, max_replicas, n_requests)
 
@@ -515,10 +550,11 @@ def simulate_rows(
     """Size the given results rows by simulation: the key columns then :data:`SIZING_COLUMNS`.
     ``processes`` is the number of local worker processes, or an :class:`Executor` (in
     process, a process pool, Dask); the table is the same whichever runs it. ``progress`` is
-    told of each row sized (stage ``"simulating"``). Rows of an expert-parallel or
-    disaggregated layout are left out: they are planned in closed form (:func:`size_candidate`
+    told of each row sized (stage ``"simulating"``). Rows the simulation cannot size
+    (:func:`~planner.plan.selection.simulable`: an expert-parallel layout, disaggregated pools
+    under a closed loop) are left out: they are planned in closed form (:func:`size_candidate`
     says so of one)."""
-    columns = [*ALL_KEYS, *SIZING_COLUMNS]
+    columns = [*SIZED_KEYS, *SIZING_COLUMNS]
     chosen = chosen[simulable(chosen)]
     # The results columns are named by strings, so each row's dict is keyed by them.
     rows = [cast("dict[str, Any]", r.to_dict()) for _, r in chosen.iterrows()]
@@ -536,7 +572,7 @@ def simulate_rows(
         sized.append(result)
         tell()
     frame = pd.DataFrame(
-        [{**{k: r[k] for k in ALL_KEYS}, **s} for r, s in zip(rows, sized, strict=True)],
+        [{**_keys(r), **s} for r, s in zip(rows, sized, strict=True)],
         columns=columns,
     )
     frame["meets_targets_sim"] = frame["meets_targets_sim"].astype(bool)

@@ -35,6 +35,11 @@ class Arrivals:
     times_s: tuple[float, ...] = ()
     prompt_tokens: tuple[int, ...] | None = None
     output_tokens: tuple[int, ...] | None = None
+    entry_delays_s: tuple[float, ...] | None = None
+    """A trace's own delay of each request between its sending and its reaching the scheduler
+    queue [s], in the order of ``times_s``, instead of the run's preprocessing time: for a
+    decode pool, the prefill pool's queue, prefill and cache transfer
+    (:mod:`planner.serving.pools`)."""
 
     @classmethod
     def closed(cls, concurrency: int) -> Arrivals:
@@ -63,15 +68,22 @@ class Arrivals:
         times_s: Sequence[float],
         prompt_tokens: Sequence[int] | None = None,
         output_tokens: Sequence[int] | None = None,
+        entry_delays_s: Sequence[float] | None = None,
     ) -> Arrivals:
-        """Replay task start times [s], optionally with per-request lengths."""
+        """Replay task start times [s], optionally with per-request lengths and, for tasks of
+        one request, each request's delay before the queue [s]."""
         if len(times_s) == 0:
             raise ValueError("empty trace")
+        if entry_delays_s is not None and len(entry_delays_s) != len(times_s):
+            raise ValueError("a trace's entry delays need one per task")
+        if entry_delays_s is not None and not all(d >= 0 for d in entry_delays_s):
+            raise ValueError("entry delays must be >= 0")
         return cls(
             kind="trace",
             times_s=tuple(float(t) for t in times_s),
             prompt_tokens=None if prompt_tokens is None else tuple(int(p) for p in prompt_tokens),
             output_tokens=None if output_tokens is None else tuple(int(o) for o in output_tokens),
+            entry_delays_s=None if entry_delays_s is None else tuple(map(float, entry_delays_s)),
         )
 
     def start_times_s(self, rng: np.random.Generator, n_tasks: int) -> np.ndarray:
@@ -165,6 +177,8 @@ class SimConfig:
             raise ValueError("queue_capacity must be >= 0")
         if self.requests_per_task < 1 or self.n_requests < 1:
             raise ValueError("requests_per_task and n_requests must be >= 1")
+        if self.arrivals.entry_delays_s is not None and self.requests_per_task != 1:
+            raise ValueError("a trace's entry delays need tasks of one request")
         if not 0.0 <= self.warmup_fraction < 1.0:
             raise ValueError("warmup_fraction must be in [0, 1)")
         if self.arrivals.kind == "closed" and self.reject_backoff_s <= 0:
@@ -191,12 +205,22 @@ def _check_features(ratio: float, block_tokens: int, acceptance: float) -> None:
 
 def request_delays(cfg: SimConfig, n: int) -> tuple[list[float], list[float]]:
     """Each of ``n`` requests' preprocessing and network delays [s]: the means, each times a
-    uniform draw in [1 − spread, 1 + spread] (the means exactly when the spread is 0)."""
+    uniform draw in [1 − spread, 1 + spread] (the means exactly when the spread is 0); a trace
+    that gives each request's entry delay takes it for the preprocessing."""
     spread = cfg.delay_spread
     if spread == 0.0:
-        return [cfg.preprocess_s] * n, [cfg.network_s] * n
-    draws = _rngs(cfg.seed)[3].uniform(1 - spread, 1 + spread, size=(2, n))
-    return (draws[0] * cfg.preprocess_s).tolist(), (draws[1] * cfg.network_s).tolist()
+        preprocess, network = [cfg.preprocess_s] * n, [cfg.network_s] * n
+    else:
+        draws = _rngs(cfg.seed)[3].uniform(1 - spread, 1 + spread, size=(2, n))
+        preprocess, network = (
+            (draws[0] * cfg.preprocess_s).tolist(),
+            (draws[1] * cfg.network_s).tolist(),
+        )
+    given = cfg.arrivals.entry_delays_s
+    if given is not None:  # in the trace's order, as its tasks are sent
+        order = np.argsort(np.asarray(cfg.arrivals.times_s, dtype=float), kind="stable")
+        preprocess = np.asarray(given, dtype=float)[order].tolist()
+    return preprocess, network
 
 
 def request_lengths(cfg: SimConfig) -> tuple[list[int], list[int], int]:
