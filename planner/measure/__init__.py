@@ -81,6 +81,7 @@ __all__ = [
     "MeasurementFileError",
     "load_measurements",
     "measurement_warnings",
+    "read_index",
 ]
 
 
@@ -192,6 +193,12 @@ def _relabelled(problems: Iterable[Problem]) -> list[Problem]:
         replace(p, entry=p.entry.replace("measurements", "measurement", 1)) if p.entry else p
         for p in problems
     ]
+
+
+def read_index(index: Path) -> list[MeasurementEntry]:
+    """The entries of a ``measurements/index.yaml``, validated but their files not read;
+    :class:`~planner.catalog.CatalogError` names each problem."""
+    return list(_index(index)[1].measurements)
 
 
 def load_measurements(catalog: Catalog) -> tuple[Measurement, ...]:

@@ -26,6 +26,8 @@ import pandas as pd
 
 from planner import __version__, cleanup
 from planner.catalog import Catalog
+from planner.deploy import FOLDER as DEPLOY_FOLDER
+from planner.deploy import write_deploy
 from planner.measure import FOLDER as MEASUREMENTS
 from planner.measure import INDEX, load_measurements
 from planner.outputs.background import Background
@@ -44,6 +46,7 @@ from planner.progress import Progress
 RESULTS_CSV = "results.csv"
 RESULTS_JSON = "results.json"
 FLEET_JSON = "fleet.json"  # the ask's workloads as one shared fleet
+DEPLOY = DEPLOY_FOLDER  # launch commands, manifests and measurement kits per line of the ask
 WORKBOOK = "plan.xlsx"
 REPORT = "report.pdf"
 UNCERTAINTY_CSV = "uncertainty.csv"  # a run with draws: the bands per option
@@ -250,6 +253,7 @@ def manifest(
             REPORT,
             MANIFEST,
             CATALOG_COPY + "/",
+            DEPLOY + "/",
             *extra,
         ],
     }
@@ -442,6 +446,7 @@ def write_run(
             lambda path: path.write_text(json.dumps(results_json(results)) + "\n"),
         ),
         (FLEET_JSON, lambda path: path.write_text(json.dumps(fleet_json(derived)) + "\n")),
+        (DEPLOY, lambda path: write_deploy(catalog, derived.plan.lines, path)),
         (
             WORKBOOK,
             lambda path: write_workbook(
