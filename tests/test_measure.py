@@ -480,7 +480,8 @@ def test_efficiency_at_which_a_target_is_missed(
 
 def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> None:
     """A start-up log is asked for only where none is in ``measurements/``; the decode
-    measurement names the batch and the efficiency at which the target is missed."""
+    measurement names the batch and the efficiency at which the target is missed; a line on
+    devices names its measurement kit."""
     catalog = load_catalog(measured_catalog)
     row = {
         "hardware": "a10-24gb",
@@ -497,7 +498,8 @@ def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> 
         "itl_p95_target_s": 0.050,
     }
     other = {**row, "hardware": "rtx2060-12gb"}
-    plan = SimpleNamespace(lines=[SimpleNamespace(row=row), SimpleNamespace(row=other)])
+    lines_ = [SimpleNamespace(row=row, advice="buy"), SimpleNamespace(row=other, advice="API")]
+    plan = SimpleNamespace(lines=lines_)
     lines = next_measurements(catalog, plan, load_measurements(catalog))  # type: ignore[arg-type]
     efficiency = catalog.assumptions.bandwidth_efficiency
     limit = 0.010 * efficiency / 0.046
@@ -507,9 +509,15 @@ def test_what_to_measure_next_skips_what_is_measured(measured_catalog: Path) -> 
         "bandwidth time; planned 14.0 ms at 12); it misses its 50 ms target if "
         f"bandwidth efficiency is below {limit:.2f} (planned {efficiency:.2f})."
     )
-    assert lines[1].startswith("chat × llama-3.1-8b: rtx2060-12gb (TP 1) · bf16: keep the serving")
-    assert "a pool of 37,504 tokens (4.6 GiB) per device" in lines[1]
-    assert len(lines) == 3
+    assert lines[1] == (
+        "chat × llama-3.1-8b: a10-24gb (TP 1) · bf16: deploy/measure-chat.sh in the run folder "
+        "starts the engine with the plan's settings, keeps its start-up log, runs the benchmark "
+        "at both loads and writes the measurements/index.yaml entries (--dry-run prints the "
+        "commands)."
+    )
+    assert lines[2].startswith("chat × llama-3.1-8b: rtx2060-12gb (TP 1) · bf16: keep the serving")
+    assert "a pool of 37,504 tokens (4.6 GiB) per device" in lines[2]
+    assert len(lines) == 4  # a line answered by an API has no kit
 
 
 def test_gpt_oss_weights_are_predicted_within_two_percent() -> None:

@@ -15,7 +15,9 @@ import math
 from typing import Any
 
 from planner.catalog import Catalog
+from planner.deploy.settings import pools
 from planner.measure import Measurement
+from planner.model.cost import API
 from planner.plan.deployment import Ask
 from planner.plan.labels import option_label
 
@@ -92,8 +94,9 @@ def feature_measurements(option: str, row: Any, measurements: tuple[Measurement,
 def next_measurements(
     catalog: Catalog, plan: Ask, measurements: tuple[Measurement, ...]
 ) -> list[str]:
-    """Sentences, one or two per option of the plan's ask, in its order, and one for each
-    engine feature its plan depends on (:func:`feature_measurements`)."""
+    """Sentences, one or two per option of the plan's ask, in its order, one for each engine
+    feature its plan depends on (:func:`feature_measurements`), and for an option on devices the
+    measurement kit that takes them (:func:`kit_sentence`)."""
     efficiency = catalog.assumptions.bandwidth_efficiency
     out = []
     for line in plan.lines:
@@ -112,28 +115,45 @@ def next_measurements(
                 )
             out.append(words + ".")
         out.extend(feature_measurements(option, row, measurements))
-        if _measured(measurements, row, ("vllm-bench", "perf-export")):
-            continue
-        batch = float(row["load_batch"])
-        words = (
-            f"{option}: measure decode inter-token latency at 1 and at {batch:,.0f} requests in "
-            "flight per replica (two loads separate a step's fixed time from its bandwidth "
-            f"time; planned {row['itl_load_s'] * 1e3:,.1f} ms at {batch:,.0f}"
-        )
-        target = row.get("itl_p95_target_s")
-        memory_bound = row["load_decode_memory_s"] >= row["load_decode_compute_s"]
-        if target is not None and math.isfinite(target) and memory_bound:
-            limit = efficiency_at_target(
-                row["load_decode_memory_s"], row["itl_load_s"], target, efficiency
-            )
-            if math.isfinite(limit):
-                words += (
-                    f"); it misses its {target * 1e3:,.0f} ms target if bandwidth efficiency "
-                    f"is below {limit:.2f} (planned {efficiency:.2f})."
-                )
-            else:
-                words += f"); the step's fixed part alone misses the {target * 1e3:,.0f} ms target."
-        else:
-            words += ")."
-        out.append(words)
+        if not _measured(measurements, row, ("vllm-bench", "perf-export")):
+            out.append(decode_measurement(row, option, efficiency))
+        if line.advice != API:
+            out.append(kit_sentence(row, option))
     return out
+
+
+def kit_sentence(row: Any, option: str) -> str:
+    """The line's measurement kit in the run folder, by name."""
+    scripts = " and ".join(f"deploy/measure-{name}.sh" for name, _ in pools(row))
+    return (
+        f"{option}: {scripts} in the run folder starts the engine with the plan's settings, "
+        "keeps its start-up log, runs the benchmark at both loads and writes the "
+        "measurements/index.yaml entries (--dry-run prints the commands)."
+    )
+
+
+def decode_measurement(row: Any, option: str, efficiency: float) -> str:
+    """The decode measurement that checks the line's latency, and the bandwidth efficiency
+    below which it misses its target."""
+    batch = float(row["load_batch"])
+    words = (
+        f"{option}: measure decode inter-token latency at 1 and at {batch:,.0f} requests in "
+        "flight per replica (two loads separate a step's fixed time from its bandwidth "
+        f"time; planned {row['itl_load_s'] * 1e3:,.1f} ms at {batch:,.0f}"
+    )
+    target = row.get("itl_p95_target_s")
+    memory_bound = row["load_decode_memory_s"] >= row["load_decode_compute_s"]
+    if target is not None and math.isfinite(target) and memory_bound:
+        limit = efficiency_at_target(
+            row["load_decode_memory_s"], row["itl_load_s"], target, efficiency
+        )
+        if math.isfinite(limit):
+            words += (
+                f"); it misses its {target * 1e3:,.0f} ms target if bandwidth efficiency "
+                f"is below {limit:.2f} (planned {efficiency:.2f})."
+            )
+        else:
+            words += f"); the step's fixed part alone misses the {target * 1e3:,.0f} ms target."
+    else:
+        words += ")."
+    return words
