@@ -128,6 +128,9 @@ API = (
     ("Measurements and calibration", ("planner.measure:load_measurements",
                                       "planner.measure.compare:comparison",
                                       "planner.measure.calibrate:calibrate")),
+    ("From the plan to a running engine", ("planner.deploy:deploy_files",
+                                           "planner.deploy.settings:launch_settings",
+                                           "planner.deploy.check:check")),
     ("Importing models", ("planner.catalog.hf:model_entry_from_hf_config",)),
     ("Where the work runs", ("planner.executor:executor",)),
 )  # fmt: skip
