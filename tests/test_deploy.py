@@ -24,7 +24,7 @@ from planner.catalog.plan_records import Engine
 from planner.cli import main
 from planner.deploy import deploy_files, line_settings
 from planner.deploy.check import check
-from planner.deploy.engines import ARGUMENTS, MODEL, launch
+from planner.deploy.engines import MODEL, launch
 from planner.deploy.kit import script
 from planner.deploy.manifests import manifest
 from planner.deploy.settings import LaunchSettings, launch_settings
@@ -32,7 +32,27 @@ from planner.measure import MeasurementEntry
 from planner.plan.deployment import API, ask
 
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
+ENGINES = Path(__file__).resolve().parent / "fixtures" / "engines"
 BASH = shutil.which("bash")
+
+#: Each engine's command words and the option list of its own parser (see each file's header).
+PARSERS = {
+    "vllm": (("vllm", "serve"), "vllm-serve.txt"),
+    "sglang": (("python3", "-m", "sglang.launch_server"), "sglang-launch-server.txt"),
+    "tensorrt-llm": (("trtllm-serve",), "trtllm-serve.txt"),
+    "vllm-bench": (("vllm", "bench", "serve"), "vllm-bench-serve.txt"),
+}
+
+
+def options(file: str) -> dict[str, bool]:
+    """An option list: every option string and whether it takes a value."""
+    out = {}
+    for line in (ENGINES / file).read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        strings, takes = line.split("\t")
+        out |= dict.fromkeys(strings.split(), takes == "1")
+    return out
 
 
 def with_engine(engine: dict[str, Any], folder: Path = SHIPPED) -> Catalog:
@@ -42,19 +62,20 @@ def with_engine(engine: dict[str, Any], folder: Path = SHIPPED) -> Catalog:
 
 
 def parsed(engine: str, argv: tuple[str, ...]) -> dict[str, Any]:
-    """A command's flags and values, each flag checked against the engine's own list: a flag it
-    does not define, a value missing or a switch given a value fails the test."""
-    table = ARGUMENTS[engine]
-    assert argv[: len(table.command)] == table.command
-    rest = list(argv[len(table.command) :])
-    known = table.flags()
+    """A command's flags and values, each flag checked against the option list of the engine's
+    own parser: a flag it does not define, a value missing or a switch given a value fails the
+    test."""
+    command, file = PARSERS[engine]
+    assert tuple(argv[: len(command)]) == command
+    rest = list(argv[len(command) :])
+    known = options(file)
     out: dict[str, Any] = {}
     if not rest[0].startswith("--"):  # vLLM's and TensorRT-LLM's model is positional
         out["model"] = rest.pop(0)
     while rest:
         flag = rest.pop(0)
         assert flag in known, f"{engine} defines no {flag}"
-        if known[flag].takes_value:
+        if known[flag]:
             assert rest and not rest[0].startswith("--"), f"{flag} needs a value"
             out[flag] = rest.pop(0)
         else:
@@ -236,6 +257,41 @@ def test_expert_parallel_and_speculative_settings_reach_each_engine() -> None:
     sglang = parsed("sglang", launch(dataclasses.replace(settings, engine="sglang")).argv)
     assert sglang["--ep-size"] == "8" and sglang["--enable-dp-attention"]
     assert sglang["--speculative-num-draft-tokens"] == "4"
+
+
+#: Settings that change a command's flags: features off, expert parallelism, speculation by an
+#: EAGLE head and by MTP layers, both pools of a disaggregated line, a checkpoint pinned.
+VARIANTS = [
+    {},
+    {"prefix_caching": False, "chunked_prefill": False},
+    {"expert_parallel": 8, "devices_per_replica": 8},
+    {"speculative_method": "eagle", "speculative_tokens": 3, "draft_model": "eagle-head"},
+    {"speculative_method": "mtp", "speculative_tokens": 1},
+    {"speculative_method": "draft", "speculative_tokens": 4, "draft_model": "llama-3.2-1b"},
+    {"role": "prefill"},
+    {"role": "decode"},
+    {"quantization": None, "kv_cache_dtype": "auto", "revision": "abcdef1"},
+]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+@pytest.mark.parametrize("changes", VARIANTS)
+def test_every_command_parses_with_the_engines_own_options(
+    engine: str, changes: dict[str, Any]
+) -> None:
+    parsed(engine, launch(_settings(engine=engine, **changes)).argv)
+
+
+def test_the_benchmark_parses_with_vllm_bench_serves_own_options() -> None:
+    """The kit's benchmark at 10 requests in flight: vLLM's own options, the workload's lengths,
+    outputs not cut short, the result saved where the index points."""
+    from planner.deploy.kit import benchmark_argv
+
+    flags = parsed("vllm-bench", tuple(benchmark_argv(_settings(), 10)))
+    assert flags["--max-concurrency"] == "10" and flags["--num-prompts"] == "40"
+    assert flags["--random-input-len"] == flags["--random-output-len"] == "1024"
+    assert flags["--ignore-eos"] and flags["--save-result"]
+    assert flags["--result-filename"] == "chat-${STAMP}-c10.json"
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")

@@ -2,9 +2,12 @@
 
 Each command is a list of arguments (never a shell string), so a catalog's text cannot become
 shell syntax; :func:`shell_line` quotes it for the scripts. Every flag it writes is one the
-engine's own argument parser defines: :data:`ARGUMENTS` lists them per engine with the file
-and snapshot of its source they were read from, and the tests parse every generated command
-against that list and read each setting back.
+engine's own argument parser defines: the tests parse every generated command against the
+option lists of the engines' parsers kept in ``tests/fixtures/engines`` (printed from vLLM
+0.33.0's and SGLang 0.5.23's wheels; TensorRT-LLM's read from its ``serve.py``, which no
+installable wheel carries) and read each setting back. vLLM's ``--no-enable-prefix-caching``
+and ``--no-enable-chunked-prefill`` are the spellings its releases from the 0.6 series to
+today all accept.
 
 Settings an engine takes only in a file are written to that file (TensorRT-LLM's
 ``--extra_llm_api_options`` YAML: block reuse, the cache's type, attention data parallelism,
@@ -23,7 +26,6 @@ from typing import Any
 from planner.deploy.settings import LaunchSettings
 
 __all__ = [
-    "ARGUMENTS",
     "IMAGES",
     "MODEL",
     "OPTIONS_FILE",
@@ -45,107 +47,6 @@ IMAGES = {
     "vllm": "vllm/vllm-openai:v{version}",
     "sglang": "lmsysorg/sglang:v{version}",
     "tensorrt-llm": "nvcr.io/nvidia/tensorrt-llm/release:{version}",
-}
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One flag of an engine's command line: whether it takes a value."""
-
-    flag: str
-    takes_value: bool = True
-
-
-@dataclass(frozen=True)
-class EngineArguments:
-    """The flags of an engine's serve command this package writes, where they are defined."""
-
-    command: tuple[str, ...]
-    arguments: tuple[Argument, ...]
-    source: str
-
-    def flags(self) -> dict[str, Argument]:
-        return {a.flag: a for a in self.arguments}
-
-
-def _flags(*names: str, switches: Sequence[str] = ()) -> tuple[Argument, ...]:
-    return tuple(Argument(n) for n in names) + tuple(Argument(s, False) for s in switches)
-
-
-#: The flags each engine's parser defines that the launch commands use (see the module
-#: docstring), with where they were read.
-ARGUMENTS = {
-    "vllm": EngineArguments(
-        ("vllm", "serve"),
-        _flags(
-            "--revision",
-            "--host",
-            "--port",
-            "--served-model-name",
-            "--tensor-parallel-size",
-            "--data-parallel-size",
-            "--gpu-memory-utilization",
-            "--max-num-seqs",
-            "--max-num-batched-tokens",
-            "--max-model-len",
-            "--quantization",
-            "--kv-cache-dtype",
-            "--speculative-config",
-            "--kv-transfer-config",
-            switches=(
-                "--enable-expert-parallel",
-                "--enable-prefix-caching",
-                "--no-enable-prefix-caching",
-                "--enable-chunked-prefill",
-                "--no-enable-chunked-prefill",
-            ),
-        ),
-        "vllm-project/vllm vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and "
-        "vllm/entrypoints/openai/cli_args.py",
-    ),
-    "sglang": EngineArguments(
-        ("python3", "-m", "sglang.launch_server"),
-        _flags(
-            "--model-path",
-            "--revision",
-            "--host",
-            "--port",
-            "--served-model-name",
-            "--tp-size",
-            "--dp-size",
-            "--ep-size",
-            "--mem-fraction-static",
-            "--max-running-requests",
-            "--chunked-prefill-size",
-            "--context-length",
-            "--quantization",
-            "--kv-cache-dtype",
-            "--speculative-algorithm",
-            "--speculative-num-steps",
-            "--speculative-num-draft-tokens",
-            "--speculative-eagle-topk",
-            "--speculative-draft-model-path",
-            "--disaggregation-mode",
-            switches=("--enable-dp-attention", "--disable-radix-cache"),
-        ),
-        "sgl-project/sglang python/sglang/srt/server_args.py (ServerArgs.add_cli_args)",
-    ),
-    "tensorrt-llm": EngineArguments(
-        ("trtllm-serve",),
-        _flags(
-            "--backend",
-            "--host",
-            "--port",
-            "--tp_size",
-            "--ep_size",
-            "--max_batch_size",
-            "--max_num_tokens",
-            "--max_seq_len",
-            "--kv_cache_free_gpu_memory_fraction",
-            "--extra_llm_api_options",
-        ),
-        "NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py (the serve command's click options)",
-    ),
 }
 
 
@@ -260,7 +161,7 @@ def _tensorrt(s: LaunchSettings) -> Launch:
     if s.expert_parallel > 1:
         options["enable_attention_dp"] = True
     if s.speculative_method:
-        kind = {"draft": "Draft", "eagle": "Eagle", "mtp": "MTP"}[s.speculative_method]
+        kind = {"draft": "Draft_Target", "eagle": "Eagle", "mtp": "MTP"}[s.speculative_method]
         spec: dict[str, Any] = {"decoding_type": kind}
         if kind == "MTP":
             spec["num_nextn_predict_layers"] = s.speculative_tokens
