@@ -468,3 +468,35 @@ def test_planner_measure_check_on_a_run(shipped, tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["measure", "check", str(folder), "--run", str(run.parent)])
     assert done.exit_code == 1
     assert f"other: not the plan's settings for {first['line']}: max_num_seqs 1" in done.output
+
+
+def test_a_measurement_of_other_settings_is_not_the_line_measured(shipped) -> None:
+    """A start-up log of the first line's model on its hardware, taken at max_num_seqs 1: it is
+    named apart, with its difference, and what to measure next still asks for the line's own
+    start-up log; the same log at the plan's settings counts as the line measured."""
+    from planner.deploy.check import apart
+    from planner.measure import Measurement
+    from planner.measure.next_steps import next_measurements
+    from planner.plan.deployment import Ask
+
+    catalog, lines = shipped
+    line = next(line for line in lines if line.advice != API)
+    (pool,) = launch_settings(catalog, line.row)
+    engine = {"name": pool.engine, "version": pool.engine_version, "max_num_seqs": 1}
+    fields = {"id": "log", "file": "x.log", "format": "vllm-log", "hardware": pool.hardware,
+              "model": pool.model, "precision": pool.precision,
+              "tensor_parallel": pool.tensor_parallel, "engine": engine}  # fmt: skip
+    other = Measurement(MeasurementEntry.model_validate(fields), {}, {})
+    (verdict,) = apart(catalog, [line], [other])
+    assert verdict.text() == (
+        f"log: not the plan's settings for {pool.line}: max_num_seqs 1 (planned "
+        f"{pool.max_num_seqs}); left out of the comparison with the plan"
+    )
+    said = next_measurements(catalog, Ask([line]), (other,), (verdict,))
+    assert said[0] == verdict.text() + "."
+    assert any("keep the serving engine's start-up log" in s for s in said)
+    engine["max_num_seqs"] = pool.max_num_seqs
+    same = Measurement(MeasurementEntry.model_validate(fields), {}, {})
+    assert apart(catalog, [line], [same]) == ()
+    said = next_measurements(catalog, Ask([line]), (same,), ())
+    assert not any("keep the serving engine's start-up log" in s for s in said)

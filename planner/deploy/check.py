@@ -14,15 +14,20 @@ estimate at its own settings, which is a fair comparison of the arithmetic.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import series_of
 from planner.deploy.kit import MEMORY_KEYS
 from planner.measure import MeasurementEntry
 
-__all__ = ["Difference", "Verdict", "check"]
+if TYPE_CHECKING:
+    from planner.catalog import Catalog
+    from planner.measure import Measurement
+    from planner.plan.deployment import Line
+
+__all__ = ["Difference", "Verdict", "apart", "check"]
 
 #: Engine settings compared: the entry's engine field, the plan's settings key.
 ENGINE_SETTINGS = {
@@ -129,3 +134,15 @@ def check(entries: Sequence[MeasurementEntry], pools: Sequence[Mapping[str, Any]
             continue
         verdicts.append(min((_compare(entry, p) for p in mine), key=lambda v: len(v.differences)))
     return verdicts
+
+
+def apart(
+    catalog: Catalog, lines: Iterable[Line], measurements: Iterable[Measurement]
+) -> tuple[Verdict, ...]:
+    """The measurements of a plan line's model on its hardware that were not taken with the
+    line's settings, each with its differences."""
+    from planner.deploy import line_settings
+
+    pools = [s.to_dict() for s in line_settings(catalog, lines)]
+    verdicts = check([m.entry for m in measurements], pools)
+    return tuple(v for v in verdicts if v.pool is not None and not v.matches)

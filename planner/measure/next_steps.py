@@ -12,9 +12,11 @@ assumes.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from planner.catalog import Catalog
+from planner.deploy.check import Verdict
 from planner.deploy.settings import pools
 from planner.measure import Measurement
 from planner.model.cost import API
@@ -92,13 +94,20 @@ def feature_measurements(option: str, row: Any, measurements: tuple[Measurement,
 
 
 def next_measurements(
-    catalog: Catalog, plan: Ask, measurements: tuple[Measurement, ...]
+    catalog: Catalog,
+    plan: Ask,
+    measurements: tuple[Measurement, ...],
+    apart: Sequence[Verdict] = (),
 ) -> list[str]:
     """Sentences, one or two per option of the plan's ask, in its order, one for each engine
     feature its plan depends on (:func:`feature_measurements`), and for an option on devices the
-    measurement kit that takes them (:func:`kit_sentence`)."""
+    measurement kit that takes them (:func:`kit_sentence`). A measurement taken with other
+    settings than its line's (``apart``: :func:`planner.deploy.check.apart`) does not count as
+    the line measured; a sentence says why."""
     efficiency = catalog.assumptions.bandwidth_efficiency
-    out = []
+    other = {v.measurement for v in apart}
+    measurements = tuple(m for m in measurements if m.entry.id not in other)
+    out = [f"{v.text()}." for v in apart]
     for line in plan.lines:
         row = line.row
         option = option_label(row, devices=False)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog
+from planner.deploy.check import Verdict, apart
 from planner.measure import Measurement, load_measurements
 from planner.measure.compare import comparison
 from planner.outputs.basis import calibration_lines
@@ -123,6 +124,9 @@ class Outlook:
     fleet: Fleet | str = "not planned"
     #: the fleet the forecasts' last month needs, with that month (None: no forecast grows)
     fleet_later: tuple[int, Fleet | str] | None = None
+    #: the measurements of a line's model on its hardware taken with other settings than the
+    #: plan's (:func:`planner.deploy.check.apart`), not counted as that line measured
+    apart: tuple[Verdict, ...] = ()
 
 
 def leading_rows(catalog: Catalog, table: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
@@ -187,4 +191,5 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
         caching=cache_worth(catalog, plan, leading),
         fleet=fleet_of(catalog, table, served),
         fleet_later=fleet_at_horizon(catalog, table, served) if served else None,
+        apart=apart(catalog, plan.lines, measurements),
     )
