@@ -18,12 +18,11 @@ import click
 
 from planner import __version__, cleanup
 from planner.catalog import Catalog, CatalogError, UnknownEntry, load_catalog
+from planner.cli_deploy import EXIT_INVALID, deploy, measure
 from planner.model.metric import MetricError
 from planner.plan.recommend import closing_line
 from planner.plan.uncertainty import MAX_DRAWS
 from planner.resources import default_catalogs
-
-EXIT_INVALID = 1
 
 #: Draws estimated to take longer than this [s] need --yes (or a yes at the terminal).
 DRAWS_CONFIRM_S = 600
@@ -466,54 +465,8 @@ def calibrate(catalogs: Path | None, out: Path | None) -> None:
     click.echo(f"calibration of {len(measurements)} measurement(s) written to {out}")
 
 
-@main.group()
-def measure() -> None:
-    """Measurements against the plan: planner measure check."""
-
-
-@measure.command("check")
-@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option(
-    "--run",
-    "run_folder",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    required=True,
-    help="The run whose deploy/settings.json the measurements are held against.",
-)
-def measure_check(folder: Path, run_folder: Path) -> None:
-    """Say which measurements in FOLDER (its index.yaml, or measurements/index.yaml in it)
-    were not taken with the plan's settings; exit 1 when any was not."""
-    import json
-
-    from planner.deploy import FOLDER as DEPLOY
-    from planner.deploy import SETTINGS
-    from planner.deploy.check import check as held
-    from planner.measure import FOLDER as MEASUREMENTS
-    from planner.measure import INDEX, read_index
-
-    index = folder / INDEX if (folder / INDEX).is_file() else folder / MEASUREMENTS / INDEX
-    settings = run_folder / DEPLOY / SETTINGS
-    if not index.is_file() or not settings.is_file():
-        missing = index if not index.is_file() else settings
-        click.echo(f"error: {missing} does not exist", err=True)
-        sys.exit(EXIT_INVALID)
-    try:
-        entries = read_index(index)
-        pools = json.loads(settings.read_text(encoding="utf-8"))
-    except CatalogError as exc:
-        for problem in exc.problems:
-            click.echo(f"  {problem}", err=True)
-        sys.exit(EXIT_INVALID)
-    except (OSError, ValueError) as exc:
-        click.echo(f"error: {settings} is not a run's settings ({exc})", err=True)
-        sys.exit(EXIT_INVALID)
-    verdicts = held(entries, pools)
-    for verdict in verdicts:
-        click.echo(verdict.text())
-    apart = sum(not v.matches for v in verdicts)
-    click.echo(f"{len(verdicts) - apart} of {len(verdicts)} measurement(s) taken as planned.")
-    if apart:
-        sys.exit(1)
+main.add_command(deploy)
+main.add_command(measure)
 
 
 @main.command("import-hf")

@@ -500,3 +500,32 @@ def test_a_measurement_of_other_settings_is_not_the_line_measured(shipped) -> No
     assert apart(catalog, [line], [same]) == ()
     said = next_measurements(catalog, Ask([line]), (same,), ())
     assert not any("keep the serving engine's start-up log" in s for s in said)
+
+
+def test_planner_deploy_writes_any_option_of_a_run(shipped, tmp_path: Path) -> None:
+    """An option of a run that is not a line of its ask: its launch files in a new folder, the
+    Deployment's replicas its own; a candidate the run lacks, or a folder that exists, is
+    refused with exit 1 and nothing written."""
+    catalog, lines = shipped
+    from planner.plan.sweep import evaluate
+
+    table = evaluate(catalog).table
+    row = table[(table["hardware"] == "l40s-48gb") & (table["workload"] == "chat")].iloc[0]
+    run = tmp_path / "run"
+    shutil.copytree(SHIPPED, run / "catalogs")
+    (run / "results.json").write_text(json.dumps({"rows": [json.loads(row.to_json())]}))
+    out = tmp_path / "option"
+    args = ["deploy", str(run), "--candidate", row["candidate"], "--out", str(out)]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "chat.yaml", "launch-chat.sh", "measure-chat.sh", "settings.json",
+    ]  # fmt: skip
+    documents = yaml.safe_load_all((out / "chat.yaml").read_text())
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == row["replicas_planned"]
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 1 and "already exists" in again.output
+    missing = CliRunner().invoke(main, [*args[:3], "nope", "--out", str(tmp_path / "x")])
+    assert missing.exit_code == 1 and "no candidate 'nope'" in missing.output
+    assert not (tmp_path / "x").exists()
