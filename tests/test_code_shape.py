@@ -64,3 +64,19 @@ def test_no_module_is_above_the_line_limit() -> None:
         if lines > MOST_LINES
     ]
     assert not offenders, f"modules above {MOST_LINES} lines:\n" + "\n".join(offenders)
+
+
+def test_every_package_is_installed() -> None:
+    """Every folder of planner/ with an __init__.py is listed in pyproject.toml's packages, so a
+    non-editable install (as CI's) carries it."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(root).parts)
+        for init in (root / "planner").rglob("__init__.py")
+    }
+    assert found <= listed, f"not in pyproject.toml's packages: {sorted(found - listed)}"

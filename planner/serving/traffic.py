@@ -175,10 +175,7 @@ class SimConfig:
             raise ValueError("max_batch must be >= 1")
         if self.queue_capacity is not None and self.queue_capacity < 0:
             raise ValueError("queue_capacity must be >= 0")
-        if self.requests_per_task < 1 or self.n_requests < 1:
-            raise ValueError("requests_per_task and n_requests must be >= 1")
-        if self.arrivals.entry_delays_s is not None and self.requests_per_task != 1:
-            raise ValueError("a trace's entry delays need tasks of one request")
+        _check_requests(self.arrivals, self.requests_per_task, self.n_requests)
         if not 0.0 <= self.warmup_fraction < 1.0:
             raise ValueError("warmup_fraction must be in [0, 1)")
         if self.arrivals.kind == "closed" and self.reject_backoff_s <= 0:
@@ -192,6 +189,15 @@ class SimConfig:
         _check_features(self.prefix_hit_ratio, self.kv_block_tokens, self.acceptance_rate)
         if not 0.0 <= self.delay_spread <= 1.0:
             raise ValueError("delay_spread must be in [0, 1]")
+
+
+def _check_requests(arrivals: Arrivals, requests_per_task: int, n_requests: int) -> None:
+    """At least one request a task and one in all, and a trace's entry delays only for tasks of
+    one request (each delay is a request's), else ValueError."""
+    if requests_per_task < 1 or n_requests < 1:
+        raise ValueError("requests_per_task and n_requests must be >= 1")
+    if arrivals.entry_delays_s is not None and requests_per_task != 1:
+        raise ValueError("a trace's entry delays need tasks of one request")
 
 
 def _check_features(ratio: float, block_tokens: int, acceptance: float) -> None:
