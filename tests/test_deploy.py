@@ -215,7 +215,7 @@ def _settings(**changes: Any) -> LaunchSettings:
         engine_version="0.11.0", tensor_parallel=1, expert_parallel=1, role="both", replicas=3,
         devices_per_replica=1, device_resource="nvidia.com/gpu", memory_fraction=0.9,
         max_num_seqs=256, max_num_batched_tokens=8192, max_model_len=8192, quantization="fp8",
-        kv_cache_dtype="fp8", prefix_caching=True, chunked_prefill=True,
+        kv_cache_dtype="fp8", prefix_caching=True, chunked_prefill=True, cuda_graphs=True,
         speculative_method=None, speculative_tokens=0, draft_model=None, planned_batch=10,
         prompt_tokens=1024, output_tokens=1024,
     )  # fmt: skip
@@ -263,7 +263,7 @@ def test_expert_parallel_and_speculative_settings_reach_each_engine() -> None:
 #: EAGLE head and by MTP layers, both pools of a disaggregated line, a checkpoint pinned.
 VARIANTS = [
     {},
-    {"prefix_caching": False, "chunked_prefill": False},
+    {"prefix_caching": False, "chunked_prefill": False, "cuda_graphs": False},
     {"expert_parallel": 8, "devices_per_replica": 8},
     {"speculative_method": "eagle", "speculative_tokens": 3, "draft_model": "eagle-head"},
     {"speculative_method": "mtp", "speculative_tokens": 1},
@@ -393,7 +393,7 @@ def _entry(**changes: Any) -> MeasurementEntry:
         "model": "llama-3.1-8b", "precision": "fp8", "tensor_parallel": 1, "concurrency": 10,
         "engine": {"name": "vllm", "version": "0.11.2", "gpu_memory_utilization": 0.9,
                    "max_num_seqs": 256, "max_num_batched_tokens": 8192, "max_model_len": 8192,
-                   "chunked_prefill": True, "prefix_caching": True},
+                   "chunked_prefill": True, "prefix_caching": True, "cuda_graphs": True},
     }  # fmt: skip
     engine: dict[str, Any] = dict(fields.pop("engine"))  # type: ignore[call-overload]
     for key, value in changes.items():
@@ -529,3 +529,49 @@ def test_planner_deploy_writes_any_option_of_a_run(shipped, tmp_path: Path) -> N
     missing = CliRunner().invoke(main, [*args[:3], "nope", "--out", str(tmp_path / "x")])
     assert missing.exit_code == 1 and "no candidate 'nope'" in missing.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_the_kits_start_up_log_is_a_public_logs_place(tmp_path: Path) -> None:
+    """Llama 3.1 8B in BF16 on one A100 40GB under vLLM 0.15.1 as a public log ran it (0.9 of
+    the memory, 256 sequences, 8,192 tokens a step, 131,072 the longest, no CUDA graphs): the
+    kit's launch command carries those settings, and the public log put where its dry run says
+    the start-up log goes is read under the entry it prints (a log contradicting its entry is
+    refused), planner calibrate saying of every figure of it why it is not fitted."""
+    from test_measure import EXTRA_HARDWARE, FIXTURES
+
+    folder = tmp_path / "catalogs"
+    shutil.copytree(SHIPPED, folder)
+    hardware = folder / "hardware.yaml"
+    hardware.write_text(hardware.read_text().rstrip("\n") + "\n" + EXTRA_HARDWARE.lstrip("\n"))
+    profile = {"name": "vllm", "version": "0.15.1", "gpu_memory_utilization": 0.9,
+               "max_num_seqs": 256, "max_model_len": 131072, "cuda_graphs": False}  # fmt: skip
+    catalog = with_engine(profile, folder)
+    from planner.plan.sweep import evaluate
+
+    table = evaluate(catalog).table
+    row = table[
+        (table["hardware"] == "a100-sxm-40gb")
+        & (table["model"] == "llama-3.1-8b")
+        & (table["precision"] == "bf16")
+        & (table["tensor_parallel"] == 1)
+    ].iloc[0]
+    (settings,) = launch_settings(catalog, row)
+    flags = parsed("vllm", launch(settings).argv)
+    assert flags["--gpu-memory-utilization"] == "0.9" and flags["--enforce-eager"]
+    assert flags["--max-model-len"] == "131072" and flags["--max-num-seqs"] == "256"
+    out = folder / "measurements"
+    _, entries_text = _dry_run(tmp_path, settings, out)
+    (startup,) = [e for e in yaml.safe_load(entries_text) if e["format"] == "vllm-log"]
+    out.mkdir()
+    shutil.copy(FIXTURES / "a100-40gb-llama-3.1-8b-v0.15.log", out / startup["file"])
+    (out / "index.yaml").write_text(yaml.safe_dump({"measurements": [startup]}, sort_keys=False))
+    from planner.measure import load_measurements
+
+    (measured,) = load_measurements(load_catalog(folder))  # its entry and the log agree
+    assert measured.figures["kv_pool_tokens"] > 0 and measured.entry.id == startup["id"]
+    done = CliRunner().invoke(main, ["calibrate", "--catalogs", str(folder)])
+    # a V1 log prints no activation peak: calibrate reads every figure and says why each is
+    # not fitted (what a benchmark at the plan's loads adds, above)
+    for figure in measured.figures:
+        assert f"{figure}: " in done.output

@@ -4,12 +4,12 @@ Each entry of a ``measurements/index.yaml`` is held against the pools of a run's
 ``deploy/settings.json`` that run its model on its hardware (the workload's, where the entry
 names one): every setting the entry states (precision, tensor-parallel size, engine and release
 series, memory fraction, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``,
-chunked prefill, prefix caching) is compared with the plan's, and those it does not state are
-listed as unconfirmed. A measurement that differs is not the plan's configuration: its figures
-say what those other settings did, and comparing them with the plan's line as if they were its
-own would mislead, so the check names each difference and the measurement is left out of that
-comparison. (``planner run`` and ``planner calibrate`` still hold each measurement against an
-estimate at its own settings, which is a fair comparison of the arithmetic.)
+chunked prefill, prefix caching, CUDA graphs) is compared with the plan's, and those it does not
+state are listed as unconfirmed. A measurement that differs is not the plan's configuration: its
+figures say what those other settings did, and comparing them with the plan's line as if they
+were its own would mislead, so the check names each difference and the measurement is left out
+of that comparison. (``planner run`` and ``planner calibrate`` still hold each measurement
+against an estimate at its own settings, which is a fair comparison of the arithmetic.)
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ ENGINE_SETTINGS = {
     "max_model_len": "max_model_len",
     "chunked_prefill": "chunked_prefill",
     "prefix_caching": "prefix_caching",
+    "cuda_graphs": "cuda_graphs",
 }
 
 

@@ -89,6 +89,8 @@ def _vllm(s: LaunchSettings) -> Launch:
     argv += ["--kv-cache-dtype", s.kv_cache_dtype]
     argv += ["--enable-prefix-caching" if s.prefix_caching else "--no-enable-prefix-caching"]
     argv += ["--enable-chunked-prefill" if s.chunked_prefill else "--no-enable-chunked-prefill"]
+    if not s.cuda_graphs:
+        argv += ["--enforce-eager"]
     if s.speculative_method:
         config: dict[str, Any] = {
             "method": {"draft": "draft_model", "eagle": "eagle", "mtp": "mtp"}[
@@ -124,6 +126,8 @@ def _sglang(s: LaunchSettings) -> Launch:
     argv += ["--kv-cache-dtype", "fp8_e4m3" if s.kv_cache_dtype == "fp8" else "auto"]
     if not s.prefix_caching:
         argv += ["--disable-radix-cache"]
+    if not s.cuda_graphs:
+        argv += ["--disable-cuda-graph"]
     notes = []
     if s.speculative_method:
         algorithm = {"draft": "STANDALONE", "eagle": "EAGLE", "mtp": "EAGLE"}[s.speculative_method]
@@ -158,6 +162,8 @@ def _tensorrt(s: LaunchSettings) -> Launch:
         },
         "enable_chunked_prefill": s.chunked_prefill,
     }
+    if not s.cuda_graphs:
+        options["cuda_graph_config"] = None  # no graphs: every step runs eagerly
     if s.expert_parallel > 1:
         options["enable_attention_dp"] = True
     if s.speculative_method:

@@ -97,6 +97,7 @@ def _engine(settings: LaunchSettings) -> dict[str, Any]:
         "max_num_seqs": settings.max_num_seqs,
         "chunked_prefill": settings.chunked_prefill,
         "prefix_caching": settings.prefix_caching,
+        "cuda_graphs": settings.cuda_graphs,
     }
 
 

@@ -92,6 +92,8 @@ class LaunchSettings:
     """``auto`` (the weights' type) or ``fp8``."""
     prefix_caching: bool
     chunked_prefill: bool
+    cuda_graphs: bool
+    """Whether decode steps replay captured CUDA graphs (off: the engine runs eagerly)."""
     speculative_method: str | None
     speculative_tokens: int
     draft_model: str | None
@@ -170,6 +172,7 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "quantization": _quantization(precision),
         "kv_cache_dtype": "fp8" if precision.kv_bytes_per_value == 1 else "auto",
         "prefix_caching": caches_prefixes(engine),
+        "cuda_graphs": engine.cuda_graphs,
         "chunked_prefill": constants.chunked_prefill
         if engine.chunked_prefill is None
         else engine.chunked_prefill,
