@@ -282,12 +282,40 @@ def test_every_command_parses_with_the_engines_own_options(
     parsed(engine, launch(_settings(engine=engine, **changes)).argv)
 
 
+@pytest.mark.parametrize(
+    ("mean", "reserved", "longest", "expected"),
+    [
+        (1024, 6000, 8192, [(1, 1024), (10, 1024), (1, 6000)]),  # reserved ≥ 2 × mean
+        (1024, 1800, 8192, [(1, 1024), (10, 1024)]),  # within twice the mean: one length
+        (1024, 6000, 4096, [(1, 1024), (10, 1024), (1, 3072)]),  # within 4,096 less 1,024 out
+    ],
+)
+def test_the_kit_measures_a_second_prompt_length_where_the_plan_reserves_long_ones(
+    mean: int, reserved: int, longest: int, expected: list[tuple[int, int]]
+) -> None:
+    """One request and the planned batch at the mean prompt, and one request of the longest
+    prompt the plan reserves where it is at least twice the mean (two lengths separate a
+    prompt's arithmetic from a step's fixed time), within the longest sequence less the output."""
+    from planner.deploy.kit import loads
+
+    catalog = load_catalog(SHIPPED)
+    row = {
+        "hardware": "h100-sxm-80gb", "model": "llama-3.1-8b", "precision": "fp8",
+        "workload": "chat", "tensor_parallel": 1, "replicas_planned": 2,
+        "engine_memory_fraction": 0.9, "engine_max_model_len": longest, "load_batch": 10,
+        "prompt_tokens_mean": mean, "output_tokens_mean": 1024, "prompt_tokens": reserved,
+    }  # fmt: skip
+    (settings,) = launch_settings(catalog, row)
+    assert [(load.concurrency, load.prompt_tokens) for load in loads(settings)] == expected
+
+
 def test_the_benchmark_parses_with_vllm_bench_serves_own_options() -> None:
     """The kit's benchmark at 10 requests in flight: vLLM's own options, the workload's lengths,
     outputs not cut short, the result saved where the index points."""
-    from planner.deploy.kit import benchmark_argv
+    from planner.deploy.kit import benchmark_argv, loads
 
-    flags = parsed("vllm-bench", tuple(benchmark_argv(_settings(), 10)))
+    at_ten = next(load for load in loads(_settings()) if load.concurrency == 10)
+    flags = parsed("vllm-bench", tuple(benchmark_argv(_settings(), at_ten)))
     assert flags["--max-concurrency"] == "10" and flags["--num-prompts"] == "40"
     assert flags["--random-input-len"] == flags["--random-output-len"] == "1024"
     assert flags["--ignore-eos"] and flags["--save-result"]
@@ -356,7 +384,7 @@ def test_the_kits_dry_run_filled_with_a_public_benchmark_calibrates_with_every_p
     ].iloc[0]
     (planned,) = launch_settings(catalog, row)
     settings = dataclasses.replace(
-        planned, planned_batch=10, prompt_tokens=1024, output_tokens=1024
+        planned, planned_batch=10, prompt_tokens=1024, output_tokens=1024, long_prompt_tokens=0
     )
     assert settings.memory_fraction == 0.5 and settings.engine_version == "0.10.1"
     out = folder / "measurements"

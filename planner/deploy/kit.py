@@ -21,6 +21,7 @@ never as shell syntax.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -30,6 +31,7 @@ from planner.deploy.settings import LaunchSettings
 
 __all__ = [
     "MEMORY_KEYS",
+    "Load",
     "benchmark_argv",
     "index_entries",
     "launch_script",
@@ -56,18 +58,33 @@ PROMPTS_PER_SLOT = 4
 LEAST_PROMPTS = 20
 
 
-def loads(settings: LaunchSettings) -> list[int]:
-    """The concurrencies measured: one, and the planned batch where it is more."""
-    return sorted({1, settings.planned_batch})
+@dataclass(frozen=True)
+class Load:
+    """One benchmark run: requests in flight, the prompt length, its name in file names."""
+
+    concurrency: int
+    prompt_tokens: int
+    name: str
+
+
+def loads(settings: LaunchSettings) -> list[Load]:
+    """The loads measured: one request and the planned batch at the workload's mean lengths,
+    and, where the plan reserves prompts at least twice the mean, one request of the longest
+    (:attr:`LaunchSettings.long_prompt_tokens`)."""
+    mean = settings.prompt_tokens
+    out = [Load(c, mean, f"c{c}") for c in sorted({1, settings.planned_batch})]
+    if settings.long_prompt_tokens:
+        out.append(Load(1, settings.long_prompt_tokens, f"c1-p{settings.long_prompt_tokens}"))
+    return out
 
 
 def _file(settings: LaunchSettings, what: str, stamp: str = STAMP) -> str:
     return f"{settings.line}-{stamp}-{what}"
 
 
-def benchmark_argv(settings: LaunchSettings, concurrency: int) -> list[str]:
-    """``vllm bench serve`` at one concurrency, its result saved where the index points."""
-    prompts = max(PROMPTS_PER_SLOT * concurrency, LEAST_PROMPTS)
+def benchmark_argv(settings: LaunchSettings, load: Load) -> list[str]:
+    """``vllm bench serve`` at one load, its result saved where the index points."""
+    prompts = max(PROMPTS_PER_SLOT * load.concurrency, LEAST_PROMPTS)
     return [
         "vllm", "bench", "serve",
         "--backend", "vllm",
@@ -75,15 +92,15 @@ def benchmark_argv(settings: LaunchSettings, concurrency: int) -> list[str]:
         "--model", MODEL,
         "--served-model-name", settings.model,
         "--dataset-name", "random",
-        "--random-input-len", str(settings.prompt_tokens),
+        "--random-input-len", str(load.prompt_tokens),
         "--random-output-len", str(settings.output_tokens),
         "--num-prompts", str(prompts),
-        "--max-concurrency", str(concurrency),
+        "--max-concurrency", str(load.concurrency),
         "--ignore-eos",
         "--percentile-metrics", "ttft,tpot,itl,e2el",
         "--save-result",
         "--result-dir", "${OUT}",
-        "--result-filename", _file(settings, f"c{concurrency}.json", STAMP_VARIABLE),
+        "--result-filename", _file(settings, f"{load.name}.json", STAMP_VARIABLE),
     ]  # fmt: skip
 
 
@@ -117,16 +134,16 @@ def index_entries(settings: LaunchSettings) -> list[dict[str, Any]]:
         name = _file(settings, "startup.log")
         entries.append({"id": name.removesuffix(".log"), "file": name, "format": "vllm-log",
                         **common, "source": source})  # fmt: skip
-    for concurrency in loads(settings):
-        name = _file(settings, f"c{concurrency}.json")
+    for load in loads(settings):
+        name = _file(settings, f"{load.name}.json")
         entries.append(
             {
                 "id": name.removesuffix(".json"),
                 "file": name,
                 "format": "vllm-bench",
                 **common,
-                "concurrency": concurrency,
-                "prompt_tokens": settings.prompt_tokens,
+                "concurrency": load.concurrency,
+                "prompt_tokens": load.prompt_tokens,
                 "output_tokens": settings.output_tokens,
                 "workload": settings.workload,
                 "source": source,
@@ -210,7 +227,7 @@ def script(settings: LaunchSettings, command: Launch) -> str:
             line=settings.line,
             engine=settings.engine,
             version=settings.engine_version,
-            loads=" and ".join(str(c) for c in loads(settings)),
+            loads=" and ".join(sorted({str(load.concurrency) for load in loads(settings)})),
             model=_model_line(settings),
         )
     ]
@@ -234,8 +251,8 @@ def script(settings: LaunchSettings, command: Launch) -> str:
         "  done\n"
         "fi\n"
     )
-    for concurrency in loads(settings):
-        parts.append(f"run {shell_line(benchmark_argv(settings, concurrency))}\n")
+    for load in loads(settings):
+        parts.append(f"run {shell_line(benchmark_argv(settings, load))}\n")
     entries = plain_yaml(index_entries(settings))
     parts.append(
         "entries() {\n"

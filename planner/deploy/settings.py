@@ -102,6 +102,10 @@ class LaunchSettings:
     prompt_tokens: int
     output_tokens: int
     """The workload's mean lengths, for the measurement's requests [tokens]."""
+    long_prompt_tokens: int = 0
+    """A second prompt length to measure, the longest the plan reserves (within the longest
+    sequence less the output), where it is at least twice the mean: two lengths tell a prompt's
+    arithmetic from a step's fixed time [tokens]; 0: none."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,11 +187,19 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "prompt_tokens": max(_whole(row.get("prompt_tokens_mean"), 1), 1),
         "output_tokens": max(_whole(row.get("output_tokens_mean"), 1), 1),
     }
+    common["long_prompt_tokens"] = _second_length(row, common)
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
     return [
         LaunchSettings(line=name, role=role, replicas=counts[role], **common)
         for name, role in pools(row)
     ]
+
+
+def _second_length(row: pd.Series | dict[str, Any], common: dict[str, Any]) -> int:
+    longest = min(
+        _whole(row.get("prompt_tokens"), 0), common["max_model_len"] - common["output_tokens"]
+    )
+    return longest if longest >= 2 * common["prompt_tokens"] else 0
 
 
 def pools(row: pd.Series | dict[str, Any]) -> list[tuple[str, str]]:
