@@ -255,3 +255,15 @@ def test_a_disaggregated_option_plans_the_simulated_pools() -> None:
         assert f"prefill {int(row['prefill_pool_planned'])} + decode {int(decode)}" in option_label(
             row.to_dict()
         )
+
+
+def test_pools_that_no_count_can_serve_are_not_searched(rows: pd.DataFrame) -> None:
+    """An inter-token target below a decode step of one sequence (0.1 ms): no pool sizes meet
+    it, said without a simulation."""
+    from planner.serving.sizing import size_candidate
+
+    row = rows.loc[("document-analysis", "l40s-48gb")].to_dict() | {"itl_p95_target_s": 1e-4}
+    sized = size_candidate(with_pools(), row)
+    assert sized["sim_bound"] == "bandwidth" and sized["sim_runs"] == 0
+    assert sized["sim_reason"].endswith("> 0.000 s target at any replica count")
+    assert math.isnan(sized["sim_replicas_needed"])

@@ -144,6 +144,10 @@ __all__ = [
 DEFAULT_MAX_REPLICAS = 256
 """Open loop: the search gives up beyond this many replicas [replicas]."""
 
+POOL_SEARCH_MULTIPLE = 4
+"""Disaggregated pools: the search gives up beyond this many times the closed form's decode
+pool (and 16 replicas at least) [-]."""
+
 
 #: The key columns of :func:`simulate_candidates`: the candidate's five and its serving layout
 #: (1: disaggregated pools; expert-parallel layouts are not simulated).
@@ -472,17 +476,32 @@ def _size_pools(
     def least(at_count: Callable[[int], tuple[bool, float]], start: int, upper: int) -> int | None:
         return fewest(at_count, min(start, upper), upper, None)[1]
 
+    floors = (
+        ("ttft", "ttft_p95_target_s", float(row["ttft_s"]), "compute"),
+        ("itl", "itl_p95_target_s", itl_floor_s(step_model(row, catalog.assumptions)), "bandwidth"),
+    )
+    for label, target, floor, bound in floors:
+        if _finite(row.get(target)) and floor > float(row[target]):
+            return {
+                "sim_bound": bound,
+                "sim_reason": f"{label} {floor:.3f} s with no queue > {float(row[target]):.3f} s "
+                "target at any replica count",
+            }
     prefill, decode = pool_sizes(row)
     tp = int(row["tensor_parallel"])
-    sizes = fewest_pools(simulate_at, least, prefill, decode, max_replicas)
+    # each decode replica the search tries adds the prefill pool's requests of one more
+    # (:func:`planner.serving.pools.simulate_pools`): the search stops at a multiple of the
+    # closed form's pool, where the closed form would be far off
+    limit = min(max_replicas, max(POOL_SEARCH_MULTIPLE * decode, 16))
+    sizes = fewest_pools(simulate_at, least, prefill, decode, limit)
     if sizes is None:
-        worst = at[2 * prefill + 1, max_replicas]
+        worst = at[2 * prefill + 1, limit]
         return {
             **_figures(worst[1]),
             "sim_bound": "queueing",
             "sim_reason": f"queueing: {'; '.join(m.text() for m in worst[0])} with "
-            f"{max_replicas} decode replicas (the search limit) and {2 * prefill + 1} prefill",
-            "sim_replicas_simulated": max_replicas,
+            f"{limit} decode replicas (the search limit) and {2 * prefill + 1} prefill",
+            "sim_replicas_simulated": limit,
             "sim_requests": int(worst[1].n_measured),
             "sim_runs": len(at),
         }
