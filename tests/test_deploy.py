@@ -603,3 +603,34 @@ def test_the_kits_start_up_log_is_a_public_logs_place(tmp_path: Path) -> None:
     # not fitted (what a benchmark at the plan's loads adds, above)
     for figure in measured.figures:
         assert f"{figure}: " in done.output
+
+
+@pytest.mark.parametrize(
+    ("precision", "quantization", "from_repository", "cache"),
+    [
+        ("bf16", None, True, "auto"),
+        ("fp8", "fp8", True, "fp8"),  # FP8 quantised by the engine as it loads BF16 weights
+        ("int4-g128", None, False, "auto"),  # a GPTQ/AWQ checkpoint
+        ("mxfp4", None, False, "auto"),
+        ("nvfp4", None, False, "fp8"),
+    ],
+)
+def test_each_precision_names_its_checkpoint_and_cache(
+    precision: str, quantization: str | None, from_repository: bool, cache: str
+) -> None:
+    """Where the engine can load the precision from the model's own repository (named in its
+    source, huggingface.co/meta-llama/Llama-3.1-8B-Instruct), the scripts default to it; a
+    4-bit precision needs a checkpoint quantised ahead of time, named by the user."""
+    catalog = load_catalog(SHIPPED)
+    row = {
+        "hardware": "h100-sxm-80gb", "model": "llama-3.1-8b", "precision": precision,
+        "workload": "chat", "tensor_parallel": 1, "replicas_planned": 1,
+        "engine_memory_fraction": 0.9, "engine_max_model_len": 8192,
+    }  # fmt: skip
+    (settings,) = launch_settings(catalog, row)
+    assert settings.quantization == quantization
+    assert settings.kv_cache_dtype == cache
+    expected = "meta-llama/Llama-3.1-8B-Instruct" if from_repository else None
+    assert settings.model_repository == expected
+    if not from_repository:
+        assert settings.checkpoint.startswith("a checkpoint of Llama 3.1 8B Instruct quantised")

@@ -123,9 +123,15 @@ def device_resource(hardware: Hardware) -> str:
 
 
 def _quantization(precision: Precision) -> str | None:
-    """FP8 weights are quantised by the engine from a BF16 checkpoint; 4-bit formats come as
-    checkpoints quantised ahead of time, whose config the engine reads."""
-    return "fp8" if precision.id == "fp8" or (precision.weight_bits == 8) else None
+    """FP8 weights (FP8 arithmetic) are quantised by the engine from a BF16 checkpoint; other
+    formats come as checkpoints quantised ahead of time, whose config the engine reads."""
+    return "fp8" if precision.compute == "fp8" and precision.weight_bits == 8 else None
+
+
+def _on_load(precision: Precision) -> bool:
+    """Whether the engine loads the planned precision from the model's own (16-bit) checkpoint:
+    16-bit weights, or FP8 quantised as it loads them."""
+    return (precision.weight_bits or 16) >= 16 or _quantization(precision) is not None
 
 
 def _whole(value: Any, fallback: int = 0) -> int:
@@ -148,7 +154,7 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
     replicas = _whole(row["replicas_planned"], 0)
     prefill = _whole(row.get("prefill_pool_planned", row.get("prefill_pool_replicas", 0)))
     revision = model.revision if model.revision and _COMMIT.match(model.revision) else None
-    on_load = (precision.weight_bits or 16) >= 8  # BF16, or FP8 quantised by the engine
+    on_load = _on_load(precision)
     repository = model_repository(model) if on_load else None
     checkpoint = (
         f"{model.label} ({repository or 'its checkpoint'})"
