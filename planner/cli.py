@@ -233,6 +233,14 @@ def run(
     if folder != destination:
         click.echo(f"{destination}/ was taken by another run meanwhile.")
     click.echo(f"Run written to {folder}/")
+    from planner.deploy import FOLDER as DEPLOY
+    from planner.deploy import SETTINGS
+
+    if (folder / DEPLOY / SETTINGS).is_file():
+        click.echo(
+            f"Launch commands, manifests and measurement kits: {folder}/{DEPLOY}/ "
+            "(measure-LINE.sh --dry-run prints what one runs)"
+        )
 
 
 def _check_executor(workers: int | None, scheduler: str | None) -> None:
