@@ -29,8 +29,9 @@ EXIT_INVALID = 1
 def deploy(run: Path, candidate: str, out: Path) -> None:
     """Write the launch files of one option of RUN (any candidate it evaluated, not only the
     ask's lines) to a new folder, as the run's deploy/ holds them for the ask."""
-    from planner.deploy import OptionNotFound, option_files, write_deploy_files
+    from planner.deploy import write_deploy_files
     from planner.outputs.folders import FileRefused, check_writable
+    from planner.outputs.option_deploy import OptionNotFound, option_files
 
     try:
         check_writable(out)

@@ -19,6 +19,7 @@ RUN_FILES = {
     "report.pdf",
     "manifest.json",
     "catalogs",
+    "deploy",
 }
 
 

@@ -520,13 +520,13 @@ def test_a_measurement_of_other_settings_is_not_the_line_measured(shipped) -> No
         f"log: not the plan's settings for {pool.line}: max_num_seqs 1 (planned "
         f"{pool.max_num_seqs}); left out of the comparison with the plan"
     )
-    said = next_measurements(catalog, Ask([line]), (other,), (verdict,))
+    said = next_measurements(catalog, Ask([line]), (other,), {"log": verdict.text()})
     assert said[0] == verdict.text() + "."
     assert any("keep the serving engine's start-up log" in s for s in said)
     engine["max_num_seqs"] = pool.max_num_seqs
     same = Measurement(MeasurementEntry.model_validate(fields), {}, {})
     assert apart(catalog, [line], [same]) == ()
-    said = next_measurements(catalog, Ask([line]), (same,), ())
+    said = next_measurements(catalog, Ask([line]), (same,))
     assert not any("keep the serving engine's start-up log" in s for s in said)
 
 

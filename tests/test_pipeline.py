@@ -61,7 +61,7 @@ def test_a_run_tells_its_progress_stage_by_stage(seed_dir, tmp_path):
     stages = list(dict.fromkeys(stage for stage, _, _ in seen))
     assert stages[:2] == ["evaluating", "simulating"]
     files = (runs.RESULTS_CSV, runs.CATALOG_COPY, runs.RESULTS_JSON, runs.FLEET_JSON,
-             runs.WORKBOOK, runs.REPORT)  # fmt: skip
+             runs.DEPLOY, runs.WORKBOOK, runs.REPORT)  # fmt: skip
     assert [s for s in stages if s.startswith("writing")] == [f"writing {f}" for f in files]
     simulating = [(d, t) for s, d, t in seen if s == "simulating"]
     assert simulating[0][0] == 0 and all(d <= t for d, t in simulating)

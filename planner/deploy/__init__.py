@@ -34,10 +34,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FOLDER",
     "SETTINGS",
-    "OptionNotFound",
     "deploy_files",
     "line_settings",
-    "option_files",
     "write_deploy",
     "write_deploy_files",
 ]
@@ -80,30 +78,3 @@ def write_deploy_files(files: dict[str, str], folder: Path) -> None:
         path.write_text(text)
         if name.endswith(".sh"):
             os.chmod(path, 0o755)
-
-
-class OptionNotFound(LookupError):
-    """A run holds no candidate of the id asked for (or is no run at all); says which."""
-
-
-def option_files(run: Path, candidate: str) -> dict[str, str]:
-    """The files of ``deploy/`` for one evaluated option of a run folder, by its candidate id
-    (``hardware|model|precision|workload|tensor_parallel``, as ``results.csv`` gives it): the
-    run's own catalogs and the option's results row, as for a line of the ask."""
-    from planner.catalog import load_catalog
-    from planner.model.cost import BUY
-    from planner.outputs.folders import CATALOG_COPY
-    from planner.outputs.runs import RESULTS_JSON
-    from planner.plan.deployment import Line
-
-    results = run / RESULTS_JSON
-    if not results.is_file():
-        raise OptionNotFound(f"{run} holds no {RESULTS_JSON}: not a run folder")
-    rows = json.loads(results.read_text(encoding="utf-8")).get("rows", [])
-    found = [r for r in rows if isinstance(r, dict) and r.get("candidate") == candidate]
-    if not found:
-        raise OptionNotFound(f"{run} has no candidate {candidate!r} (see its results.csv)")
-    catalog = load_catalog(run / CATALOG_COPY)
-    row = found[0]
-    line = Line(str(row["workload"]), str(row["model"]), row, BUY, "planner deploy")  # type: ignore[arg-type]
-    return deploy_files(catalog, [line])

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes, constants_for
+from planner.plan.labels import line_pools
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from planner.catalog import Catalog
     from planner.catalog.components import Hardware, Model, Precision
 
-__all__ = ["LaunchSettings", "device_resource", "launch_settings", "model_repository", "pools"]
+__all__ = ["LaunchSettings", "device_resource", "launch_settings", "model_repository"]
 
 #: A Hugging Face repository named in a model's ``source``: ``huggingface.co/ORG/NAME``.
 _REPOSITORY = re.compile(r"huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -197,7 +198,7 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
     return [
         LaunchSettings(line=name, role=role, replicas=counts[role], **common)
-        for name, role in pools(row)
+        for name, role in line_pools(row)
     ]
 
 
@@ -206,12 +207,3 @@ def _second_length(row: pd.Series | dict[str, Any], common: dict[str, Any]) -> i
         _whole(row.get("prompt_tokens"), 0), common["max_model_len"] - common["output_tokens"]
     )
     return longest if longest >= 2 * common["prompt_tokens"] else 0
-
-
-def pools(row: pd.Series | dict[str, Any]) -> list[tuple[str, str]]:
-    """A line's pools, (name in file names, role): its workload id for one pool of replicas, or
-    ``WORKLOAD-prefill`` and ``WORKLOAD-decode`` for a disaggregated line."""
-    workload = str(row["workload"])
-    if _whole(row.get("disaggregated", 0)) > 0:
-        return [(f"{workload}-prefill", "prefill"), (f"{workload}-decode", "decode")]
-    return [(workload, "both")]

@@ -12,16 +12,14 @@ assumes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from planner.catalog import Catalog
-from planner.deploy.check import Verdict
-from planner.deploy.settings import pools
 from planner.measure import Measurement
 from planner.model.cost import API
 from planner.plan.deployment import Ask
-from planner.plan.labels import option_label
+from planner.plan.labels import line_pools, option_label
 
 
 def efficiency_at_target(
@@ -97,17 +95,17 @@ def next_measurements(
     catalog: Catalog,
     plan: Ask,
     measurements: tuple[Measurement, ...],
-    apart: Sequence[Verdict] = (),
+    apart: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Sentences, one or two per option of the plan's ask, in its order, one for each engine
     feature its plan depends on (:func:`feature_measurements`), and for an option on devices the
     measurement kit that takes them (:func:`kit_sentence`). A measurement taken with other
-    settings than its line's (``apart``: :func:`planner.deploy.check.apart`) does not count as
-    the line measured; a sentence says why."""
+    settings than its line's (``apart``: its id → why, from :func:`planner.deploy.check.apart`)
+    does not count as the line measured; the sentence says why."""
     efficiency = catalog.assumptions.bandwidth_efficiency
-    other = {v.measurement for v in apart}
-    measurements = tuple(m for m in measurements if m.entry.id not in other)
-    out = [f"{v.text()}." for v in apart]
+    apart = apart or {}
+    measurements = tuple(m for m in measurements if m.entry.id not in apart)
+    out = [f"{why}." for why in apart.values()]
     for line in plan.lines:
         row = line.row
         option = option_label(row, devices=False)
@@ -133,7 +131,7 @@ def next_measurements(
 
 def kit_sentence(row: Any, option: str) -> str:
     """The line's measurement kit in the run folder, by name."""
-    scripts = " and ".join(f"deploy/measure-{name}.sh" for name, _ in pools(row))
+    scripts = " and ".join(f"deploy/measure-{name}.sh" for name, _ in line_pools(row))
     return (
         f"{option}: {scripts} in the run folder starts the engine with the plan's settings, "
         "keeps its start-up log, runs the benchmark at both loads and writes the "

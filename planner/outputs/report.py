@@ -297,7 +297,9 @@ def context(
         "bill": bill_of_materials(catalog, plan),
         "discount_rate": f"{catalog.assumptions.discount_rate_per_year:.1%}",
         "uncalibrated_band": f"{catalog.assumptions.uncalibrated_band:.0%}",
-        "next_measurements": next_measurements(catalog, plan, derived.measurements, derived.apart),
+        "next_measurements": next_measurements(
+            catalog, plan, derived.measurements, {v.measurement: v.text() for v in derived.apart}
+        ),
         "n_candidates": len(table),
         "n_fitting": int(table["fits"].sum()) if len(table) else 0,
         "n_eligible": int(table["eligible"].astype(bool).sum()) if len(table) else 0,

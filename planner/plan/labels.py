@@ -105,3 +105,14 @@ def option_label(
     workload where ``workload`` is False, without the count as :func:`short_label`)."""
     named = f"{option['workload']} × {option['model']}" if workload else str(option["model"])
     return f"{named}: {short_label(option, devices=devices)}"
+
+
+def line_pools(row: Mapping[str, Any] | pd.Series) -> list[tuple[str, str]]:
+    """A line's pools, (name in file names, role): its workload id for one pool of replicas, or
+    ``WORKLOAD-prefill`` and ``WORKLOAD-decode`` for a disaggregated line (the names of its
+    files in a run's ``deploy/``)."""
+    workload = str(row["workload"])
+    pools = row.get("disaggregated", 0)
+    if is_finite(pools) and float(pools) > 0:
+        return [(f"{workload}-prefill", "prefill"), (f"{workload}-decode", "decode")]
+    return [(workload, "both")]
