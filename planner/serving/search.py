@@ -19,10 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.model.targets import TARGETS as LATENCY_TARGETS
-from planner.serving.configs import users_per_replica
+from planner.model.units import is_finite
+from planner.serving.configs import step_model, users_per_replica
+from planner.serving.speculation import itl_floor_s
 
 if TYPE_CHECKING:
-    from planner.catalog import Workload
+    from collections.abc import Mapping
+    from typing import Any
+
+    from planner.catalog import Assumptions, Workload
     from planner.serving.statistics import SimResult
 
 
@@ -73,6 +78,23 @@ def miss_ratio_of(result: SimResult, workload: Workload, ceiling: float) -> floa
             values[label] = getattr(result, result_field)
             limits[label] = limit
     return miss_ratio(values, limits)
+
+
+def floors_missed(
+    row: Mapping[str, Any], assumptions: Assumptions
+) -> list[tuple[str, float, float, str]]:
+    """The latency floors of a row over their targets, (label, floor, target, what binds): the
+    no-load TTFT, and a decode step of one sequence with one cached token per token emitted
+    (:func:`~planner.serving.speculation.itl_floor_s`). No replica count goes below them."""
+    floors = (
+        ("ttft", "ttft_p95_target_s", float(row["ttft_s"]), "compute"),
+        ("itl", "itl_p95_target_s", itl_floor_s(step_model(row, assumptions)), "bandwidth"),
+    )
+    return [
+        (label, floor, float(row[target]), bound)
+        for label, target, floor, bound in floors
+        if is_finite(row.get(target)) and floor > float(row[target])
+    ]
 
 
 def miss_ratio(values: dict[str, float], limits: dict[str, float]) -> float:

@@ -116,9 +116,8 @@ from planner.serving.configs import (
     step_model,
 )
 from planner.serving.pools import fewest_pools, pool_sizes, simulable_pools, simulate_pools
-from planner.serving.search import Miss, fewest, miss_ratio_of, misses
+from planner.serving.search import Miss, fewest, floors_missed, miss_ratio_of, misses
 from planner.serving.simulate import SimConfig, SimResult, simulate
-from planner.serving.speculation import itl_floor_s
 
 if TYPE_CHECKING:
     from planner.catalog import Catalog, Workload
@@ -406,11 +405,7 @@ def size_candidate(
     # the best case first where a floor already misses (the no-load TTFT, or a decode step of
     # one sequence with one cached token, per token), else only when the closed form's count
     # misses
-    floors = (
-        ("ttft_p95_target_s", float(row["ttft_s"])),
-        ("itl_p95_target_s", itl_floor_s(step_model(row, a))),
-    )
-    if any(_finite(row.get(t)) and floor > float(row[t]) for t, floor in floors) and hopeless():
+    if floors_missed(row, a) and hopeless():
         return out
     if not met(start) and hopeless():
         return out
@@ -476,17 +471,12 @@ def _size_pools(
     def least(at_count: Callable[[int], tuple[bool, float]], start: int, upper: int) -> int | None:
         return fewest(at_count, min(start, upper), upper, None)[1]
 
-    floors = (
-        ("ttft", "ttft_p95_target_s", float(row["ttft_s"]), "compute"),
-        ("itl", "itl_p95_target_s", itl_floor_s(step_model(row, catalog.assumptions)), "bandwidth"),
-    )
-    for label, target, floor, bound in floors:
-        if _finite(row.get(target)) and floor > float(row[target]):
-            return {
-                "sim_bound": bound,
-                "sim_reason": f"{label} {floor:.3f} s with no queue > {float(row[target]):.3f} s "
-                "target at any replica count",
-            }
+    for label, floor, target, bound in floors_missed(row, catalog.assumptions):
+        return {
+            "sim_bound": bound,
+            "sim_reason": f"{label} {floor:.3f} s with no queue > {target:.3f} s target at "
+            "any replica count",
+        }
     prefill, decode = pool_sizes(row)
     tp = int(row["tensor_parallel"])
     # each decode replica the search tries adds the prefill pool's requests of one more
