@@ -227,7 +227,9 @@ def script(settings: LaunchSettings, command: Launch) -> str:
             line=settings.line,
             engine=settings.engine,
             version=settings.engine_version,
-            loads=" and ".join(sorted({str(load.concurrency) for load in loads(settings)})),
+            loads=" and ".join(
+                str(c) for c in sorted({load.concurrency for load in loads(settings)})
+            ),
             model=_model_line(settings),
         )
     ]
@@ -256,7 +258,7 @@ def script(settings: LaunchSettings, command: Launch) -> str:
     entries = plain_yaml(index_entries(settings))
     parts.append(
         "entries() {\n"
-        "  sed \"s/@STAMP@/${STAMP}/g\" <<'PLANNER_INDEX_END'\n"
+        f"  sed \"s/{STAMP}/${{STAMP}}/g\" <<'PLANNER_INDEX_END'\n"
         f"{entries}PLANNER_INDEX_END\n"
         "}\n"
         'if [ "$DRY_RUN" = 1 ]; then echo "# index entries:"; entries; exit 0; fi\n'
