@@ -172,6 +172,12 @@ def next_count(b: Bracket, users: int | None, upper: int) -> int:
     at = b.at or {}
     if b.hi is None:  # no hit yet
         return _beyond(b, users, upper)
+    if b.lo == 0 and len(at) == 1 and b.hi > 1:
+        # the first count met: the count just below it first. The closed form's count is
+        # usually near the simulated one, and a miss ratio is flat above the fewest count
+        # (the one-request floors) while it climbs below it, so a line through one hit
+        # guesses far too few
+        return b.hi - 1
     if b.hi - b.lo <= 2 or b.slow >= 2:
         b.slow = 0
         return (b.lo + b.hi) // 2 if b.hi - b.lo > 1 else b.lo
