@@ -148,7 +148,7 @@ from planner.serving.statistics import (
     SimResult,
     summarise,
 )
-from planner.serving.steps import StepModel, StepTable, _DecodeRun, step_table
+from planner.serving.steps import StepModel, _DecodeRun, mixed_and_decode_s, step_table
 from planner.serving.traffic import (
     Arrivals,
     Lengths,
@@ -397,7 +397,7 @@ class _Replica(_ReplicaState):
             chunks.append((entry, take))
             pieces.append((shared + entry[2], take))
             left -= take
-        t_step, t_decode = self._mixed_times(B, ctx0, pieces)
+        t_step, t_decode = mixed_and_decode_s(self.step, B, ctx0, pieces)
         if B:
             now = self._decode(
                 now,
@@ -428,18 +428,6 @@ class _Replica(_ReplicaState):
                 totals.tokens_window += 1
             self._prefilled(rid, now)
         return now
-
-    def _mixed_times(
-        self, batch: int, ctx0: int, pieces: list[tuple[int, int]]
-    ) -> tuple[float, float]:
-        """(:meth:`StepModel.mixed_step_s`, :meth:`StepModel.decode_step_s`) of a step of
-        chunked prefill [s]: from the step table's arrays when the run has one (the same
-        numbers to the last bit), else by the plain calls; the decode step only with a batch."""
-        if isinstance(self.step, StepTable) and pieces:
-            step, decode, _ = self.step.mixed_times(batch, ctx0, pieces)
-            return step, decode
-        step = self.step.mixed_step_s(batch, ctx0, pieces)
-        return step, self.step.decode_step_s(batch, ctx0) if batch else 0.0
 
     def _preempt(self, now: float, swapped_in: list[int]) -> float:
         """current-length: preempt the latest admitted until the batch's next step fits the

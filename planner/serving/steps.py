@@ -553,6 +553,19 @@ class StepTable(StepModel):
         return self._prefill_memory
 
 
+def mixed_and_decode_s(
+    step: StepModel, batch: int, context_tokens_total: int, chunks: Sequence[tuple[int, int]]
+) -> tuple[float, float]:
+    """(:meth:`StepModel.mixed_step_s`, :meth:`StepModel.decode_step_s`) of a step of chunked
+    prefill [s]: from a :class:`StepTable`'s arrays (the same numbers to the last bit), else by
+    the plain calls; the decode step 0 without a batch."""
+    if isinstance(step, StepTable) and chunks:
+        mixed, decode, _ = step.mixed_times(batch, context_tokens_total, chunks)
+        return mixed, decode
+    mixed = step.mixed_step_s(batch, context_tokens_total, chunks)
+    return mixed, step.decode_step_s(batch, context_tokens_total) if batch else 0.0
+
+
 @functools.lru_cache(maxsize=64)
 def step_table(step: StepModel) -> StepTable:
     """The :class:`StepTable` of ``step`` (one per step model, so that the runs of one
