@@ -274,7 +274,7 @@ def test_the_fleet_in_words() -> None:
     assert later_sentence((23, fleet), Ask([], months=36), named) == (  # type: ignore[arg-type]
         "At month 23, the forecasts' last, the same arithmetic at that month's traffic gives a "
         "fleet of 173,000 USD over 36 months (NVIDIA H100: 12 devices owned and 4 device-hours "
-        "a day rented); the Schedule plans the purchases on the way there, workload by workload."
+        "a day rented)."
     )
     assert later_sentence(None, Ask([]), named) == ""  # type: ignore[arg-type]
     assert fleet_context("no workload is served", Ask([]), named)["none"] == (  # type: ignore[arg-type]

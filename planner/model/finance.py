@@ -49,7 +49,7 @@ from planner.model.metric import Kind, Metric, metric, rebound
 SCHEDULE: dict[str, Metric] = {}
 
 #: The modules that define schedule metrics.
-SCHEDULE_MODULES = ("planner.model.finance", "planner.model.need")
+SCHEDULE_MODULES = ("planner.model.finance", "planner.model.need", "planner.model.fleet_months")
 
 #: Hours in a day: a daily profile's length, and what a month's rent is spread over.
 HOURS = 24
@@ -58,7 +58,8 @@ HOURS = 24
 NO_PAYBACK = "none"
 
 #: What ``previous_<column>`` and ``next_<column>`` read beyond the horizon.
-EDGES = {"previous_nodes_owned": 0, "next_stays_at_or_below_rent": 1}
+EDGES = {"previous_nodes_owned": 0, "next_stays_at_or_below_rent": 1,
+         "previous_devices_owned": 0, "previous_type_nodes_owned": 0}  # fmt: skip
 
 #: How little below a whole number a count may be computed and still round down to it: a count
 #: that is whole in exact arithmetic stays whole through floating point.

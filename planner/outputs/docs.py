@@ -124,6 +124,8 @@ API = (
                   "planner.plan.deployment:ask")),
     ("Writing a run", ("planner.pipeline:run", "planner.outputs.runs:write_run",
                        "planner.outputs.explain:explain")),
+    ("The shared fleet", ("planner.plan.portfolio:plan_fleet",
+                          "planner.plan.fleet_schedule:fleet_schedule")),
     ("Comparing runs", ("planner.diff:diff_runs",)),
     ("Measurements and calibration", ("planner.measure:load_measurements",
                                       "planner.measure.compare:comparison",

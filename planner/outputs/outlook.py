@@ -23,6 +23,7 @@ from planner.outputs.basis import calibration_lines
 from planner.plan.candidates import Candidates
 from planner.plan.deployment import Ask, Line, ask
 from planner.plan.fleet import Fleet
+from planner.plan.fleet_schedule import FleetSchedule, fleet_schedule
 from planner.plan.portfolio import fleet_at_horizon, fleet_of
 from planner.plan.recommend import COST, GROUP, rank, ranked, recommendations
 from planner.plan.schedule import GrowthCase, WorkloadSchedule, growth_cases, schedules
@@ -124,6 +125,9 @@ class Outlook:
     fleet: Fleet | str = "not planned"
     #: the fleet the forecasts' last month needs, with that month (None: no forecast grows)
     fleet_later: tuple[int, Fleet | str] | None = None
+    #: the fleet over the months of the forecasts
+    #: (:func:`planner.plan.fleet_schedule.fleet_schedule`; None: no fleet or no forecast)
+    fleet_months: FleetSchedule | None = None
     #: the measurements of a line's model on its hardware taken with other settings than the
     #: plan's (:func:`planner.deploy.check.apart`), not counted as that line measured
     apart: tuple[Verdict, ...] = ()
@@ -175,6 +179,7 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     found = schedules(catalog, plan)
     leading = leading_rows(catalog, table, order) if len(table) else None
     served = {line.workload: line.model for line in plan.lines}
+    fleet = fleet_of(catalog, table, served)
     return Outlook(
         plan=plan,
         measurements=measurements,
@@ -189,7 +194,8 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
         changes=what_changes(catalog, rows=leading),
         calibration=calibration_lines(catalog),
         caching=cache_worth(catalog, plan, leading),
-        fleet=fleet_of(catalog, table, served),
+        fleet=fleet,
         fleet_later=fleet_at_horizon(catalog, table, served) if served else None,
+        fleet_months=None if isinstance(fleet, str) else fleet_schedule(catalog, table, fleet),
         apart=apart(catalog, plan.lines, measurements),
     )

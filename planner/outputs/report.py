@@ -62,7 +62,7 @@ from planner.outputs.sections import (
     simulation_summary,
     workload_sections,
 )
-from planner.outputs.sharing import fleet_context, later_sentence
+from planner.outputs.sharing import fleet_context, later_sentence, schedule_context
 from planner.plan.columns import EP_KEY, PD_KEY
 from planner.plan.deployment import Ask
 from planner.plan.sensitivity import CHANGES
@@ -284,7 +284,10 @@ def context(
         "references": cited(results.metrics),
         "ask": ask_context(plan, catalog, derived.caching),
         "fleet": fleet_context(derived.fleet, plan, catalog)
-        | {"later": later_sentence(derived.fleet_later, plan, catalog)},
+        | {
+            "later": later_sentence(derived.fleet_later, plan, catalog),
+            "months": schedule_context(derived.fleet_months, catalog),
+        },
         "sensitivity": {
             workload: sensitivity_text(changes, [label for label, _ in CHANGES])
             for workload, changes in derived.changes.items()

@@ -224,6 +224,8 @@ def fleet_json(derived: Outlook) -> dict[str, Any]:
         month, later = derived.fleet_later
         shown = {"why": later} if isinstance(later, str) else later.to_json()
         found["at_forecast_end"] = {"month": month, "fleet": shown}
+    if derived.fleet_months is not None:
+        found["schedule"] = derived.fleet_months.to_json()
     return found
 
 
@@ -459,6 +461,7 @@ def write_run(
                 uncertainty=derived.bands,
                 ranks=derived.order,
                 fleet=derived.fleet,
+                fleet_months=derived.fleet_months,
             ),
         ),
         *(extra_writers or {}).items(),

@@ -4,12 +4,14 @@ owned and rented devices and what runs on them, and what goes to a hosted API.""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, usd
 from planner.plan.deployment import Ask
 from planner.plan.fleet import Fleet, Option, one_node_down
+from planner.plan.fleet_schedule import FleetSchedule, TypeSchedule
 
 #: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
 NO_SAVING_USD = 1.0
@@ -63,7 +65,7 @@ def later_sentence(later: tuple[int, Fleet | str] | None, ask: Ask, catalog: Cat
             f"({'; '.join(parts)}")  # fmt: skip
     if api:
         text += f"; {len(api)} workload{'s' if len(api) != 1 else ''} on the hosted API"
-    return text + "); the Schedule plans the purchases on the way there, workload by workload."
+    return text + ")."
 
 
 def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, Any]:
@@ -163,3 +165,60 @@ def _summary(fleet: Fleet, ask: Ask) -> str:
         text += (f"; that includes {usd(spares)} USD of spare nodes (N+k) the forecasts ask for "
                  "and the lines above leave out")  # fmt: skip
     return text
+
+
+def _orders(orders: list[tuple[int, int]]) -> str:
+    """``month 0: 1 node; month 11: 2 nodes``, or ``none``."""
+    return "; ".join(f"month {m}: {_plural(n, 'node')}" for m, n in orders) or "none"
+
+
+def _owned_months(t: TypeSchedule) -> str:
+    """``0 → 12 (2 nodes at the end, N+1)``, or ``none``."""
+    if not t.owned_devices[-1]:
+        return "none"
+    spare = f", N+{t.spare_nodes}" if t.spare_nodes else ""
+    return (f"{count(t.owned_devices[0])} → {count(t.owned_devices[-1])} "
+            f"({_plural(t.owned_nodes[-1], 'node')} at the end{spare})")  # fmt: skip
+
+
+def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str, Any]:
+    """The fleet over the months of the forecasts for the template: a sentence with its net
+    present value against renting everything and against each workload's fleet alone
+    scheduled the same way, and a row per device type (devices at the busiest hour and owned,
+    first and last month; the orders; its net present value and renting everything's); empty
+    where there is none."""
+    if found is None or not found.types:
+        return {}
+    last = found.months - 1
+    rows = [
+        {
+            "hardware": catalog.get("hardware", t.hardware).label,
+            "needed": f"{count(t.peak_devices[0])} → {count(t.peak_devices[-1])}",
+            "owned": _owned_months(t),
+            "orders": _orders(t.orders(found.lead_time_months)),
+            "npv": usd(t.npv_usd),
+            "rent": usd(t.rent_everything_npv_usd),
+        }
+        for t in found.types
+    ]
+    npv = found.npv_usd
+    text = (
+        f"Over the {found.months} months of the forecasts the fleet keeps today's mix of "
+        "options and grows its replicas with each workload's traffic. Each month, each device "
+        "type owns the devices that cost least against renting their hours (with their nodes' "
+        "overhead and spare nodes, as the optimiser prices them), each ordered "
+        f"{_plural(found.lead_time_months, 'month')} ahead and kept; the other hours are "
+        f"rented. Its net present value is {usd(npv)} USD"
+    )
+    if found.api_npv_usd > 0:
+        text += f", {usd(found.api_npv_usd)} of it for the hosted API's share"
+    text += f", against {usd(found.rent_everything_npv_usd)} USD renting every hour"
+    alone = found.alone_npv_usd
+    if math.isfinite(alone):
+        saved = alone - npv
+        text += (f" and {usd(alone)} USD for each workload's fleet alone scheduled the same "
+                 "way: " + (f"sharing saves {usd(saved)} USD over the months"
+                            if saved >= NO_SAVING_USD else "sharing saves nothing over the "
+                            "months"))  # fmt: skip
+    text += f". Devices in month 0 and month {last}; fleet.json has every month."
+    return {"text": text, "rows": rows}

@@ -78,6 +78,9 @@ class Option:
     hourly: tuple[int, ...] = ()
     #: the length class it serves alone (its :class:`Demand`'s key), or "" for the whole mix
     part: str = ""
+    #: the Plan figures its replicas at any traffic are worked out from
+    #: (:func:`planner.plan.schedule.replica_inputs`), as (name, value) pairs
+    inputs: tuple[tuple[str, float], ...] = ()
 
     def serves(self, key: str, parent: str) -> bool:
         """Whether its replicas carry load of demand ``key``, a part of workload ``parent``
@@ -161,6 +164,8 @@ class Fleet:
     demands: dict[str, Demand] = field(default_factory=dict)
     #: every option the program could choose, used or not
     options: tuple[Option, ...] = ()
+    #: each workload planned alone by the same program, on devices of its own
+    alone: tuple[Fleet, ...] = ()
 
     @property
     def cost_usd(self) -> float:
@@ -245,16 +250,18 @@ def solve(
     spare nodes from ``demands`` (flat, without an API or spares where not given); ValueError
     where the workloads cannot all be served."""
     fleet = _Program(options, types, demands).solve()
-    alone = 0.0
+    apart = []
     for workload in dict.fromkeys(o.workload for o in options):
         mine = [o for o in options if o.workload == workload]
-        alone += _Program(mine, types, demands).solve(tidy=False).cost_usd
+        apart.append(_Program(mine, types, demands).solve(tidy=False))
+    alone = sum(f.cost_usd for f in apart)
     unguarded, unguarded_gap = fleet.cost_usd, fleet.gap
     if any(d.spare_nodes for d in demands):
         bare = [replace(d, spare_nodes=0) for d in demands]
         without = _Program(options, types, bare).solve(tidy=False, seconds=COMPARE_S)
         unguarded, unguarded_gap = without.cost_usd, without.gap
-    return replace(fleet, alone_usd=alone, unguarded_usd=unguarded, unguarded_gap=unguarded_gap)
+    return replace(fleet, alone_usd=alone, unguarded_usd=unguarded, unguarded_gap=unguarded_gap,
+                   alone=tuple(apart))  # fmt: skip
 
 
 def _hour_groups(options: Sequence[Option]) -> list[tuple[list[int], tuple[int, ...]]]:

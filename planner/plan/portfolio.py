@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,13 @@ from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option, solve
 from planner.plan.labels import short_label
 from planner.plan.lengths import lengths
 from planner.plan.recommend import COST
-from planner.plan.schedule import NodeCosts, node_costs, replicas_at, traffic_factors
+from planner.plan.schedule import (
+    NodeCosts,
+    node_costs,
+    replica_inputs,
+    replicas_at,
+    traffic_factors,
+)
 from planner.plan.sweep import evaluate
 
 #: The options kept for each workload and device type, fewest devices first: enough for the
@@ -84,6 +91,7 @@ def fleet_options(
             max(hourly) if hourly else int(r["replicas_planned"]),
             short_label(r, devices=False),
             hourly,
+            inputs=tuple(replica_inputs(r).items()),
         ))  # fmt: skip
     return options
 
@@ -114,31 +122,58 @@ def _owned_usd(costs: NodeCosts) -> float:
     return costs.capital_usd + costs.running_usd_per_month * costs.amortisation_months
 
 
+def split_costs(catalog: Catalog, row: Any, devices: int) -> tuple[NodeCosts, NodeCosts]:
+    """One device's costs and a node's own beyond its devices (overhead), from the plan's own
+    cost metrics over one node of ``devices`` of the row's devices: a device is a full node's
+    less one of a device fewer (in a node of one device, all of it), the overhead the rest;
+    a device is rented at a node's rent ÷ its devices, the overhead never alone."""
+    full = node_costs(catalog, row, devices)
+    months = full.amortisation_months
+    device = full
+    if devices > 1:
+        less = node_costs(catalog, row, devices - 1)
+        device = NodeCosts(
+            full.capital_usd - less.capital_usd,
+            full.running_usd_per_month - less.running_usd_per_month,
+            full.rent_usd_per_month / devices,
+            months,
+        )
+    overhead = NodeCosts(
+        full.capital_usd - devices * device.capital_usd,
+        full.running_usd_per_month - devices * device.running_usd_per_month,
+        0.0,
+        months,
+    )
+    return device, overhead
+
+
+def rack_devices(catalog: Catalog, row: Any) -> int:
+    """Devices a node of the row's hardware holds: its ``devices_per_node``, or as many as a
+    rack's power budget takes (``rack_power`` ÷ board power, as
+    :func:`planner.model.facility.nodes_per_rack` allows a node) [devices]."""
+    devices = int(row["devices_per_node"])
+    rack, power = catalog.assumptions.rack_power, float(row["power_w"])
+    if rack is not None and math.isfinite(power) and power > 0:
+        devices = min(devices, math.floor(rack / power))
+    return devices
+
+
 def node_types(
     catalog: Catalog, table: pd.DataFrame, hardware: Sequence[str]
 ) -> dict[str, NodeType]:
-    """Each device type's costs over the period, from the plan's own cost metrics over one node:
-    a device owned (capital and running over the amortisation months: a full node's less one
-    of a device fewer), a node's own part beyond its devices (overhead), and a device rented
-    around the clock (a node's rent ÷ its devices). A node holds its
-    ``devices_per_node``, or as many as a rack's power budget takes (``rack_power`` ÷ board
-    power, as :func:`planner.model.facility.nodes_per_rack` allows a node); a type of which a
-    rack powers no device is left out."""
+    """Each device type's costs over the period (:func:`split_costs`): a device owned (capital
+    and running over the amortisation months), a node's own part beyond its devices, and a
+    device rented around the clock, in nodes of :func:`rack_devices`; a type of which a rack
+    powers no device is left out."""
     types = {}
-    rack = catalog.assumptions.rack_power
     for h in dict.fromkeys(hardware):
         row = table[table["hardware"].astype(str) == h].iloc[0]
-        devices = int(row["devices_per_node"])
-        power = float(row["power_w"])
-        if rack is not None and math.isfinite(power) and power > 0:
-            devices = min(devices, math.floor(rack / power))
+        devices = rack_devices(catalog, row)
         if devices < 1:
             continue
-        full, less = node_costs(catalog, row, devices), node_costs(catalog, row, devices - 1)
-        device = _owned_usd(full) - _owned_usd(less) if devices > 1 else _owned_usd(full)
-        node = _owned_usd(full) - devices * device
-        rent = full.rent_usd_per_month / devices * full.amortisation_months  # by the device
-        types[h] = NodeType(h, devices, device, node, rent)
+        device, overhead = split_costs(catalog, row, devices)
+        rent = device.rent_usd_per_month * device.amortisation_months
+        types[h] = NodeType(h, devices, _owned_usd(device), _owned_usd(overhead), rent)
     return types
 
 

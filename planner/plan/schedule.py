@@ -444,6 +444,29 @@ def traffic_factors(catalog: Catalog, workload: Workload) -> list[float]:
     return [demand_factor(growth, m) for m in range(forecast.months or 1)]
 
 
+def lease_of(catalog: Catalog) -> tuple[float, int] | None:
+    """The lease the assumptions compare (annual rate, term in months), or None."""
+    a = catalog.assumptions
+    if a.lease_rate_per_year is None or a.lease_term_months is None:
+        return None
+    return (a.lease_rate_per_year, a.lease_term_months)
+
+
+def paid(
+    catalog: Catalog, hours: list[list[int]], costs: NodeCosts
+) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, Any], dict[str, Plan]]:
+    """The finance of nodes of one kind over the months of ``hours`` (per month, the nodes each
+    hour of the day needs) under the catalog's lead time, discount rate and lease: the block's
+    quantities, the month columns, the totals over the horizon and the ways of paying, by the
+    same metrics as a workload's schedule."""
+    a, lease = catalog.assumptions, lease_of(catalog)
+    nodes = [max(day) for day in hours]
+    block, table, totals = _finance(
+        nodes, hours, a.lead_time_months, costs, lease, a.discount_rate_per_year
+    )
+    return block, table, totals, _plans(table, totals, a.lead_time_months, lease is not None)
+
+
 def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     """The schedule of one line of the ask; None without a forecast or for an API line."""
     workload = catalog.get("workloads", line.workload)
@@ -454,9 +477,7 @@ def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     factors = traffic_factors(catalog, workload)
     block, table = _need(row, forecast, factors)
     costs = node_costs(catalog, row, block["node_devices"])
-    lease = None
-    if a.lease_rate_per_year is not None and a.lease_term_months is not None:
-        lease = (a.lease_rate_per_year, a.lease_term_months)
+    lease = lease_of(catalog)
     lead, rate = a.lead_time_months, a.discount_rate_per_year
     hours, nodes = table["hourly_nodes"], table["nodes_needed"]
     paying, months, totals = _finance(nodes, hours, lead, costs, lease, rate)

@@ -73,6 +73,7 @@ from planner.outputs.workbook.cells import (
 from planner.outputs.workbook.charts import MAX_CHART_GROUPS, _summary_charts
 from planner.outputs.workbook.coverage import unplanned_ids_row
 from planner.outputs.workbook.fleet import write_fleet
+from planner.outputs.workbook.fleet_months import write_fleet_months
 from planner.outputs.workbook.inputs import _write_assumptions, _write_input_sheet
 from planner.outputs.workbook.measured import write_measured
 from planner.outputs.workbook.notes import _write_notes
@@ -119,6 +120,7 @@ from planner.outputs.workbook.summary import (
 from planner.outputs.workbook.uncertainty import write_uncertainty
 from planner.plan import recommend
 from planner.plan.fleet import Fleet
+from planner.plan.fleet_schedule import FleetSchedule
 from planner.plan.schedule import WorkloadSchedule
 from planner.plan.sensitivity import SWING
 from planner.plan.sweep import Results
@@ -214,6 +216,7 @@ def write_workbook(
     uncertainty: Any = None,
     ranks: pd.DataFrame | None = None,
     fleet: Fleet | str | None = None,
+    fleet_months: FleetSchedule | None = None,
 ) -> Path:
     """Write ``plan.xlsx`` for ``results`` to ``path``, with cached values for every formula;
     ``measured`` (:func:`planner.measure.compare.comparison`) adds the Measured sheet and
@@ -222,7 +225,8 @@ def write_workbook(
     ``growth`` (per schedule, :func:`planner.plan.schedule.growth_cases`) below it;
     ``uncertainty`` (:class:`planner.plan.uncertainty.Bands`) the Uncertainty sheet; ``ranks``
     is :func:`planner.plan.recommend.rank` of the results where the caller has it; ``fleet``
-    (:func:`planner.plan.portfolio.plan_fleet`) the Fleet sheet."""
+    (:func:`planner.plan.portfolio.plan_fleet`) the Fleet sheet and ``fleet_months``
+    (:func:`planner.plan.fleet_schedule.fleet_schedule`) the Fleet months sheet."""
     layout = PlanLayout.of(results)
     wb = Workbook(write_only=True)
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
@@ -235,6 +239,7 @@ def write_workbook(
     positions = {index: i for i, index in enumerate(results.table.index)}
     caches["Schedule"] = write_schedule(wb, schedules or [], layout, positions)
     caches["Fleet"] = write_fleet(wb, fleet)
+    caches["Fleet months"] = write_fleet_months(wb, fleet_months)
     pairs = list(zip(schedules or [], growth or [], strict=True)) if growth else []
     write_sensitivity(wb, sensitivity, SWING, pairs)
     write_uncertainty(wb, uncertainty)

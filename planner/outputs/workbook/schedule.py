@@ -197,6 +197,9 @@ class Places:
     months: int
     profile_row: int = 0
     totals: dict[str, str] = field(default_factory=dict)
+    #: the month table's named columns, and the name of the range of its hour cells after them
+    names: list[str] = field(default_factory=lambda: MONTH_NAMES)
+    hourly: str = "hourly_nodes"
 
     @property
     def last(self) -> int:
@@ -204,11 +207,12 @@ class Places:
 
     def ref(self, row: int = 0, hour: int = 0) -> Callable[[str], str]:
         """The cell (or range) each name reads in month row ``row`` and hour ``hour``."""
-        hours = f"${_hour_letter(0)}{{r}}:${_hour_letter(HOURS - 1)}{{r}}"
+        first, last = self.hour_letter(0), self.hour_letter(HOURS - 1)
+        hours = f"${first}{{r}}:${last}{{r}}"
         special = {
-            "hourly_nodes": hours.format(r=row),
+            self.hourly: hours.format(r=row),
             "daily_profile": hours.format(r=f"${self.profile_row}"),
-            "hour_share": f"{_hour_letter(hour)}${self.profile_row}",
+            "hour_share": f"{self.hour_letter(hour)}${self.profile_row}",
             "months": str(self.months),
         }
 
@@ -216,7 +220,7 @@ class Places:
             if name in self.totals or name in special:
                 return (self.totals | special)[name]
             form, column = finance.reference(name)
-            if column in MONTH_NAMES:
+            if column in self.names:
                 return self._month(form, column, row, name)
             if name in self.at:
                 return self.at[name]
@@ -227,7 +231,7 @@ class Places:
     def _month(self, form: str, column: str, row: int, name: str) -> str:
         """Month column ``column`` as ``form`` (:func:`planner.model.finance.reference`) reads
         it from row ``row``."""
-        letter = _letter(column)
+        letter = self.column(column)
         if form == "all":
             return f"{letter}${self.first}:{letter}${self.last}"
         if form == "so_far":
@@ -236,6 +240,14 @@ class Places:
         if not self.first <= other <= self.last:
             return str(finance.EDGES[name])
         return f"{letter}{other}"
+
+    def column(self, name: str) -> str:
+        """The column of a named month column."""
+        return get_column_letter(self.names.index(name) + 1)
+
+    def hour_letter(self, hour: int) -> str:
+        """The column of an hour's cell in the month table (after its named columns)."""
+        return get_column_letter(len(self.names) + 1 + hour)
 
     def formula(self, name: str, row: int = 0, hour: int = 0) -> str:
         """Schedule metric ``name``'s formula at ``row`` and ``hour``."""
