@@ -272,3 +272,33 @@ def test_an_edited_lead_time_recomputes_the_months(
     assert at_once.owned_devices[0] == t.owned_devices[-1] > 0
     assert rows[at["fleet_npv_usd"]][1] == pytest.approx(at_once.npv_usd)
     assert at_once.npv_usd != pytest.approx(t.npv_usd)
+
+
+def test_page_one_leads_with_a_fleet_that_saves(shipped: tuple[Any, Any], tmp_path: Path) -> None:
+    """Where sharing saves, page 1's ask is the shared fleet, with the per-workload lines after
+    it as each workload alone: the fleet tests' two workloads of 2 one-device replicas on
+    one node of 8 H100s (4 × 30,000 + 40,000 = 160,000 USD) against a node each (200,000). Where
+    it saves nothing (the shipped fleet), page 1's ask stays the per-workload lines."""
+    import pypdf
+
+    from planner.outputs.report import context, html_from_context, write_pdf
+    from planner.outputs.sharing import fleet_context
+    from planner.plan.sweep import evaluate
+
+    catalog, derived = shipped
+    h100 = "h100-sxm-80gb"
+    two = [Option(w, h100, 1, 2, f"{w} on {h100}") for w in ("chat", "agent")]
+    fleet = solve(two, {h100: NodeType(h100, 8, 30_000.0, 40_000.0)})
+    values = context(catalog, evaluate(catalog), derived=derived)
+    assert not values["fleet"]["leads"]
+    values["fleet"] = fleet_context(fleet, derived.plan, catalog) | {"later": "", "months": {}}
+    pdf = tmp_path / "report.pdf"
+    write_pdf(html_from_context(values), pdf)
+    first = " ".join(pypdf.PdfReader(pdf).pages[0].extract_text().split())
+    assert "The ask: one shared fleet" in first and "Each workload alone" in first
+    assert first.index("one shared fleet") < first.index("Each workload alone")
+    assert (
+        "Total: 160,000 USD over 36 months, 40,000 less than each workload on devices of its "
+        "own (200,000)" in first
+    )
+    assert "4 devices on 1 node" in first

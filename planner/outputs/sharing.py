@@ -16,6 +16,11 @@ from planner.plan.fleet_schedule import FleetSchedule, TypeSchedule
 #: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
 NO_SAVING_USD = 1.0
 
+#: The share of each workload's cost alone that sharing must save for page 1's ask to be the
+#: shared fleet (the per-workload lines then follow it as "each workload alone"): a saving
+#: smaller than this does not repay a signer reading two plans.
+FLEET_LEADS_FROM = 0.01
+
 
 def _plural(n: int, word: str) -> str:
     return f"{count(n)} {word}{'' if n == 1 else 's'}"
@@ -74,7 +79,7 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
     what runs on it), the workloads sent to a hosted API, and how it was found; or, where
     there is none, why."""
     if isinstance(fleet, str):
-        return {"none": f"No shared fleet: {fleet}.", "summary": ""}
+        return {"none": f"No shared fleet: {fleet}.", "summary": "", "leads": False}
     months = ask.months
     label = {w.id: w.label for w in catalog.workloads}
     rows = []
@@ -129,7 +134,11 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
         "hour by hour over its daily profile, replicas packed whole onto nodes; the Fleet sheet "
         "of plan.xlsx recomputes it from the counts."
     )
+    leads = fleet.saving_usd >= max(NO_SAVING_USD, FLEET_LEADS_FROM * fleet.alone_usd)
+    total = (f"{usd(fleet.cost_usd)} USD over {months} months, {usd(fleet.saving_usd)} less than "
+             f"each workload on devices of its own ({usd(fleet.alone_usd)})")  # fmt: skip
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
+            "leads": leads, "total": total,
             "api": api, "how": how, "none": "", "summary": _summary(fleet, ask),
             "down": _node_down(fleet, catalog, label)}  # fmt: skip
 
