@@ -88,6 +88,11 @@ def test_a_device_types_months_by_hand() -> None:
     assert t.npv_usd == pytest.approx(23_250)
     assert t.rent_everything_npv_usd == pytest.approx(38_400)
     assert t.orders(1) == [(0, 1)]
+    # leased over 2 months at no interest instead: 18,000 a device and 1,800 a node a month
+    # in months 1 and 2 (4 × 18,000 + 1,800 + 450 = 74,250 each), nothing owed at the end
+    t = type_months("h100", hours, 4, 0, (device, node), 1, 0.0, lease=(0.0, 2))
+    assert t.table["fleet_lease_cash_usd"] == pytest.approx([9_600, 74_250, 74_250, 450])
+    assert t.lease_npv_usd == pytest.approx(158_550) and t.npv_usd == pytest.approx(23_250)
     # at 12 % a year, month m's dollar is worth 1.12^(−m/12) today, the book value at the end
     # 1.12^(−4/12)
     t = type_months("h100", hours, 4, 0, (device, node), 1, 0.12)
@@ -143,21 +148,21 @@ def test_the_fleets_counts_grow_with_the_traffic() -> None:
 
 
 @pytest.fixture(scope="module")
-def shipped() -> tuple[Any, Any]:
+def shipped() -> tuple[Any, Any, Any]:
     from planner.outputs.outlook import outlook
     from planner.plan.sweep import evaluate
 
     catalog = load_catalog(REPO / "catalogs")
-    table = evaluate(catalog).table
-    return catalog, outlook(catalog, table)
+    results = evaluate(catalog)
+    return catalog, outlook(catalog, results.table), results
 
 
-def test_the_shipped_fleet_over_the_months(shipped: tuple[Any, Any]) -> None:
+def test_the_shipped_fleet_over_the_months(shipped: tuple[Any, Any, Any]) -> None:
     """The shipped assistant's forecast grows 6 % a month for 24 months; the fleet's first month
     owns, type by type, what the optimiser owns (its spares included), its replicas grow to
     between 3.5 and 3.9 × today's (1.06^23 = 3.82, rounded up per hour), and with nothing
     saved by sharing today each workload's fleet alone costs the same over the months."""
-    catalog, derived = shipped
+    catalog, derived, _ = shipped
     found = derived.fleet_months
     fleet = derived.fleet
     assert found is not None and found.months == 24
@@ -174,9 +179,9 @@ def test_the_shipped_fleet_over_the_months(shipped: tuple[Any, Any]) -> None:
     assert data["months"] == 24 and len(data["device_types"]) == len(found.types)
 
 
-def test_no_schedule_without_a_forecast(shipped: tuple[Any, Any]) -> None:
+def test_no_schedule_without_a_forecast(shipped: tuple[Any, Any, Any]) -> None:
     """A fleet none of whose workloads has a forecast has no months ahead."""
-    catalog, derived = shipped
+    catalog, derived, _ = shipped
     bare = dataclasses.replace(
         catalog,
         workloads=tuple(w.model_copy(update={"forecast": None}) for w in catalog.workloads),
@@ -186,14 +191,20 @@ def test_no_schedule_without_a_forecast(shipped: tuple[Any, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def months_book(shipped: tuple[Any, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seed's results with the shipped fleet's months on the Fleet months sheet."""
+def months_book(shipped: tuple[Any, Any, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped fleet's months on the Fleet months sheet of a small workbook: the seed's
+    results under the shipped assumptions (the sheet reads their named cells: amortisation,
+    PUE), so that recalculating it takes seconds."""
+    import shutil
+
     from planner.outputs.workbook import write_workbook
     from planner.plan.sweep import evaluate
 
-    _, derived = shipped
+    _, derived, _ = shipped
     folder = tmp_path_factory.mktemp("months")
-    results = evaluate(load_catalog(REPO / "catalogs" / "examples" / "seed"))
+    shutil.copytree(REPO / "catalogs" / "examples" / "seed", folder / "seed")
+    shutil.copy(REPO / "catalogs" / "assumptions.yaml", folder / "seed" / "assumptions.yaml")
+    results = evaluate(load_catalog(folder / "seed"))
     return write_workbook(results, folder / "months.xlsx", fleet_months=derived.fleet_months)
 
 
@@ -210,13 +221,13 @@ def _block_rows(rows: list[list[Any]], hardware: str) -> tuple[int, dict[str, in
 
 
 def test_the_months_sheet_shows_the_planners_figures(
-    shipped: tuple[Any, Any], months_book: Path
+    shipped: tuple[Any, Any, Any], months_book: Path
 ) -> None:
     """The cached figures are the fleet schedule's: each type's owned devices month by month,
     its net present value, and the fleet's with the API's share."""
     from test_workbook import cached
 
-    _, derived = shipped
+    _, derived, _ = shipped
     rows = cached(months_book, "Fleet months")
     for t in derived.fleet_months.types:
         first, at = _block_rows(rows, t.hardware)
@@ -240,7 +251,7 @@ def test_the_months_sheet_recomputes(engine: str, months_book: Path, tmp_path: P
 
 
 def test_an_edited_lead_time_recomputes_the_months(
-    shipped: tuple[Any, Any], months_book: Path, tmp_path: Path
+    shipped: tuple[Any, Any, Any], months_book: Path, tmp_path: Path
 ) -> None:
     """Finance types a lead time of 0 months for the B200s: the devices are owned from month 0,
     as the planner's own months at that lead time say, and the type's net present value
@@ -249,7 +260,7 @@ def test_an_edited_lead_time_recomputes_the_months(
     from spreadsheet import computed_values, installed, recalculate_many
 
     assert installed("libreoffice"), "libreoffice is not installed"
-    _, derived = shipped
+    _, derived, _ = shipped
     (t,) = [t for t in derived.fleet_months.types if t.owned_devices[-1]]
     book = openpyxl.load_workbook(months_book)
     sheet = book["Fleet months"]
@@ -274,7 +285,9 @@ def test_an_edited_lead_time_recomputes_the_months(
     assert at_once.npv_usd != pytest.approx(t.npv_usd)
 
 
-def test_page_one_leads_with_a_fleet_that_saves(shipped: tuple[Any, Any], tmp_path: Path) -> None:
+def test_page_one_leads_with_a_fleet_that_saves(
+    shipped: tuple[Any, Any, Any], tmp_path: Path
+) -> None:
     """Where sharing saves, page 1's ask is the shared fleet, with the per-workload lines after
     it as each workload alone: the fleet tests' two workloads of 2 one-device replicas on
     one node of 8 H100s (4 × 30,000 + 40,000 = 160,000 USD) against a node each (200,000). Where
@@ -283,13 +296,12 @@ def test_page_one_leads_with_a_fleet_that_saves(shipped: tuple[Any, Any], tmp_pa
 
     from planner.outputs.report import context, html_from_context, write_pdf
     from planner.outputs.sharing import fleet_context
-    from planner.plan.sweep import evaluate
 
-    catalog, derived = shipped
+    catalog, derived, results = shipped
     h100 = "h100-sxm-80gb"
     two = [Option(w, h100, 1, 2, f"{w} on {h100}") for w in ("chat", "agent")]
     fleet = solve(two, {h100: NodeType(h100, 8, 30_000.0, 40_000.0)})
-    values = context(catalog, evaluate(catalog), derived=derived)
+    values = context(catalog, results, derived=derived)
     assert not values["fleet"]["leads"]
     values["fleet"] = fleet_context(fleet, derived.plan, catalog) | {"later": "", "months": {}}
     pdf = tmp_path / "report.pdf"

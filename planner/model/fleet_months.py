@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.expr import ceil, maximum, sum_product, total, where
+from planner.model.facility import facility_peak_kw
 from planner.model.finance import (
     HOURS,
     SCHEDULE,
@@ -64,6 +65,13 @@ def rented_device_hours_per_day(hourly_devices: Any, devices_serving: Any) -> An
     """Device-hours a day beyond the owned devices that serve, rented by the hour
     [device·h/day]."""
     return rented_hours(hourly_devices, devices_serving)
+
+
+@schedule_metric("kW", source="board power × PUE, as the plan's facility_peak_kw")
+def owned_peak_kw(devices_owned: Any, device_power_w: Any, pue: Any) -> Any:
+    """Power the owned devices draw at the facility at full load, spares included: devices ×
+    board power × PUE (:func:`planner.model.facility.facility_peak_kw`) [kW]."""
+    return facility_peak_kw(devices_owned, device_power_w, pue)
 
 
 @schedule_metric("devices", kind="integer")
@@ -175,8 +183,105 @@ FLEET_MONTHS = (
     "fleet_rent_everything_usd", "discount_factor", "fleet_book_value_at_end_usd",
 )  # fmt: skip
 
+#: The month metric of the facility's power, where the device's board power is known.
+FLEET_POWER_MONTHS = ("owned_peak_kw",)
+
 #: The metrics over the horizon, likewise.
 FLEET_HORIZON = (
     "fleet_total_cash_usd", "fleet_total_book_value_at_end_usd", "fleet_npv_usd",
     "fleet_rent_everything_npv_usd",
+)  # fmt: skip
+
+
+# Leasing the type's devices and nodes instead of buying them -----------------------------------
+
+rebound(
+    "device_lease_payment_usd_per_month",
+    "lease_payment_usd_per_month",
+    {"node_capital_usd": "device_capital_usd"},
+    "Monthly payment of a lease that repays one device's capital over the term [USD/month].",
+    SCHEDULE,
+)
+rebound(
+    "overhead_lease_payment_usd_per_month",
+    "lease_payment_usd_per_month",
+    {"node_capital_usd": "overhead_capital_usd"},
+    "Monthly payment of a lease that repays one node's overhead over the term [USD/month].",
+    SCHEDULE,
+)
+rebound(
+    "lease_paying_devices",
+    "lease_paying_nodes",
+    {"nodes_owned": "devices_owned", "nodes_owned_all": "devices_owned_all"},
+    "Leased devices still paid for this month: those arrived within the term [devices].",
+    SCHEDULE,
+)
+rebound(
+    "lease_paying_type_nodes",
+    "lease_paying_nodes",
+    {"nodes_owned": "type_nodes_owned", "nodes_owned_all": "type_nodes_owned_all"},
+    "Leased nodes still paid for this month: those arrived within the term [nodes].",
+    SCHEDULE,
+)
+rebound(
+    "fleet_lease_cash_usd",
+    "fleet_cash_usd",
+    {
+        "devices_arriving": "lease_paying_devices",
+        "device_capital_usd": "device_lease_payment_usd_per_month",
+        "type_nodes_arriving": "lease_paying_type_nodes",
+        "overhead_capital_usd": "overhead_lease_payment_usd_per_month",
+    },
+    "Leasing the type's devices and nodes, this month: the payments of those within their "
+    "term, running cost of those owned, rent of the device-hours beyond them [USD].",
+    SCHEDULE,
+)
+rebound(
+    "devices_lease_owed_at_end_usd",
+    "lease_owed_at_end_usd",
+    {
+        "nodes_arriving_all": "devices_arriving_all",
+        "lease_payment_usd_per_month": "device_lease_payment_usd_per_month",
+    },
+    "The devices' lease payments still owed at the end of the horizon [USD].",
+    SCHEDULE,
+)
+rebound(
+    "type_nodes_lease_owed_at_end_usd",
+    "lease_owed_at_end_usd",
+    {
+        "nodes_arriving_all": "type_nodes_arriving_all",
+        "lease_payment_usd_per_month": "overhead_lease_payment_usd_per_month",
+    },
+    "The nodes' lease payments still owed at the end of the horizon [USD].",
+    SCHEDULE,
+)
+
+
+@schedule_metric("USD")
+def fleet_lease_owed_at_end_usd(
+    devices_lease_owed_at_end_usd: Any, type_nodes_lease_owed_at_end_usd: Any
+) -> Any:
+    """The type's lease payments still owed at the end of the horizon [USD]."""
+    return devices_lease_owed_at_end_usd + type_nodes_lease_owed_at_end_usd
+
+
+rebound(
+    "fleet_lease_npv_usd",
+    "lease_npv_usd",
+    {
+        "lease_cash_usd_all": "fleet_lease_cash_usd_all",
+        "lease_owed_at_end_usd": "fleet_lease_owed_at_end_usd",
+    },
+    "Net present value of leasing the type's devices and nodes, the payments still owed at "
+    "the end included [USD].",
+    SCHEDULE,
+)
+
+#: With a lease in the assumptions: the block's payments, the month metrics and the totals.
+FLEET_LEASE_BLOCK = ("device_lease_payment_usd_per_month", "overhead_lease_payment_usd_per_month")
+FLEET_LEASE_MONTHS = ("lease_paying_devices", "lease_paying_type_nodes", "fleet_lease_cash_usd")
+FLEET_LEASE_HORIZON = (
+    "devices_lease_owed_at_end_usd", "type_nodes_lease_owed_at_end_usd",
+    "fleet_lease_owed_at_end_usd", "fleet_lease_npv_usd",
 )  # fmt: skip

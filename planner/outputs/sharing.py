@@ -207,9 +207,11 @@ def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str,
             "orders": _orders(t.orders(found.lead_time_months)),
             "npv": usd(t.npv_usd),
             "rent": usd(t.rent_everything_npv_usd),
+            "lease": usd(t.lease_npv_usd) if math.isfinite(t.lease_npv_usd) else "",
         }
         for t in found.types
     ]
+    leased = math.isfinite(found.lease_npv_usd)
     npv = found.npv_usd
     text = (
         f"Over the {found.months} months of the forecasts the fleet keeps today's mix of "
@@ -222,6 +224,8 @@ def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str,
     if found.api_npv_usd > 0:
         text += f", {usd(found.api_npv_usd)} of it for the hosted API's share"
     text += f", against {usd(found.rent_everything_npv_usd)} USD renting every hour"
+    if leased:
+        text += f", {usd(found.lease_npv_usd)} leasing the same devices"
     alone = found.alone_npv_usd
     if math.isfinite(alone):
         saved = alone - npv
@@ -230,4 +234,4 @@ def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str,
                             if saved >= NO_SAVING_USD else "sharing saves nothing over the "
                             "months"))  # fmt: skip
     text += f". Devices in month 0 and month {last}; fleet.json has every month."
-    return {"text": text, "rows": rows}
+    return {"text": text, "rows": rows, "leased": leased}

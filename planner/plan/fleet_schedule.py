@@ -38,11 +38,18 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.model import finance
 from planner.model.finance import HOURS, SLACK
-from planner.model.fleet_months import FLEET_HORIZON, FLEET_MONTHS
+from planner.model.fleet_months import (
+    FLEET_HORIZON,
+    FLEET_LEASE_BLOCK,
+    FLEET_LEASE_HORIZON,
+    FLEET_LEASE_MONTHS,
+    FLEET_MONTHS,
+    FLEET_POWER_MONTHS,
+)
 from planner.model.need import replicas_at
 from planner.plan.fleet import Fleet, Option
 from planner.plan.portfolio import split_costs
-from planner.plan.schedule import NodeCosts, present_value, traffic_factors
+from planner.plan.schedule import NodeCosts, lease_of, present_value, traffic_factors
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,17 @@ class TypeSchedule:
     def rent_everything_npv_usd(self) -> float:
         return float(self.totals["fleet_rent_everything_npv_usd"])
 
+    @property
+    def owned_peak_kw(self) -> list[float]:
+        """The owned devices' draw at the facility by month (empty: board power unknown)
+        [kW]."""
+        return list(self.table.get("owned_peak_kw", []))
+
+    @property
+    def lease_npv_usd(self) -> float:
+        """Net present value of leasing the same devices and nodes (NaN: no lease) [USD]."""
+        return float(self.totals.get("fleet_lease_npv_usd", math.nan))
+
     def orders(self, lead_time_months: int) -> list[tuple[int, int]]:
         """(month ordered, nodes) of each month's arrivals, ordered the lead time before."""
         arriving = self.table["type_nodes_arriving"]
@@ -142,6 +160,12 @@ class FleetSchedule:
         [USD]."""
         return self.api_npv_usd + sum(t.rent_everything_npv_usd for t in self.types)
 
+    @property
+    def lease_npv_usd(self) -> float:
+        """Net present value of leasing the devices and nodes instead of buying them, the
+        API's share included (NaN: no lease in the assumptions) [USD]."""
+        return self.api_npv_usd + sum(t.lease_npv_usd for t in self.types)
+
     def to_json(self) -> dict[str, object]:
         """The schedule as plain data (``fleet.json``): per device type the devices needed at
         the busiest hour, owned (devices and nodes) and rented (device-hours a day) by month,
@@ -151,6 +175,7 @@ class FleetSchedule:
             "months": self.months,
             "npv_usd": _known(self.npv_usd),
             "rent_everything_npv_usd": _known(self.rent_everything_npv_usd),
+            "lease_npv_usd": _known(self.lease_npv_usd),
             "alone_npv_usd": _known(self.alone_npv_usd),
             "api_usd_by_month": list(self.api_usd),
             "device_types": [
@@ -162,12 +187,14 @@ class FleetSchedule:
                     "devices_owned_by_month": t.owned_devices,
                     "nodes_owned_by_month": t.owned_nodes,
                     "rented_device_hours_per_day_by_month": t.rented_device_hours,
+                    "owned_peak_kw_by_month": t.owned_peak_kw or None,
                     "orders": [
                         {"month": m, "nodes": n} for m, n in t.orders(self.lead_time_months)
                     ],
                     "cash_usd_by_month": t.cash_usd,
                     "npv_usd": _known(t.npv_usd),
                     "rent_everything_npv_usd": _known(t.rent_everything_npv_usd),
+                    "lease_npv_usd": _known(t.lease_npv_usd),
                 }
                 for t in self.types
             ],
@@ -268,11 +295,15 @@ def type_months(
     costs: tuple[NodeCosts, NodeCosts],
     lead_time_months: int,
     rate_per_year: float,
+    lease: tuple[float, int] | None = None,
+    power: tuple[float, float] | None = None,
 ) -> TypeSchedule:
     """One device type over the months of ``hours`` (per month, each hour's devices), ``costs``
     a device's and a node's overhead (:func:`planner.plan.portfolio.split_costs`): the devices
     worth owning each month (:func:`devices_worth_owning`), then the month metrics of
-    :mod:`planner.model.fleet_months` and their totals (module docstring)."""
+    :mod:`planner.model.fleet_months` and their totals (module docstring); with ``lease``
+    (annual rate, term in months), leasing the same devices and nodes too; with ``power`` (a
+    device's board power [W], the facility's PUE), the owned devices' draw at the facility."""
     device, node = costs
     months = len(hours)
     block: dict[str, Any] = {
@@ -295,10 +326,20 @@ def type_months(
             devices_worth_owning(day, node_devices, spare_nodes, device, node) for day in hours
         ],
     }
-    for name in FLEET_MONTHS:
+    columns: tuple[str, ...] = FLEET_MONTHS
+    horizon: tuple[str, ...] = FLEET_HORIZON
+    if power is not None:
+        block |= {"device_power_w": power[0], "pue": power[1]}
+        columns += FLEET_POWER_MONTHS
+    if lease is not None:
+        block |= {"lease_rate_per_year": lease[0], "lease_term_months": lease[1]}
+        for name in FLEET_LEASE_BLOCK:
+            block[name] = finance.value(name, block)
+        columns, horizon = columns + FLEET_LEASE_MONTHS, horizon + FLEET_LEASE_HORIZON
+    for name in columns:
         finance.month_column(name, table, block, months)
     totals: dict[str, Any] = {}
-    for name in FLEET_HORIZON:
+    for name in horizon:
         totals[name] = finance.horizon_value(name, table, block | totals)
     return TypeSchedule(hardware, block, table, totals)
 
@@ -345,9 +386,11 @@ def scheduled(
             continue
         row = table[table["hardware"].astype(str) == h].iloc[0]
         devices = fleet.types[h].devices
+        power_w = float(row["power_w"])
+        power = (power_w, a.pue) if math.isfinite(power_w) and power_w > 0 else None
         types.append(type_months(h, type_hours(fleet, grown, h), devices, type_spares(fleet, h),
                                  split_costs(catalog, row, devices), a.lead_time_months,
-                                 a.discount_rate_per_year))  # fmt: skip
+                                 a.discount_rate_per_year, lease_of(catalog), power))  # fmt: skip
     months = len(next(iter(factors.values())))
     return grown, tuple(types), api_by_month(fleet, factors, months, a.amortisation_months)
 

@@ -20,7 +20,7 @@ from openpyxl import Workbook
 from openpyxl.utils import get_column_letter
 
 from planner.model.finance import HOURS
-from planner.model.fleet_months import FLEET_HORIZON
+from planner.model.fleet_months import FLEET_HORIZON, FLEET_LEASE_BLOCK, FLEET_LEASE_HORIZON
 from planner.outputs.workbook.cells import (
     INPUT_FILL,
     TITLE_FONT,
@@ -51,6 +51,15 @@ MONTH_COLUMNS = [
     ("discount_factor", "0.0000"),
     ("fleet_book_value_at_end_usd", "#,##0"),
 ]
+#: The month column of the facility's power, written where the board power is known.
+POWER_COLUMNS = [("owned_peak_kw", "0.0")]
+
+#: The month columns of a lease, written where the assumptions give one.
+LEASE_COLUMNS = [
+    ("lease_paying_devices", "0"),
+    ("lease_paying_type_nodes", "0"),
+    ("fleet_lease_cash_usd", "#,##0"),
+]
 NAMES = [name for name, _ in MONTH_COLUMNS]
 
 #: The month columns typed in, not computed.
@@ -69,6 +78,10 @@ INPUTS = [
     ("overhead_running_usd_per_month", "USD/month", "#,##0.00"),
 ]
 
+#: A lease's inputs, and its payments (formulas over them), where the assumptions give one.
+LEASE_INPUTS = [("lease_rate_per_year", "fraction", "0.0%"), ("lease_term_months", "months", "0")]
+LEASE_PAYMENTS = [(name, "USD/month", "#,##0.00") for name in FLEET_LEASE_BLOCK]
+
 
 def _nowhere(name: str) -> str:
     raise KeyError(f"a fleet block reads no Plan cell: {name}")
@@ -80,7 +93,7 @@ def write_fleet_months(wb: Workbook, found: FleetSchedule | None) -> dict[str, A
     if found is None or not found.types:
         return {}
     ws = _new_sheet(wb, "Fleet months", "2E75B6")
-    _widths(ws, [30, 14, 12, 12, 12, 12, 14, 12, 12, 14, 14, 12, 16] + [5] * HOURS)
+    _widths(ws, [34, 14, 12, 12, 12, 12, 14, 12, 12, 14, 14, 12, 16, 12, 12, 12, 14] + [5] * HOURS)
     rows = Rows()
     cache: dict[str, Any] = {}
     rows.add([_text_cell(ws, "Fleet months: the shared fleet over the forecasts", font=TITLE_FONT)])
@@ -100,39 +113,62 @@ def write_fleet_months(wb: Workbook, found: FleetSchedule | None) -> dict[str, A
     cache[f"B{total}"] = found.npv_usd
     for cells in rows.cells:
         ws.append(cells)
-    _print_setup(ws, f"A1:{get_column_letter(len(NAMES) + HOURS)}{len(rows.cells)}")
+    last = len(NAMES) + len(POWER_COLUMNS) + len(LEASE_COLUMNS) + HOURS
+    _print_setup(ws, f"A1:{get_column_letter(last)}{len(rows.cells)}")
     return cache
 
 
 def _block(ws: Any, t: TypeSchedule, rows: Rows, cache: dict[str, Any]) -> str:
     """One device type's block: its inputs, a row per month, its totals; the address of its
     net present value."""
+    leased, powered = "fleet_lease_cash_usd" in t.table, "owned_peak_kw" in t.table
+    columns = MONTH_COLUMNS + (POWER_COLUMNS if powered else []) + (LEASE_COLUMNS if leased else [])
+    names = [name for name, _ in columns]
     rows.add([_text_cell(ws, f"{t.hardware}: devices owned and rented by month", font=TITLE_FONT)])
     at = {}
-    for name, unit, fmt in INPUTS:
+    power = [("device_power_w", "W", "0")] if powered else []
+    for name, unit, fmt in INPUTS + power + (LEASE_INPUTS if leased else []):
         number = rows.add([_text_cell(ws, name), _cell(ws, t.block[name], fmt, fill=INPUT_FILL),
                            _text_cell(ws, unit)])  # fmt: skip
         at[name] = f"$B${number}"
-    months = len(t.hours)
-    places = Places(at, _nowhere, len(rows.cells) + 2, months, names=NAMES, hourly="hourly_devices")
-    header = rows.add(_header(ws, NAMES + [f"devices_h{h:02d}" for h in range(HOURS)]))
+    places = Places(at, _nowhere, 0, len(t.hours), names=names, hourly="hourly_devices")
+    for name, unit, fmt in LEASE_PAYMENTS if leased else []:
+        number = rows.add()
+        at[name] = f"$B${number}"
+        rows.fill(number, [_text_cell(ws, name), _formula_cell(ws, places.formula(name), fmt),
+                           _text_cell(ws, unit)])  # fmt: skip
+        cache[f"B{number}"] = t.block[name]
+    places.first = len(rows.cells) + 2
+    header = rows.add(_header(ws, names + [f"devices_h{h:02d}" for h in range(HOURS)]))
     assert header + 1 == places.first
-    for m in range(months):
-        r = places.first + m
-        cells = []
-        for name, fmt in MONTH_COLUMNS:
-            if name in TYPED:
-                style = {"fill": INPUT_FILL} if name != "month" else {}
-                cells.append(_cell(ws, t.table[name][m], fmt, **style))
-                continue
-            cells.append(_formula_cell(ws, places.formula(name, r), fmt))
-            cache[f"{places.column(name)}{r}"] = t.table[name][m]
-        cells += [_cell(ws, d, "0", fill=INPUT_FILL) for d in t.table["hourly_devices"][m]]
-        rows.add(cells)
-    numbers = {name: rows.add() for name in FLEET_HORIZON}
-    places.totals = {name: f"B{numbers[name]}" for name in FLEET_HORIZON}
-    for name in FLEET_HORIZON:
+    for m in range(places.months):
+        rows.add(_month_row(ws, t, places, columns, m, cache))
+    horizon = FLEET_HORIZON + (FLEET_LEASE_HORIZON if leased else ())
+    numbers = {name: rows.add() for name in horizon}
+    places.totals = {name: f"B{numbers[name]}" for name in horizon}
+    for name in horizon:
         cell = _formula_cell(ws, places.formula(name), "#,##0")
         rows.fill(numbers[name], [_text_cell(ws, name), cell, _text_cell(ws, "USD")])
         cache[f"B{numbers[name]}"] = t.totals[name]
     return f"B{numbers['fleet_npv_usd']}"
+
+
+def _month_row(
+    ws: Any,
+    t: TypeSchedule,
+    places: Places,
+    columns: list[tuple[str, str]],
+    m: int,
+    cache: dict[str, Any],
+) -> list[Any]:
+    """Month ``m``'s row: the typed columns, each month metric's formula, each hour's devices."""
+    r = places.first + m
+    cells = []
+    for name, fmt in columns:
+        if name in TYPED:
+            style = {"fill": INPUT_FILL} if name != "month" else {}
+            cells.append(_cell(ws, t.table[name][m], fmt, **style))
+            continue
+        cells.append(_formula_cell(ws, places.formula(name, r), fmt))
+        cache[f"{places.column(name)}{r}"] = t.table[name][m]
+    return cells + [_cell(ws, d, "0", fill=INPUT_FILL) for d in t.table["hourly_devices"][m]]
