@@ -93,7 +93,8 @@ def write_fleet_months(wb: Workbook, found: FleetSchedule | None) -> dict[str, A
     if found is None or not found.types:
         return {}
     ws = _new_sheet(wb, "Fleet months", "2E75B6")
-    _widths(ws, [34, 14, 12, 12, 12, 12, 14, 12, 12, 14, 14, 12, 16, 12, 12, 12, 14] + [5] * HOURS)
+    _widths(ws, [38] + [18] * (len(NAMES) + len(POWER_COLUMNS) + len(LEASE_COLUMNS) - 1)
+            + [5] * HOURS)  # fmt: skip
     rows = Rows()
     cache: dict[str, Any] = {}
     rows.add([_text_cell(ws, "Fleet months: the shared fleet over the forecasts", font=TITLE_FONT)])
