@@ -225,7 +225,8 @@ def run(
     if comparison is not None:
         click.echo(comparison.summary())
     derived = outcome.derived
-    print_ask(catalog, results, plan=derived.plan, caching=derived.caching, fleet=derived.fleet)
+    print_ask(catalog, results, plan=derived.plan, caching=derived.caching, fleet=derived.fleet,
+              months=derived.fleet_months)  # fmt: skip
     for note in results.notes:
         click.echo(f"{note}.")
     prefix = "Of the leading options: " if results.notes else ""

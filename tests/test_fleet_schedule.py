@@ -175,6 +175,14 @@ def test_the_shipped_fleet_over_the_months(shipped: tuple[Any, Any, Any]) -> Non
     assert fleet.saving_usd < 1
     assert found.alone_npv_usd == pytest.approx(found.npv_usd, rel=1e-9)
     assert found.npv_usd < found.rent_everything_npv_usd
+    # what the optimiser owns today is ordered in month 0, to arrive after the lead time
+    for t in found.types:
+        nodes = fleet.owned_nodes.get(t.hardware, 0)
+        assert t.orders(found.lead_time_months)[:1] == ([(0, nodes)] if nodes else [])
+    from planner.outputs.sharing import schedule_summary
+
+    b200 = catalog.get("hardware", "b200-180gb").label
+    assert f"orders: {b200} month 0: 1 node." in schedule_summary(found, catalog)
     data = json.loads(json.dumps(found.to_json(), allow_nan=False))
     assert data["months"] == 24 and len(data["device_types"]) == len(found.types)
 

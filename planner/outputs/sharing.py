@@ -235,3 +235,19 @@ def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str,
                             "months"))  # fmt: skip
     text += f". Devices in month 0 and month {last}; fleet.json has every month."
     return {"text": text, "rows": rows, "leased": leased}
+
+
+def schedule_summary(found: FleetSchedule | None, catalog: Catalog) -> str:
+    """The fleet over the months in one line for the terminal: its net present value against
+    renting every hour (and leasing), and each device type's orders; empty without one."""
+    if found is None or not found.types:
+        return ""
+    rent = usd(found.rent_everything_npv_usd)
+    text = (f"Over the {found.months} months of the forecasts the fleet's net present value is "
+            f"{usd(found.npv_usd)} USD (renting every hour {rent}")  # fmt: skip
+    if math.isfinite(found.lease_npv_usd):
+        text += f", leasing {usd(found.lease_npv_usd)}"
+    lead = found.lead_time_months
+    orders = [f"{catalog.get('hardware', t.hardware).label} {_orders(t.orders(lead))}"
+              for t in found.types if t.orders(lead)]  # fmt: skip
+    return text + ")" + (f"; orders: {'; '.join(orders)}." if orders else "; nothing to order.")

@@ -22,9 +22,10 @@ from rich.table import Table
 from planner.catalog import Catalog
 from planner.outputs.advice import ask_context
 from planner.outputs.outlook import CacheWorth
-from planner.outputs.sharing import fleet_context
+from planner.outputs.sharing import fleet_context, schedule_summary
 from planner.plan.deployment import Ask, ask
 from planner.plan.fleet import Fleet
+from planner.plan.fleet_schedule import FleetSchedule
 from planner.plan.sweep import Results
 from planner.progress import Progress as ProgressCallback
 
@@ -91,11 +92,13 @@ def print_ask(
     plan: Ask | None = None,
     caching: dict[str, CacheWorth] | None = None,
     fleet: Fleet | str | None = None,
+    months: FleetSchedule | None = None,
 ) -> None:
     """Print :func:`ask_table`, the ties, what prefix caching is worth (``caching``: the run's
     :attr:`planner.outputs.outlook.Outlook.caching`), the workloads nothing serves and the
     shared ``fleet`` (the run's :attr:`~planner.outputs.outlook.Outlook.fleet`, where it has
-    one) of ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
+    one) with its ``months`` (:attr:`~planner.outputs.outlook.Outlook.fleet_months`) of
+    ``plan`` (the run's ask; planned from ``results`` where the caller has none)."""
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: wide enough for the ask's table, not 80
@@ -122,6 +125,8 @@ def print_ask(
         console.print(f"Not served: {text}.", markup=False, highlight=False)
     if fleet is not None:
         print_fleet(console, fleet_context(fleet, plan or ask(catalog, results.table), catalog))
+    if summary := schedule_summary(months, catalog):
+        console.print(f"  {summary}", markup=False, highlight=False)
 
 
 def print_fleet(console: Console, page: dict[str, Any]) -> None:
