@@ -33,7 +33,13 @@ from planner.outputs.runs import (
     write_run,
 )
 from planner.plan import recommend
-from planner.plan.selection import contenders, select_candidates, unsimulated_leaders
+from planner.plan.selection import (
+    contenders,
+    deciding,
+    screened,
+    select_candidates,
+    unsimulated_leaders,
+)
 from planner.plan.stream import PARQUET, STREAM_ABOVE, codes_of, settle, stream
 from planner.plan.sweep import Results, evaluate, skipped_pairs
 from planner.plan.uncertainty import Bands, monte_carlo, simulate_p90, uncertain_inputs
@@ -45,6 +51,10 @@ from planner.serving.sizing import simulate_rows
 PER_GROUP = 3
 MAX_ROUNDS = 4
 
+#: Options simulated of a model deployment.yaml does not name for its workload (it is shown
+#: beside the named one, it does not serve): its leading option, in the first round only.
+OTHERS_PER_GROUP = 1
+
 
 def plan(
     catalog: Catalog,
@@ -53,6 +63,7 @@ def plan(
     max_rounds: int = MAX_ROUNDS,
     progress: Progress | None = None,
     rows: pd.DataFrame | None = None,
+    others_per_group: int | None = OTHERS_PER_GROUP,
 ) -> Results:
     """Every candidate evaluated, the leading ones sized by simulation.
 
@@ -61,6 +72,9 @@ def plan(
     so it may rule out an option the simulation would accept. Each round simulates the
     unsimulated options ranked above a group's best simulated one and the :func:`contenders`
     (ruled out in closed form only, yet cheaper than the winner), up to ``max_rounds`` times.
+    Only groups that can decide the ask are searched so: of a workload deployment.yaml names a
+    model for, another model's group is simulated at its ``others_per_group`` leading options
+    only (:func:`planner.plan.selection.screened`; None: every group searched alike).
     Without simulated requests (``simulated_requests: 0``) this is
     :func:`planner.plan.sweep.evaluate`. ``rows`` plans only those candidates (a streamed
     sweep's leading options).
@@ -71,12 +85,16 @@ def plan(
     tell("evaluating", 1, 1)
     if catalog.assumptions.simulated_requests == 0 or results.table.empty:
         return results
+    # every model decides when all are searched alike
+    named = {} if others_per_group is None else {d.workload: d.model for d in catalog.deployment}
     chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
+    chosen = screened(chosen, named, others_per_group or per_group)
     simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
     for _ in range(max_rounds):
         results = evaluate(catalog, simulated=simulated, rows=rows)  # simulated figures as data
         ranks = recommend.ranked(results.table)
         wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
+        wanted = wanted[deciding(results.table.loc[wanted], named)]
         if wanted.empty:
             return results
         more = simulate_rows(catalog, results.table.loc[wanted], processes, progress=progress)

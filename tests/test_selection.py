@@ -13,6 +13,8 @@ from planner.plan import recommend
 from planner.plan.selection import (
     closest,
     contenders,
+    deciding,
+    screened,
     select_candidates,
     simulable,
     unsimulated_leaders,
@@ -90,6 +92,17 @@ def test_the_report_and_the_simulation_take_the_same_closest_option():
     assert shown["name"].tolist() == ["e", "j"]
     assert set(shown["role"]) == {CLOSEST}
     assert select_candidates(TABLE, per_group=2)["name"].tolist() == ["e", "g", "j", "h"]
+
+
+def test_only_the_groups_that_decide_the_ask_are_searched():
+    """deployment.yaml names m3 for chat: m1's group is sized at its first option only (e), m3's
+    at every option chosen (j, h); a workload it names nothing for (docs) decides by any
+    model."""
+    chosen = select_candidates(TABLE, per_group=2)
+    assert screened(chosen, {"chat": "m3"})["name"].tolist() == ["e", "j", "h"]
+    assert screened(chosen, {"chat": "m3"}, others=2)["name"].tolist() == ["e", "g", "j", "h"]
+    assert screened(chosen, {"docs": "m3"})["name"].tolist() == ["e", "g", "j", "h"]
+    assert deciding(TABLE, {"chat": "m1"}).tolist() == [True] * 7 + [False] * 4
 
 
 def test_an_expert_parallel_leader_is_not_sent_to_the_simulation():

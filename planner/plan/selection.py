@@ -10,13 +10,23 @@ simulation tries first and what the report shows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from planner.plan import recommend
 from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY
 
-__all__ = ["closest", "contenders", "select_candidates", "simulable", "unsimulated_leaders"]
+__all__ = [
+    "closest",
+    "contenders",
+    "deciding",
+    "screened",
+    "select_candidates",
+    "simulable",
+    "unsimulated_leaders",
+]
 
 
 def _target_misses(table: pd.DataFrame) -> pd.Series:
@@ -59,6 +69,23 @@ def select_candidates(table: pd.DataFrame, per_group: int = 3) -> pd.DataFrame:
     served = ok.groupby([table[g] for g in recommend.GROUP], sort=False).transform("any")
     picked.append(closest(table[~served.to_numpy(dtype=bool)], per_group))
     return pd.concat(picked)
+
+
+def deciding(table: pd.DataFrame, named: Mapping[str, str]) -> np.ndarray:
+    """Rows whose workload × model group can decide the ask: of a workload deployment.yaml
+    names a model for (``named``: workload → model), that model's; of any other workload,
+    every model's (its cheapest qualifying model serves it)."""
+    model = table["workload"].astype(str).map(dict(named))
+    return (model.isna() | (model == table["model"].astype(str))).to_numpy(dtype=bool)
+
+
+def screened(rows: pd.DataFrame, named: Mapping[str, str], others: int = 1) -> pd.DataFrame:
+    """``rows`` (:func:`select_candidates`: each group's options in rank order) less those of
+    the groups that cannot decide the ask (:func:`deciding`) beyond their first ``others``: a
+    model the team did not name for a workload is sized by simulation at its leading option,
+    as the report's comparison of models shows it, not searched as the named model is."""
+    place = rows.groupby(recommend.GROUP, sort=False).cumcount().to_numpy()
+    return rows[deciding(rows, named) | (place < others)]
 
 
 def simulable(table: pd.DataFrame) -> pd.Series:
