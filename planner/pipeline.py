@@ -74,7 +74,9 @@ def plan(
     (ruled out in closed form only, yet cheaper than the winner), up to ``max_rounds`` times.
     Only groups that can decide the ask are searched so: of a workload deployment.yaml names a
     model for, another model's group is simulated at its ``others_per_group`` leading options
-    only (:func:`planner.plan.selection.screened`; None: every group searched alike).
+    (:func:`planner.plan.selection.screened`), and each round at the unsimulated options ranked
+    above its best simulated one, as many, so that the option the comparison of models shows
+    is a simulated one (None: every group searched alike).
     Without simulated requests (``simulated_requests: 0``) this is
     :func:`planner.plan.sweep.evaluate`. ``rows`` plans only those candidates (a streamed
     sweep's leading options).
@@ -95,6 +97,9 @@ def plan(
         ranks = recommend.ranked(results.table)
         wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
         wanted = wanted[deciding(results.table.loc[wanted], named)]
+        # another model's group: its leader, as the comparison of models shows it, simulated
+        shown = unsimulated_leaders(ranks, others_per_group or per_group).index
+        wanted = wanted.union(shown[~deciding(results.table.loc[shown], named)])
         if wanted.empty:
             return results
         more = simulate_rows(catalog, results.table.loc[wanted], processes, progress=progress)
