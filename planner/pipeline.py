@@ -52,7 +52,8 @@ PER_GROUP = 3
 MAX_ROUNDS = 4
 
 #: Options simulated of a model deployment.yaml does not name for its workload (it is shown
-#: beside the named one, it does not serve): its leading option, in the first round only.
+#: beside the named one, it does not serve): its leading option first, then in each round the
+#: option that leads it unsimulated; never the search for contenders.
 OTHERS_PER_GROUP = 1
 
 
@@ -89,8 +90,9 @@ def plan(
         return results
     # every model decides when all are searched alike
     named = {} if others_per_group is None else {d.workload: d.model for d in catalog.deployment}
+    others = others_per_group or per_group
     chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
-    chosen = screened(chosen, named, others_per_group or per_group)
+    chosen = screened(chosen, named, others)
     simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
     for _ in range(max_rounds):
         results = evaluate(catalog, simulated=simulated, rows=rows)  # simulated figures as data
@@ -98,7 +100,7 @@ def plan(
         wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
         wanted = wanted[deciding(results.table.loc[wanted], named)]
         # another model's group: its leader, as the comparison of models shows it, simulated
-        shown = unsimulated_leaders(ranks, others_per_group or per_group).index
+        shown = unsimulated_leaders(ranks, others).index
         wanted = wanted.union(shown[~deciding(results.table.loc[shown], named)])
         if wanted.empty:
             return results

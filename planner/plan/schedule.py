@@ -452,21 +452,6 @@ def lease_of(catalog: Catalog) -> tuple[float, int] | None:
     return (a.lease_rate_per_year, a.lease_term_months)
 
 
-def paid(
-    catalog: Catalog, hours: list[list[int]], costs: NodeCosts
-) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, Any], dict[str, Plan]]:
-    """The finance of nodes of one kind over the months of ``hours`` (per month, the nodes each
-    hour of the day needs) under the catalog's lead time, discount rate and lease: the block's
-    quantities, the month columns, the totals over the horizon and the ways of paying, by the
-    same metrics as a workload's schedule."""
-    a, lease = catalog.assumptions, lease_of(catalog)
-    nodes = [max(day) for day in hours]
-    block, table, totals = _finance(
-        nodes, hours, a.lead_time_months, costs, lease, a.discount_rate_per_year
-    )
-    return block, table, totals, _plans(table, totals, a.lead_time_months, lease is not None)
-
-
 def workload_schedule(catalog: Catalog, line: Line) -> WorkloadSchedule | None:
     """The schedule of one line of the ask; None without a forecast or for an API line."""
     workload = catalog.get("workloads", line.workload)

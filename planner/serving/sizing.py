@@ -471,7 +471,9 @@ def _size_pools(
     def least(at_count: Callable[[int], tuple[bool, float]], start: int, upper: int) -> int | None:
         return fewest(at_count, min(start, upper), upper, None)[1]
 
-    for label, floor, target, bound in floors_missed(row, catalog.assumptions):
+    missed = floors_missed(row, catalog.assumptions)
+    if missed:
+        label, floor, target, bound = missed[0]
         return {
             "sim_bound": bound,
             "sim_reason": f"{label} {floor:.3f} s with no queue > {target:.3f} s target at "
