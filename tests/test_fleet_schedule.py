@@ -87,7 +87,7 @@ def test_a_device_types_months_by_hand() -> None:
     assert t.book_value_usd == pytest.approx(135_300)
     assert t.npv_usd == pytest.approx(23_250)
     assert t.rent_everything_npv_usd == pytest.approx(38_400)
-    assert t.orders(1) == [(0, 1)]
+    assert t.orders == [(0, 1)]
     # leased over 2 months at no interest instead: 18,000 a device and 1,800 a node a month
     # in months 1 and 2 (4 × 18,000 + 1,800 + 450 = 74,250 each), nothing owed at the end
     t = type_months("h100", hours, 4, 0, (device, node), 1, 0.0, lease=(0.0, 2))
@@ -178,7 +178,7 @@ def test_the_shipped_fleet_over_the_months(shipped: tuple[Any, Any, Any]) -> Non
     # what the optimiser owns today is ordered in month 0, to arrive after the lead time
     for t in found.types:
         nodes = fleet.owned_nodes.get(t.hardware, 0)
-        assert t.orders(found.lead_time_months)[:1] == ([(0, nodes)] if nodes else [])
+        assert t.orders[:1] == ([(0, nodes)] if nodes else [])
     from planner.outputs.sharing import schedule_summary
 
     b200 = catalog.get("hardware", "b200-180gb").label

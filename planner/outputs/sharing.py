@@ -204,7 +204,7 @@ def schedule_context(found: FleetSchedule | None, catalog: Catalog) -> dict[str,
             "hardware": catalog.get("hardware", t.hardware).label,
             "needed": f"{count(t.peak_devices[0])} → {count(t.peak_devices[-1])}",
             "owned": _owned_months(t),
-            "orders": _orders(t.orders(found.lead_time_months)),
+            "orders": _orders(t.orders),
             "npv": usd(t.npv_usd),
             "rent": usd(t.rent_everything_npv_usd),
             "lease": usd(t.lease_npv_usd) if math.isfinite(t.lease_npv_usd) else "",
@@ -247,7 +247,6 @@ def schedule_summary(found: FleetSchedule | None, catalog: Catalog) -> str:
             f"{usd(found.npv_usd)} USD (renting every hour {rent}")  # fmt: skip
     if math.isfinite(found.lease_npv_usd):
         text += f", leasing {usd(found.lease_npv_usd)}"
-    lead = found.lead_time_months
-    orders = [f"{catalog.get('hardware', t.hardware).label} {_orders(t.orders(lead))}"
-              for t in found.types if t.orders(lead)]  # fmt: skip
+    orders = [f"{catalog.get('hardware', t.hardware).label} {_orders(t.orders)}"
+              for t in found.types if t.orders]  # fmt: skip
     return text + ")" + (f"; orders: {'; '.join(orders)}." if orders else "; nothing to order.")

@@ -215,9 +215,9 @@ class Fleet:
                     "owned_nodes": self.owned_nodes.get(h, 0),
                     "spare_nodes": self.spare.get(h, 0),
                     "rented_device_hours_per_day": self.rented_device_hours(h),
-                    "device_owned_usd": _known(self.types[h].device_usd),
-                    "node_owned_usd": _known(self.types[h].node_usd),
-                    "device_rented_usd": _known(self.types[h].rent_usd),
+                    "device_owned_usd": known_usd(self.types[h].device_usd),
+                    "node_owned_usd": known_usd(self.types[h].node_usd),
+                    "device_rented_usd": known_usd(self.types[h].rent_usd),
                 }
                 for h in self.hardware()
             ],
@@ -238,8 +238,9 @@ class Fleet:
         }
 
 
-def _known(value: float) -> float | None:
-    """A cost for JSON: None where it cannot be had (inf)."""
+def known_usd(value: float) -> float | None:
+    """A cost for JSON: None where it is not a finite number (a way of having a device, or of
+    paying, that the catalog's prices do not give)."""
     return value if math.isfinite(value) else None
 
 

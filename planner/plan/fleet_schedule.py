@@ -45,11 +45,13 @@ from planner.model.fleet_months import (
     FLEET_LEASE_MONTHS,
     FLEET_MONTHS,
     FLEET_POWER_MONTHS,
+    devices_wanted,
+    type_nodes_owned,
 )
 from planner.model.need import replicas_at
-from planner.plan.fleet import Fleet, Option
-from planner.plan.portfolio import split_costs
-from planner.plan.schedule import NodeCosts, lease_of, present_value, traffic_factors
+from planner.plan.fleet import Fleet, Option, known_usd
+from planner.plan.portfolio import horizon_factors, split_costs
+from planner.plan.schedule import NodeCosts, lease_of, present_value
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,11 @@ class TypeSchedule:
         """Net present value of leasing the same devices and nodes (NaN: no lease) [USD]."""
         return float(self.totals.get("fleet_lease_npv_usd", math.nan))
 
-    def orders(self, lead_time_months: int) -> list[tuple[int, int]]:
+    @property
+    def orders(self) -> list[tuple[int, int]]:
         """(month ordered, nodes) of each month's arrivals, ordered the lead time before."""
-        arriving = self.table["type_nodes_arriving"]
-        return [(m - lead_time_months, int(n)) for m, n in enumerate(arriving) if n > 0]
+        lead, arriving = int(self.block["lead_time_months"]), self.table["type_nodes_arriving"]
+        return [(m - lead, int(n)) for m, n in enumerate(arriving) if n > 0]
 
 
 @dataclass(frozen=True)
@@ -173,10 +176,10 @@ class FleetSchedule:
         renting everything's and each workload's fleet alone's."""
         return {
             "months": self.months,
-            "npv_usd": _known(self.npv_usd),
-            "rent_everything_npv_usd": _known(self.rent_everything_npv_usd),
-            "lease_npv_usd": _known(self.lease_npv_usd),
-            "alone_npv_usd": _known(self.alone_npv_usd),
+            "npv_usd": known_usd(self.npv_usd),
+            "rent_everything_npv_usd": known_usd(self.rent_everything_npv_usd),
+            "lease_npv_usd": known_usd(self.lease_npv_usd),
+            "alone_npv_usd": known_usd(self.alone_npv_usd),
             "api_usd_by_month": list(self.api_usd),
             "device_types": [
                 {
@@ -188,23 +191,15 @@ class FleetSchedule:
                     "nodes_owned_by_month": t.owned_nodes,
                     "rented_device_hours_per_day_by_month": t.rented_device_hours,
                     "owned_peak_kw_by_month": t.owned_peak_kw or None,
-                    "orders": [
-                        {"month": m, "nodes": n} for m, n in t.orders(self.lead_time_months)
-                    ],
+                    "orders": [{"month": m, "nodes": n} for m, n in t.orders],
                     "cash_usd_by_month": t.cash_usd,
-                    "npv_usd": _known(t.npv_usd),
-                    "rent_everything_npv_usd": _known(t.rent_everything_npv_usd),
-                    "lease_npv_usd": _known(t.lease_npv_usd),
+                    "npv_usd": known_usd(t.npv_usd),
+                    "rent_everything_npv_usd": known_usd(t.rent_everything_npv_usd),
+                    "lease_npv_usd": known_usd(t.lease_npv_usd),
                 }
                 for t in self.types
             ],
         }
-
-
-def _known(value: float) -> float | None:
-    """A cost for JSON: None where it is not a finite number (a price the catalog does not
-    give)."""
-    return value if math.isfinite(value) else None
 
 
 def owned_usd_per_month(
@@ -213,7 +208,7 @@ def owned_usd_per_month(
     """Owning ``devices`` devices a month, in as few nodes of ``node_devices`` as hold them:
     each device's and each node's capital spread over the amortisation period and running cost
     (:func:`planner.model.finance.node_owned_usd_per_month` of each) [USD/month]."""
-    nodes = -(-devices // node_devices)
+    nodes = type_nodes_owned(devices, node_devices)
     return float(
         finance.times(devices, device.owned_usd_per_month)
         + finance.times(nodes, node.owned_usd_per_month)
@@ -232,7 +227,7 @@ def devices_worth_owning(
     best, best_usd = 0, math.inf
     rent_per_hour = device.rent_usd_per_month / HOURS
     for d in range(int(day.max(initial=0)) + 1):
-        owned = d + spare_nodes * node_devices if d else 0
+        owned = int(devices_wanted(d, spare_nodes, node_devices))
         rented = float(finance.rented_hours(day, d))
         usd = owned_usd_per_month(owned, node_devices, device, node) + float(
             finance.times(rented, rent_per_hour)
@@ -240,18 +235,6 @@ def devices_worth_owning(
         if usd < best_usd - SLACK:
             best, best_usd = d, usd
     return best
-
-
-def horizon_factors(catalog: Catalog, workloads: Sequence[str]) -> dict[str, list[float]]:
-    """Each workload's traffic factor month by month over the longest forecast: its
-    forecast's (:func:`planner.plan.schedule.traffic_factors`), held at its last month past
-    its end; 1 throughout for a workload without one."""
-    found = {}
-    for w in workloads:
-        forecast = catalog.get("workloads", w).forecast
-        found[w] = traffic_factors(catalog, catalog.get("workloads", w)) if forecast else [1.0]
-    months = max((len(f) for f in found.values()), default=1)
-    return {w: f + [f[-1]] * (months - len(f)) for w, f in found.items()}
 
 
 def alone(option: Option, factors: Sequence[float], profile: Sequence[float]) -> np.ndarray:

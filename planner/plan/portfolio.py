@@ -207,17 +207,26 @@ def plan_fleet(
     return solve(options, types, demands(catalog, table, models, growth) + classes)
 
 
-def horizon_growth(catalog: Catalog, workloads: Sequence[str]) -> tuple[int, dict[str, float]]:
-    """The forecasts' last month and each workload's traffic then as a multiple of today's
-    (:func:`planner.plan.schedule.traffic_factors`; a shorter forecast holds its last month's,
-    a workload without one today's); month 0 where no forecast looks ahead."""
-    factors = {}
+def horizon_factors(catalog: Catalog, workloads: Sequence[str]) -> dict[str, list[float]]:
+    """Each workload's traffic factor month by month over the longest forecast: its
+    forecast's (:func:`planner.plan.schedule.traffic_factors`), held at its last month past
+    its end; 1 throughout for a workload without one."""
+    found = {}
     for w in workloads:
         workload = catalog.get("workloads", w)
-        if workload.forecast is not None:
-            factors[w] = traffic_factors(catalog, workload)
-    month = max((len(f) - 1 for f in factors.values()), default=0)
-    return month, {w: f[min(month, len(f) - 1)] for w, f in factors.items()}
+        found[w] = traffic_factors(catalog, workload) if workload.forecast else [1.0]
+    months = max((len(f) for f in found.values()), default=1)
+    return {w: f + [f[-1]] * (months - len(f)) for w, f in found.items()}
+
+
+def horizon_growth(catalog: Catalog, workloads: Sequence[str]) -> tuple[int, dict[str, float]]:
+    """The forecasts' last month and each workload with a forecast, its traffic then as a
+    multiple of today's (:func:`horizon_factors`); month 0 where no forecast looks ahead."""
+    factors = horizon_factors(catalog, workloads)
+    forecast = [w for w in workloads if catalog.get("workloads", w).forecast is not None]
+    if not forecast:
+        return 0, {}
+    return len(factors[forecast[0]]) - 1, {w: factors[w][-1] for w in forecast}
 
 
 def fleet_at_horizon(
