@@ -137,16 +137,6 @@ def _node_formula(name: str, plan: Callable[[str], str], at: dict[str, str]) -> 
 MONTH_NAMES = [c for c, _ in MONTH_COLUMNS]
 
 
-def _letter(name: str) -> str:
-    return get_column_letter(MONTH_NAMES.index(name) + 1)
-
-
-def _hour_letter(hour: int) -> str:
-    """The column of an hour's nodes in the month table (after its named columns), and of its
-    share in the profile row."""
-    return get_column_letter(len(MONTH_COLUMNS) + 1 + hour)
-
-
 class Rows:
     """The sheet's rows as they are built: a row may be reserved first (its number is needed by
     formulas above it) and filled later."""
@@ -182,7 +172,7 @@ def write_schedule(
         _block(ws, s, layout, positions[s.line.row.name] + 2, rows, cache)
     for cells in rows.cells:
         ws.append(cells)
-    _print_setup(ws, f"A1:{_hour_letter(HOURS - 1)}{len(rows.cells)}")
+    _print_setup(ws, f"A1:{get_column_letter(len(MONTH_NAMES) + HOURS)}{len(rows.cells)}")
     return cache
 
 
@@ -246,7 +236,8 @@ class Places:
         return get_column_letter(self.names.index(name) + 1)
 
     def hour_letter(self, hour: int) -> str:
-        """The column of an hour's cell in the month table (after its named columns)."""
+        """The column of an hour's cell in the month table (after its named columns), and of
+        its share in the profile row."""
         return get_column_letter(len(self.names) + 1 + hour)
 
     def formula(self, name: str, row: int = 0, hour: int = 0) -> str:
@@ -341,10 +332,10 @@ def _month_row(
             cells.append(None)
         else:
             cells.append(_formula_cell(ws, places.formula(name, r), fmt))
-            cache[f"{_letter(name)}{r}"] = s.table[name][m]
+            cache[f"{places.column(name)}{r}"] = s.table[name][m]
     for h in range(HOURS):
         cells.append(_formula_cell(ws, places.formula("hour_nodes", r, h), "0"))
-        cache[f"{_hour_letter(h)}{r}"] = s.table["hourly_nodes"][m][h]
+        cache[f"{places.hour_letter(h)}{r}"] = s.table["hourly_nodes"][m][h]
     return cells
 
 
