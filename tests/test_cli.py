@@ -57,7 +57,9 @@ def test_run_writes_the_run_folder(seed_dir: Path, tmp_path: Path):
     assert [c["name"] for c in data["columns"]] == list(table.columns)
     kv = next(c for c in data["columns"] if c["name"] == "kv_bytes_per_token")
     assert kv["unit"] == "B"
-    assert kv["formula"] == "full_attention_layers*kv_values_per_token_per_layer*kv_bytes_per_value"
+    assert kv["formula"] == (
+        "full_attention_layers_per_device*kv_values_per_token_per_layer*kv_bytes_per_value"
+    )
     assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
     # the catalogs are copied verbatim, so the run can be diffed and audited later
     for name in manifest["catalog_files"]:

@@ -170,6 +170,8 @@ def test_the_load_figures_are_the_full_batch_formulas_over_the_load_batch():
         "speculative_tokens_per_step",
         "expert_parallel",
         "load_expert_parallel_itl_s",
+        "pipeline_parallel",
+        "load_pipeline_parallel_itl_s",
     )
     assert registry["e2e_load_s"].func is registry["e2e_s"].func
     assert "itl_load_s" in registry["e2e_load_s"].inputs

@@ -225,6 +225,12 @@ class Assumptions(Uncertain):
     expert_imbalance: Annotated[float, Field(strict=True, ge=1)] = 1.18
     expert_dispatch_bytes_per_value: Positive = 1 + 4 / 128
     expert_overlap: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
+    # pipeline parallelism across nodes: 1 is one stage only; a size above 1 also tries a
+    # replica of that many nodes of a linked device, tensor parallel within each node and the
+    # layers split between the nodes, each token passing them in turn over the network (vLLM's
+    # --pipeline-parallel-size; Megatron-LM, Narayanan et al. 2021); tried where the
+    # tensor-parallel sizes within a node meet no target (the pruning of larger replicas)
+    pipeline_parallel_sizes: list[Count] = Field(default=[1], min_length=1)
     # disaggregated prefill and decode: "aggregated" alone is one pool of replicas doing both;
     # with "disaggregated" every candidate is also tried as a prefill pool and a decode pool of
     # its hardware and layout, each request's KV cache sent from the one to the other over the

@@ -20,7 +20,7 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planner.deploy.settings import LaunchSettings
@@ -80,6 +80,8 @@ def _vllm(s: LaunchSettings) -> Launch:
         argv += ["--enable-expert-parallel"]
     else:
         argv += ["--tensor-parallel-size", str(s.tensor_parallel)]
+    if s.pipeline_parallel > 1:  # a node a stage, over Ray (vLLM's multi-node serving)
+        argv += ["--pipeline-parallel-size", str(s.pipeline_parallel)]
     argv += ["--gpu-memory-utilization", f"{s.memory_fraction:g}"]
     argv += ["--max-num-seqs", str(s.max_num_seqs)]
     argv += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
@@ -117,6 +119,8 @@ def _sglang(s: LaunchSettings) -> Launch:
         argv += ["--tp-size", ep, "--ep-size", ep, "--dp-size", ep, "--enable-dp-attention"]
     else:
         argv += ["--tp-size", str(s.tensor_parallel)]
+    if s.pipeline_parallel > 1:
+        argv += ["--pp-size", str(s.pipeline_parallel)]
     argv += ["--mem-fraction-static", f"{s.memory_fraction:g}"]
     argv += ["--max-running-requests", str(s.max_num_seqs)]
     argv += ["--chunked-prefill-size", str(s.max_num_batched_tokens if s.chunked_prefill else -1)]
@@ -151,6 +155,8 @@ def _tensorrt(s: LaunchSettings) -> Launch:
     argv += ["--tp_size", str(parallel)]
     if s.expert_parallel > 1:
         argv += ["--ep_size", str(s.expert_parallel)]
+    if s.pipeline_parallel > 1:
+        argv += ["--pp_size", str(s.pipeline_parallel)]
     argv += ["--max_batch_size", str(s.max_num_seqs)]
     argv += ["--max_num_tokens", str(s.max_num_batched_tokens)]
     argv += ["--max_seq_len", str(s.max_model_len)]
@@ -190,8 +196,18 @@ _BUILDERS = {"vllm": _vllm, "sglang": _sglang, "tensorrt-llm": _tensorrt}
 
 
 def launch(settings: LaunchSettings) -> Launch:
-    """The engine command that starts one replica of a pool with its settings."""
-    return _BUILDERS[settings.engine](settings)
+    """The engine command that starts one replica of a pool with its settings; a replica of
+    several pipeline stages says that it spans as many nodes."""
+    found = _BUILDERS[settings.engine](settings)
+    if settings.pipeline_parallel <= 1:
+        return found
+    spans = (
+        f"a replica spans {settings.pipeline_parallel} nodes of "
+        f"{settings.tensor_parallel} devices, one pipeline stage each: start the engine's "
+        "multi-node launch over them (a Ray cluster for vLLM, --nnodes and --node-rank for "
+        "SGLang, mpirun for TensorRT-LLM); one pod does not hold it"
+    )
+    return replace(found, notes=(*found.notes, spans))
 
 
 #: The shell variables a command may name, each filled by the script's shell: the model to

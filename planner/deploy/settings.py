@@ -76,7 +76,10 @@ class LaunchSettings:
     engine: str
     engine_version: str
     tensor_parallel: int
+    """Devices of one tensor-parallel group: the replica's, or one pipeline stage's."""
     expert_parallel: int
+    pipeline_parallel: int
+    """Pipeline stages of a replica, a node each (1: one)."""
     role: str
     """``both`` for one pool of replicas; ``prefill`` or ``decode`` for a disaggregated pool."""
     replicas: int
@@ -149,7 +152,9 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
     precision = catalog.get("precisions", str(row["precision"]))
     hardware = catalog.get("hardware", str(row["hardware"]))
     workload = catalog.get("workloads", str(row["workload"]))
-    tp = _whole(row["tensor_parallel"], 1)
+    pp = _whole(row.get("pipeline_parallel", 1), 1)
+    devices = _whole(row["tensor_parallel"], 1)
+    tp = devices // pp
     ep = _whole(row.get("expert_parallel", 1), 1)
     speculative = engine.speculative
     replicas = _whole(row["replicas_planned"], 0)
@@ -174,7 +179,8 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "engine_version": engine.version,
         "tensor_parallel": tp,
         "expert_parallel": ep,
-        "devices_per_replica": max(tp, ep),
+        "pipeline_parallel": pp,
+        "devices_per_replica": max(devices, ep),
         "device_resource": device_resource(hardware),
         "memory_fraction": round(float(row["engine_memory_fraction"]), 4),
         "max_num_seqs": engine.max_num_seqs or catalog.assumptions.max_batch_sequences,

@@ -25,16 +25,19 @@ def candidate(
     tensor_parallel: Any,
     expert_parallel: Any = 1,
     disaggregated: Any = 0,
+    pipeline_parallel: Any = 1,
 ) -> Any:
     """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, then
-    ``|ep8`` after an expert-parallel layout's and ``|pd`` after a disaggregated one's.
+    ``|ep8`` after an expert-parallel layout's, ``|pp2`` after a pipeline of two stages' and
+    ``|pd`` after a disaggregated one's.
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
     layout = where(expert_parallel > 1, concat("|ep", expert_parallel), "")
+    stages = where(pipeline_parallel > 1, concat("|pp", pipeline_parallel), "")
     pools = where(disaggregated > 0, "|pd", "")
     keys = concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
-    return concat(keys, layout, pools)
+    return concat(keys, layout, stages, pools)
 
 
 @metric("1/s", source="steady state of continuous batching", group="serving")

@@ -128,15 +128,22 @@ def devices_packed(
     return sum_product(on_type * large * devices_per_replica_column * replicas_owned_column)
 
 
+def node_room(replica_size: Any, devices_per_node: Any) -> Any:
+    """Devices of one node that replicas of ``replica_size`` devices can use: size × ⌊devices a
+    node ÷ size⌋, or the whole node for a replica of several whole nodes (a pipeline's stages)
+    [devices]. Three-device replicas on 8-device nodes: 6; 16-device ones: 8."""
+    whole = where(replica_size > devices_per_node, devices_per_node, 0)
+    return where(whole > 0, whole, replica_size * floor(devices_per_node / replica_size))
+
+
 @fleet_metric("devices", source="bin packing with divisible item sizes (Coffman et al. 1987)")
 def packing_room(
     owned_nodes: Any, spare_nodes: Any, replica_size: Any, devices_per_node: Any
 ) -> Any:
     """Devices that replicas of ``replica_size`` devices or more can use on the owned nodes
-    left beside the spares: nodes × size × ⌊devices a node ÷ size⌋ [devices] (with sizes that
-    divide one another, replicas that fit this room for every size pack whole onto the
-    nodes)."""
-    return (owned_nodes - spare_nodes) * replica_size * floor(devices_per_node / replica_size)
+    left beside the spares: nodes × :func:`node_room` [devices] (with sizes that divide one
+    another, replicas that fit this room for every size pack whole onto the nodes)."""
+    return (owned_nodes - spare_nodes) * node_room(replica_size, devices_per_node)
 
 
 @fleet_metric("", kind="bool")

@@ -84,11 +84,14 @@ def compute_bound_s(decode_flops_per_token: Any, achieved_compute_flops_per_s: A
     group="latency",
 )
 def replica_capacity_sequences(
-    max_sequences: Any, max_batch_sequences: Any, expert_parallel: Any = 1
+    max_sequences: Any,
+    max_batch_sequences: Any,
+    expert_parallel: Any = 1,
+    pipeline_parallel: Any = 1,
 ) -> Any:
     """Sequences one replica may run at once: memory's limit, capped by the engine's batch limit
-    (each data-parallel attention rank's, × EP)."""
-    return minimum(max_sequences, max_batch_sequences * expert_parallel)
+    (each data-parallel attention rank's, × EP; each pipeline micro-batch's, × stages)."""
+    return minimum(max_sequences, max_batch_sequences * expert_parallel * pipeline_parallel)
 
 
 @metric("sequences", source="continuous batching (Yu et al. 2022, Orca)", group="latency")
@@ -165,7 +168,7 @@ def kv_read_bytes_per_sequence_step(
     group="latency",
 )
 def allreduce_s_per_token(
-    tensor_parallel: Any,
+    stage_tensor_parallel: Any,
     layers: Any,
     hidden_size: Any,
     activation_bytes: Any,
@@ -174,12 +177,14 @@ def allreduce_s_per_token(
 ) -> Any:
     """Tensor-parallel communication per token: 2 all-reduces per layer of 2(TP−1)/TP × activations.
 
-    Zero without tensor parallelism, and under expert parallelism (its all-to-all is
-    :func:`planner.model.parallel.expert_alltoall_s_per_step`); missing when TP > 1 and the
-    device has no interconnect figure.
+    TP is a stage's devices (the replica's, but for a pipeline of several stages, whose every
+    layer all-reduces within its own stage). Zero without tensor parallelism, and under expert
+    parallelism (its all-to-all is :func:`planner.model.parallel.expert_alltoall_s_per_step`);
+    missing when TP > 1 and the device has no interconnect figure.
     """
-    per_layer = 2 * (2 * (tensor_parallel - 1) / tensor_parallel) * hidden_size * activation_bytes
-    return where(tensor_parallel > 1, layers * per_layer / interconnect_bytes_per_s, 0) * where(
+    tp = stage_tensor_parallel
+    per_layer = 2 * (2 * (tp - 1) / tp) * hidden_size * activation_bytes
+    return where(tp > 1, layers * per_layer / interconnect_bytes_per_s, 0) * where(
         expert_parallel > 1, 0, 1
     )
 
@@ -191,12 +196,13 @@ def allreduce_s_per_token(
     group="latency",
 )
 def allreduce_latency_s_per_step(
-    tensor_parallel: Any, layers: Any, allreduce_fixed_s: Any, allreduce_per_hop_s: Any
+    stage_tensor_parallel: Any, layers: Any, allreduce_fixed_s: Any, allreduce_per_hop_s: Any
 ) -> Any:
     """Tensor-parallel latency of one step, whatever its size: 2 all-reduces per layer, each
-    the link's fixed time + 2(TP − 1) ring hops [s]; zero without tensor parallelism."""
-    per_collective = allreduce_fixed_s + 2 * (tensor_parallel - 1) * allreduce_per_hop_s
-    return where(tensor_parallel > 1, 2 * layers * per_collective, 0)
+    the link's fixed time + 2(TP − 1) ring hops, TP a stage's devices [s]; zero without tensor
+    parallelism."""
+    per_collective = allreduce_fixed_s + 2 * (stage_tensor_parallel - 1) * allreduce_per_hop_s
+    return where(stage_tensor_parallel > 1, 2 * layers * per_collective, 0)
 
 
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
@@ -254,10 +260,13 @@ def itl_s(
     speculative_tokens_per_step: Any = 1,
     expert_parallel: Any = 1,
     expert_parallel_itl_s: Any = 0,
+    pipeline_parallel: Any = 1,
+    pipeline_parallel_itl_s: Any = 0,
 ) -> Any:
     """Inter-token latency at the replica's batch: one decode step ÷ the tokens it emits per
     sequence [s]; of an expert-parallel replica (EP > 1),
-    :func:`planner.model.parallel.expert_parallel_itl_s`.
+    :func:`planner.model.parallel.expert_parallel_itl_s`; of a pipeline of several stages,
+    :func:`planner.model.pipeline.pipeline_parallel_itl_s`.
 
     The step: max(memory time, compute time) + all-reduce of each sequence's tokens + fixed
     step overhead + the engine's time per sequence decoding (sampling, input preparation) +
@@ -273,7 +282,9 @@ def itl_s(
         + step_overhead_s
         + draft_s
     )
-    return where(expert_parallel > 1, expert_parallel_itl_s, step / speculative_tokens_per_step)
+    one_stage = step / speculative_tokens_per_step
+    layouts = where(pipeline_parallel > 1, pipeline_parallel_itl_s, one_stage)
+    return where(expert_parallel > 1, expert_parallel_itl_s, layouts)
 
 
 @metric("", source=ROOFLINE, kind="text", group="latency")
@@ -337,10 +348,16 @@ def prefill_s(
 
 
 @metric("s", source=f"{VLLM_METRICS}: preprocessing + prompt computation", group="latency")
-def ttft_s(preprocess_s: Any, prefill_s: Any, request_kv_transfer_s: Any = 0) -> Any:
+def ttft_s(
+    preprocess_s: Any,
+    prefill_s: Any,
+    request_kv_transfer_s: Any = 0,
+    pipeline_prefill_s: Any = 0,
+) -> Any:
     """Time to first token with no queueing: preprocessing + prefill, + the KV cache's move
-    to the decode pool where the candidate is disaggregated [s] (a floor, not a p95)."""
-    return preprocess_s + prefill_s + request_kv_transfer_s
+    to the decode pool where the candidate is disaggregated, + the stages before the last of a
+    pipeline [s] (a floor, not a p95)."""
+    return preprocess_s + prefill_s + request_kv_transfer_s + pipeline_prefill_s
 
 
 def chunks(prompt_tokens: Any, room_tokens: Any) -> Any:

@@ -294,6 +294,7 @@ rebound(
         "decode_batch": "load_batch",
         "draft_s": "load_draft_s",
         "expert_parallel_itl_s": "load_expert_parallel_itl_s",
+        "pipeline_parallel_itl_s": "load_pipeline_parallel_itl_s",
     },
     "Inter-token latency at the forecast load: one decode step at the load batch [s].",
 )
@@ -493,14 +494,17 @@ def ttft_load_s(
     disaggregated: Any = 0,
     prefill_pool_wait_s: Any = 0,
     request_kv_transfer_s: Any = 0,
+    pipeline_prefill_s: Any = 0,
 ) -> Any:
     """Typical time to first token at the forecast load [s]: preprocessing + the wait for the
     step in progress + the median prompt's prefill: a step of its own with whole-prompt steps,
     its chunks in steps shared with the others' decodes with chunked prefill
     (``chunked_prefill_s``). No queue for memory or for other prefills: the simulation's p50 is
     the check. A disaggregated candidate's prompt waits for a prefill replica
-    (``prefill_pool_wait_s``), has it to itself, and its cache moves to the decode pool.
+    (``prefill_pool_wait_s``), has it to itself, and its cache moves to the decode pool. A
+    pipeline's prompt passes its stages before the last (``pipeline_prefill_s``) too.
     """
     prefill = where(chunked_prefill > 0, chunked_prefill_s, median_prefill_s)
     pooled = prefill_pool_wait_s + median_prefill_s + request_kv_transfer_s
-    return where(disaggregated > 0, preprocess_s + pooled, preprocess_s + step_wait_s + prefill)
+    one_pool = preprocess_s + step_wait_s + prefill + pipeline_prefill_s
+    return where(disaggregated > 0, preprocess_s + pooled, one_pool)

@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.model.expr import ceil, floor, is_number, maximum, minimum, where
 from planner.model.metric import derived, metric
-from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
+from planner.model.sources import DEEPSEEK_V2, GQA, MEGATRON_PP, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
 
 
@@ -90,10 +90,11 @@ def decoder_weight_bytes_per_device(
 
 
 @metric("heads", source="vLLM: KV heads are replicated when TP exceeds them", group="memory")
-def kv_heads_per_device(kv_heads: Any, tensor_parallel: Any, expert_parallel: Any = 1) -> Any:
-    """KV heads each device caches: ⌈KV heads ÷ TP⌉ (heads are replicated, never split); all of
-    them under data-parallel attention (EP > 1), each device caching its own sequences whole."""
-    return ceil(kv_heads / where(expert_parallel > 1, 1, tensor_parallel))
+def kv_heads_per_device(kv_heads: Any, stage_tensor_parallel: Any, expert_parallel: Any = 1) -> Any:
+    """KV heads each device caches: ⌈KV heads ÷ TP⌉, TP a stage's devices (heads are
+    replicated, never split); all of them under data-parallel attention (EP > 1), each device
+    caching its own sequences whole."""
+    return ceil(kv_heads / where(expert_parallel > 1, 1, stage_tensor_parallel))
 
 
 @metric("values", source=f"{POPE}; {GQA}; {DEEPSEEK_V2} for MLA", group="memory")
@@ -116,9 +117,25 @@ def full_attention_layers(layers: Any, windowed_layers: Any, cacheless_layers: A
     return layers - windowed_layers - cacheless_layers
 
 
+@metric("layers", source=MEGATRON_PP, group="memory")
+def full_attention_layers_per_device(full_attention_layers: Any, pipeline_parallel: Any) -> Any:
+    """Full-attention layers whose cache one device holds: all of them, or a pipeline stage's
+    share, ⌈layers ÷ stages⌉ (the busier stage's) [layers]. 61 layers in 2 stages: 31."""
+    return ceil(full_attention_layers / pipeline_parallel)
+
+
+@metric("layers", source=MEGATRON_PP, group="memory")
+def windowed_layers_per_device(windowed_layers: Any, pipeline_parallel: Any) -> Any:
+    """Sliding-window layers whose cache one device holds: all of them, or a pipeline stage's
+    share, ⌈layers ÷ stages⌉ [layers]."""
+    return ceil(windowed_layers / pipeline_parallel)
+
+
 @metric("B", source=f"{POPE}; {GQA}", group="memory")
 def kv_bytes_per_token(
-    full_attention_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
+    full_attention_layers_per_device: Any,
+    kv_values_per_token_per_layer: Any,
+    kv_bytes_per_value: Any,
 ) -> Any:
     """KV-cache bytes per token per device over full-attention layers [B].
 
@@ -126,15 +143,15 @@ def kv_bytes_per_token(
     32 layers, 8 KV heads, head dim 128 and 2-byte values give 131,072 B (128 KiB) per token.
     KV heads, not query heads: grouped-query attention shares keys and values.
     """
-    return full_attention_layers * kv_values_per_token_per_layer * kv_bytes_per_value
+    return full_attention_layers_per_device * kv_values_per_token_per_layer * kv_bytes_per_value
 
 
 @metric("B", source=f"{MISTRAL}; Beltagy et al. 2020 (Longformer)", group="memory")
 def kv_bytes_per_token_windowed(
-    windowed_layers: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
+    windowed_layers_per_device: Any, kv_values_per_token_per_layer: Any, kv_bytes_per_value: Any
 ) -> Any:
     """KV-cache bytes per token per device over sliding-window layers, up to the window [B]."""
-    return windowed_layers * kv_values_per_token_per_layer * kv_bytes_per_value
+    return windowed_layers_per_device * kv_values_per_token_per_layer * kv_bytes_per_value
 
 
 @metric("tokens", source=f"{PAGED} (reserve the promised maximum)", group="memory")

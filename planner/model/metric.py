@@ -68,6 +68,7 @@ METRIC_MODULES = (
     "planner.model.margins",
     "planner.model.calibration",
     "planner.model.parallel",
+    "planner.model.pipeline",
     "planner.model.disaggregated",
 )
 

@@ -101,3 +101,20 @@ PARALLEL_REFERENCES: dict[str, str] = {
 }
 
 REFERENCES.update({n: PARALLEL_REFERENCES.pop(n) for n in (DEEPSEEK_V3, DEEPEP, SGLANG_EP)})
+
+# Pipeline parallelism across nodes (planner.model.pipeline).
+MEGATRON_PP = "Narayanan et al. 2021 (Megatron-LM: pipeline stages across nodes)"
+VLLM_PP = "vLLM distributed serving (--pipeline-parallel-size: a micro-batch in each stage)"
+
+REFERENCES.update(
+    {
+        MEGATRON_PP: "D. Narayanan, M. Shoeybi, J. Casper et al., Efficient Large-Scale Language "
+        "Model Training on GPU Clusters Using Megatron-LM, SC 2021, arXiv:2104.04473 (tensor "
+        "parallelism within a node, pipeline stages across nodes; each stage sends its "
+        "activations to the next).",
+        VLLM_PP: "vLLM documentation, Distributed inference and serving "
+        "(docs.vllm.ai/en/latest/serving/distributed_serving.html): tensor parallel size the "
+        "devices of a node, pipeline parallel size the nodes; the scheduler keeps as many "
+        "micro-batches in flight as there are stages.",
+    }
+)

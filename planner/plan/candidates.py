@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
-from planner.plan.columns import EP_KEY, PD_KEY, PLAN_KEYS, TP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PLAN_KEYS, PP_KEY, TP_KEY
 
 
 def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
@@ -52,10 +52,10 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
 class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
     precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
-    expert-parallel size itself (1: a tensor-parallel replica) and its serving layout (0: one
-    pool, 1: a prefill pool and a decode pool), in plan order. Seven small integers a
-    candidate, so that millions of them fit where their ids as text would not; :meth:`table`
-    gives a slice as the table of ids."""
+    expert-parallel size itself (1: a tensor-parallel replica), its pipeline stages (1: one)
+    and its serving layout (0: one pool, 1: a prefill pool and a decode pool), in plan order.
+    Eight small integers a candidate, so that millions of them fit where their ids as text
+    would not; :meth:`table` gives a slice as the table of ids."""
 
     codes: np.ndarray
     ids: dict[str, np.ndarray]
@@ -75,7 +75,8 @@ class Candidates:
                 "workload": self.ids["workload"][rows[:, 0]],
                 TP_KEY: self.sizes[rows[:, 4]],
                 EP_KEY: rows[:, 5].astype(np.int64),
-                PD_KEY: rows[:, 6].astype(np.int64),
+                PP_KEY: rows[:, 6].astype(np.int64),
+                PD_KEY: rows[:, 7].astype(np.int64),
             },
             columns=PLAN_KEYS,
         )
@@ -109,7 +110,7 @@ def _scenario_ids(catalog: Catalog, all_ids: dict[str, list[str]]) -> list[dict[
 class _Allowed:
     """Which pairs can run, by position: ``runs[hardware, precision]`` (a compute rate),
     ``stores[model, precision]`` (:func:`applies`) and ``linked[hardware]`` (an interconnect,
-    needed above one device a replica), with the tensor-parallel ``sizes``."""
+    needed above one device a replica), with the ``sizes`` of a replica (devices)."""
 
     runs: np.ndarray
     stores: np.ndarray
@@ -119,6 +120,7 @@ class _Allowed:
     experts: np.ndarray  # expert-parallel sizes, 1 first
     splits: np.ndarray  # splits[model, e]: the model's routed experts divide by experts[e]
     nodes: np.ndarray  # devices per node of each hardware
+    stages: np.ndarray  # pipeline stages above 1 to try, a node of the hardware each
     pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
 
     @classmethod
@@ -127,7 +129,10 @@ class _Allowed:
         runs = [compute_format_for(h, p) is not None for h in hardware for p in precisions]
         stores = [applies(m, p) for m in catalog.models for p in precisions]
         experts = np.array(sorted({1, *a.expert_parallel_sizes}), np.int64)
-        sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:]}), np.int64)
+        nodes = np.array([h.devices_per_node or a.devices_per_node for h in hardware])
+        stages = np.array(sorted({*a.pipeline_parallel_sizes} - {1}), np.int64)
+        spans = {int(n * s) for n in nodes for s in stages}
+        sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:], *spans}), np.int64)
         splits = [
             [m.moe is not None and m.moe.experts % e == 0 for e in experts] for m in catalog.models
         ]
@@ -139,7 +144,8 @@ class _Allowed:
             tensor=np.flatnonzero(np.isin(sizes, a.tensor_parallel_sizes)).astype(np.int32),
             experts=experts,
             splits=np.array(splits, dtype=bool).reshape(len(catalog.models), len(experts)),
-            nodes=np.array([h.devices_per_node or a.devices_per_node for h in hardware]),
+            nodes=nodes,
+            stages=stages,
             pools=np.array(sorted({LAYOUT_CODES[x] for x in a.serving_layouts}), np.int32),
         )
 
@@ -148,10 +154,26 @@ class _Allowed:
         """The rows of one workload's cross product that can run, as codes: every
         tensor-parallel size, then (after each combination's) every expert-parallel size above 1
         whose replica fits one node of a linked device and splits the model's routed experts;
-        each of them as the serving layouts ask (aggregated, then disaggregated)."""
+        each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
+        only, each pipeline of more than one stage, a node of a linked device a stage."""
         rows = self._layouts(workload, models, precisions, hardware)
+        rows = np.column_stack([rows, 1 + 0 * rows[:, 0]])
         rows = np.concatenate([np.column_stack([rows, 0 * rows[:, 0] + d]) for d in self.pools])
+        rows = np.concatenate([rows, self._pipelines(workload, models, precisions, hardware)])
         return rows[_plan_order(rows)]
+
+    def _pipelines(self, workload: int, models: np.ndarray, precisions: np.ndarray,
+                   hardware: np.ndarray) -> np.ndarray:  # fmt: skip
+        """The pipeline rows of :meth:`codes`, eight codes each: a replica of ``stages`` nodes
+        of a device, tensor parallel within each node (linked devices where a node holds more
+        than one), one pool."""
+        grid = np.meshgrid(models, precisions, hardware, self.stages, indexing="ij")
+        m, p, h, s = (a.ravel() for a in grid)
+        keep = self.runs[h, p] & self.stores[m, p] & (self.linked[h] | (self.nodes[h] == 1))
+        t = np.searchsorted(self.sizes, self.nodes[h] * s).astype(np.int32)
+        w = np.full(int(keep.sum()), workload, dtype=np.int32)
+        stages = s[keep].astype(np.int32)
+        return np.stack([w, m[keep], p[keep], h[keep], t[keep], 1 + 0 * w, stages, 0 * w], axis=1)
 
     def _layouts(self, workload: int, models: np.ndarray, precisions: np.ndarray,
                  hardware: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -182,8 +204,9 @@ LAYOUT_CODES = {"aggregated": 0, "disaggregated": 1}
 def _plan_order(rows: np.ndarray) -> np.ndarray:
     """The order of candidate codes: by workload, model, precision and hardware, then each
     combination's layouts: aggregated before disaggregated, tensor-parallel sizes before
-    expert-parallel ones, smaller before larger."""
-    return np.lexsort((rows[:, 4], rows[:, 5], rows[:, 6], *rows[:, 3::-1].T))
+    expert-parallel ones, smaller before larger, one stage before a pipeline of as many
+    devices."""
+    return np.lexsort((rows[:, 6], rows[:, 4], rows[:, 5], rows[:, 7], *rows[:, 3::-1].T))
 
 
 def candidate_codes(catalog: Catalog) -> Candidates:
@@ -203,7 +226,7 @@ def candidate_codes(catalog: Catalog) -> Candidates:
         )
         for workload in lists["workload"]:
             codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 7), dtype=np.int32)
+    rows = np.concatenate(codes) if codes else np.zeros((0, 8), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
         rows = rows[_plan_order(rows)]

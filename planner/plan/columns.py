@@ -30,16 +30,21 @@ ALL_KEYS = [*KEYS, TP_KEY]
 #: their own (data-parallel attention); 1 for a tensor-parallel replica.
 EP_KEY = "expert_parallel"
 
+#: Pipeline stages of a replica: its ``tensor_parallel`` devices in that many stages of
+#: ``tensor_parallel ÷ stages`` tensor-parallel devices each (a node each), every stage holding
+#: its share of the layers, each token passing the stages in turn; 1 for one stage.
+PP_KEY = "pipeline_parallel"
+
 #: The serving layout: 1 where prompts run on a prefill pool and generation on a decode pool of
 #: the candidate's hardware and layout, each request's KV cache sent from one to the other; 0
 #: where one pool of replicas does both.
 PD_KEY = "disaggregated"
 
 #: The layout keys' values for one pool of tensor-parallel replicas, today's layout.
-LAYOUT_DEFAULTS = {EP_KEY: 1, PD_KEY: 0}
+LAYOUT_DEFAULTS = {EP_KEY: 1, PP_KEY: 1, PD_KEY: 0}
 
 #: The key columns of a plan table: the five of :data:`ALL_KEYS` and the layout.
-PLAN_KEYS = [*ALL_KEYS, EP_KEY, PD_KEY]
+PLAN_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY]
 
 #: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.
 CANDIDATE = "candidate"

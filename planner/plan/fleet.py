@@ -385,7 +385,8 @@ class _Program:
     def packed(self) -> None:
         """Each type's owned replicas on its owned devices and packed onto its nodes, each hour
         group: the devices of its replicas and spare nodes ≤ d[h]; for each replica size s, the
-        devices of its replicas of s or more devices ≤ (N[h] − k[h]) × s × ⌊D[h] ÷ s⌋. With
+        devices of its replicas of s or more devices ≤ (N[h] − k[h]) × s × ⌊D[h] ÷ s⌋ (a
+        whole node for a replica of several nodes, :func:`planner.model.fleet.node_room`). With
         replica sizes that divide one another (1, 2, 4, 8) these conditions are also enough:
         first-fit decreasing then packs them (Coffman, Garey and Johnson 1987, bin packing
         with divisible item sizes); three 4-device replicas need three 7-device nodes, not
@@ -398,7 +399,7 @@ class _Program:
                 terms |= {self.at_k + j: t.devices, self.at_d + j: -1}
                 self.constrain(terms, -np.inf, 0)
                 for size in sorted({o.devices for _, o in mine}):
-                    room = size * (t.devices // size)
+                    room = int(fleet_model.node_room(size, t.devices))
                     terms = {self.n(i, g): float(o.devices) for i, o in mine if o.devices >= size}
                     terms |= {self.at_nodes + j: -room, self.at_k + j: room}
                     self.constrain(terms, -np.inf, 0)

@@ -19,7 +19,7 @@ from planner.catalog.engines import series_warning
 from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.candidates import candidates, skipped_pairs
-from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PLAN_KEYS
+from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PLAN_KEYS, PP_KEY
 from planner.plan.selection import simulable
 from planner.plan.tables import (
     ALL_KEYS,
@@ -77,10 +77,12 @@ def engine_notes(catalog: Catalog) -> list[str]:
 
 def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(KEYS)) -> pd.Series:
     """Rows to keep: for each combination (of hardware, model, precision and workload, or the
-    columns named) and layout (expert-parallel size, serving layout), tensor-parallel sizes up
-    to the first that meets the targets (or, when none does, the first whose replica holds a
-    sequence; else all). An expert-parallel layout is one size: it is always kept."""
-    layouts = [k for k in LAYOUT_DEFAULTS if k in table]
+    columns named) and layout (expert-parallel size, serving layout), replica sizes up to the
+    first that meets the targets (or, when none does, the first whose replica holds a
+    sequence; else all). An expert-parallel layout is one size: it is always kept. A pipeline
+    of several nodes is one more size of the tensor-parallel layout, its devices: tried where
+    no replica within a node meets the targets (or holds a sequence)."""
+    layouts = [k for k in LAYOUT_DEFAULTS if k in table and k != PP_KEY]
     keys = [table[k] for k in [*combination, *layouts]]
     tp = table[TP_KEY].astype(float)
     first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
@@ -201,8 +203,9 @@ def evaluate_subset(
     ]
     if len(plan):
         rows = evaluate_plan(catalog, plan.reset_index(drop=True)).table
-        tp = int(rows.loc[useful_parallelism(rows)][TP_KEY].max())
-    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1, 0)], columns=PLAN_KEYS)
+        one_stage = rows[PP_KEY] == 1
+        tp = int(rows.loc[useful_parallelism(rows) & one_stage][TP_KEY].max())
+    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1, 1, 0)], columns=PLAN_KEYS)
     return evaluate_plan(catalog, single)
 
 
@@ -454,6 +457,11 @@ def _layout_notes(table: pd.DataFrame) -> list[str]:
             f"{count:,} expert-parallel candidates are planned in closed form only: "
             "expert-parallel layouts are not simulated (their all-to-all and data-parallel "
             "attention are not in the simulation)"
+        )
+    if PP_KEY in table and (count := int((table[PP_KEY] > 1).sum())):
+        notes.append(
+            f"{count:,} pipeline-parallel candidates are planned in closed form only: pipelines "
+            "of several stages are not simulated"
         )
     pools = table[PD_KEY] > 0 if PD_KEY in table else pd.Series(False, index=table.index)
     if count := int((pools & ~simulable(table)).sum()):

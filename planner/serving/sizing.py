@@ -289,10 +289,12 @@ def _not_simulated(
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
-    is expert-parallel, or disaggregated with a closed loop or tasks of several requests
-    (planned in closed form only); else None."""
+    is expert-parallel or a pipeline of several stages, or disaggregated with a closed loop or
+    tasks of several requests (planned in closed form only); else None."""
     if float(row.get("expert_parallel", 1)) > 1:
         return "layout", "not simulated: expert-parallel layouts are planned in closed form"
+    if float(row.get("pipeline_parallel", 1)) > 1:
+        return "layout", "not simulated: pipelines of several stages are planned in closed form"
     if float(row.get("disaggregated", 0)) > 0:
         refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
         if refused is not None:

@@ -1,0 +1,222 @@
+"""Pipeline parallelism across nodes as a candidate layout, worked by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_deploy import parsed
+from test_expert_parallel import cut_catalog
+
+from planner.catalog import Catalog, load_catalog
+from planner.deploy.engines import launch
+from planner.deploy.settings import launch_settings
+from planner.diff.outputs import candidate_keys, candidate_label
+from planner.model import fleet as fleet_model
+from planner.model.memory import (
+    full_attention_layers_per_device,
+    kv_bytes_per_token,
+    kv_heads_per_device,
+)
+from planner.model.pipeline import (
+    pipeline_parallel_itl_s,
+    pipeline_prefill_s,
+    stage_send_s,
+    stage_tensor_parallel,
+)
+from planner.plan.labels import replicas_in_words, short_label
+from planner.plan.sweep import evaluate
+
+SHIPPED = Path(__file__).parent.parent / "catalogs"
+
+
+def with_stages(sizes: list[int]) -> Catalog:
+    catalog = load_catalog(SHIPPED)
+    assumptions = catalog.assumptions.model_copy(update={"pipeline_parallel_sizes": sizes})
+    return dataclasses.replace(catalog, assumptions=assumptions)
+
+
+@pytest.fixture(scope="module")
+def two_stages() -> pd.DataFrame:
+    return evaluate(with_stages([1, 2])).table
+
+
+def deepseek_on_h100(table: pd.DataFrame, workload: str = "chat") -> pd.DataFrame:
+    """DeepSeek-V3 in FP8 on H100 SXM for one workload: its rows by (devices, stages)."""
+    rows = table[
+        (table["model"] == "deepseek-v3")
+        & (table["hardware"] == "h100-sxm-80gb")
+        & (table["precision"] == "fp8")
+        & (table["workload"] == workload)
+    ]
+    return rows.set_index(["tensor_parallel", "pipeline_parallel"])
+
+
+def test_a_stage_is_a_node_of_tensor_parallel_devices() -> None:
+    assert stage_tensor_parallel(16, 2) == 8
+    assert stage_tensor_parallel(8, 1) == 8
+
+
+def test_each_device_caches_its_stage_s_layers() -> None:
+    # DeepSeek-V3's MLA caches 576 values a layer; 61 layers at 1 B: 35,136 B a token on one
+    # stage, ⌈61 ÷ 2⌉ = 31 layers on the busier of two: 17,856 B.
+    assert full_attention_layers_per_device(61, 2) == 31
+    assert kv_bytes_per_token(full_attention_layers_per_device(61, 1), 576, 1) == 35_136
+    assert kv_bytes_per_token(full_attention_layers_per_device(61, 2), 576, 1) == 17_856
+    # Llama 3.1 70B's 8 KV heads over a stage of 8 devices: one each, whatever the stages
+    assert kv_heads_per_device(8, stage_tensor_parallel(16, 2)) == 1
+
+
+def test_a_stage_sends_its_micro_batch_s_activations() -> None:
+    # 64 tokens × 16,384 values × 2 B at 50 GB/s: 2,097,152 B in 41.94 µs
+    assert stage_send_s(64, 16_384, 2, 50e9) == pytest.approx(41.943e-6, rel=1e-4)
+
+
+def test_a_token_passes_every_stage() -> None:
+    # Two stages of 10 ms memory-bound steps (8 ms compute), 0.1 ms sends, no all-reduce,
+    # 3 ms fixed and 64 sequences at 10 µs: 2 × 10 + 0.1 + 3 + 0.64 = 23.74 ms
+    itl = pipeline_parallel_itl_s(2, 0.010, 0.008, 1e-4, 32, 64, 0, 0.003, 10e-6)
+    assert itl == pytest.approx(23.74e-3)
+    # all-reduce of 2 µs a token, paid for the 32 tokens of the micro-batch it carries: +64 µs
+    assert pipeline_parallel_itl_s(2, 0.010, 0.008, 1e-4, 32, 64, 2e-6, 0.003, 10e-6) == (
+        pytest.approx(23.804e-3)
+    )
+
+
+def test_a_prompt_passes_the_stages_before_the_last() -> None:
+    # A stage's 0.2 s of arithmetic (4e14 FLOP at 2e15 FLOP/s), 4,000 tokens of 16,384 BF16
+    # values sent on at 50 GB/s (2.62144 ms), two stages: 0.20262144 s; none for one stage
+    hop = pipeline_prefill_s(2, 4e14, 2e15, 0, 0.01, 4000, 16_384, 2, 50e9)
+    assert hop == pytest.approx(0.20262144)
+    assert pipeline_prefill_s(1, 4e14, 2e15, 0, 0.01, 4000, 16_384, 2, 50e9) == 0
+    # three stages: twice; a tiny prompt waits for each stage's weight read (0.01 s)
+    assert pipeline_prefill_s(3, 4e14, 2e15, 0, 0.01, 4000, 16_384, 2, 50e9) == (
+        pytest.approx(2 * 0.20262144)
+    )
+    assert pipeline_prefill_s(2, 1e9, 2e15, 0, 0.01, 0, 16_384, 2, 50e9) == pytest.approx(0.01)
+
+
+def test_replicas_of_several_nodes_take_whole_nodes() -> None:
+    assert fleet_model.node_room(16, 8) == 8
+    assert fleet_model.node_room(3, 8) == 6
+    # 5 owned nodes, 1 spare: two 16-device replicas (32 devices) fit the room of 4 nodes
+    room = fleet_model.value(
+        "packing_room",
+        {"owned_nodes": 5, "spare_nodes": 1, "replica_size": 16, "devices_per_node": 8},
+    )
+    assert room == 32
+
+
+def test_default_layouts_have_one_stage() -> None:
+    table = evaluate(load_catalog(SHIPPED)).table
+    assert set(table["pipeline_parallel"]) == {1}
+    assert not table["candidate"].str.contains("|pp", regex=False).any()
+
+
+def test_pipelines_are_tried_only_where_no_node_meets_the_targets(
+    two_stages: pd.DataFrame,
+) -> None:
+    pp = two_stages[two_stages["pipeline_parallel"] == 2]
+    # every pipeline is two full nodes of a linked device
+    assert (pp["tensor_parallel"] == 16).all()
+    assert (pp["stage_tensor_parallel"] == 8).all()
+    assert pp["candidate"].str.endswith("|pp2").all()
+    # a combination whose tensor-parallel sizes within a node meet the targets has no pipeline
+    one = two_stages[two_stages["pipeline_parallel"] == 1]
+    met = one[one["meets_targets"].astype(bool)]
+    keys = ["workload", "model", "precision", "hardware"]
+    both = pp.merge(met[keys].drop_duplicates(), on=keys)
+    assert both.empty
+    assert "llama-3.1-8b" not in set(pp["model"])
+    # the one-stage rows are those of the default layouts, figure for figure
+    base = evaluate(load_catalog(SHIPPED)).table.set_index("candidate")
+    assert one.set_index("candidate")["itl_s"].reindex(base.index).equals(base["itl_s"])
+
+
+def test_deepseek_v3_on_two_nodes_of_h100(two_stages: pd.DataFrame) -> None:
+    """The shipped chat (2,048 users, 800-token prompts with 500 of system prompt, 4,096 +
+    1,024 tokens at most) on DeepSeek-V3 in FP8 over H100 SXM (81,559 MiB = 85,520,809,984 B,
+    3 GiB runtime and 4 GiB reserve: 7,516,192,768 B)."""
+    rows = deepseek_on_h100(two_stages)
+    one_node, pipeline = rows.loc[(8, 1)], rows.loc[(16, 2)]
+    # Weights 672,879,777,280 B (the expert-parallel tests work them): ÷ 8 = 84,109,972,160 B
+    # a device, more than 85,520,809,984 − 7,516,192,768 = 78,004,617,216 B: one node holds
+    # no replica. ÷ 16 = 42,054,986,080 B a device over two nodes.
+    assert not one_node["replica_fits"]
+    assert pipeline["weight_bytes_per_device"] == pytest.approx(42_054_986_080)
+    # Cache: 5,120 tokens × 17,856 B = 91,422,720 B a sequence, of which the system prompt's
+    # 496 tokens (8,856,576 B) once: (85,520,809,984 − 42,054,986,080 − 7,516,192,768 −
+    # 8,856,576) ÷ 82,566,144 = 435.3 → 435 sequences (the engine's 256 a micro-batch, 512).
+    assert pipeline["max_sequences"] == 435
+    assert pipeline["replica_capacity_sequences"] == 435
+    # 2,048 users ÷ 435 → 5 replicas of 16 devices, 10 nodes
+    assert pipeline["replicas_planned"] == 5
+    assert pipeline["devices_needed"] == 80
+    assert pipeline["nodes_needed"] == 10
+    # ITL: micro-batches of 435 ÷ 2 = 217.5. A stage step reads 42,054,986,080 B of weights
+    # (the experts 435 tokens never touch, (31/32)^435 of them, are 41 kB) and 217.5 × 975
+    # tokens × 17,856 B = 3,786,588,000 B of cache at 3.35 TB/s × 0.8: 17.1050 ms (the compute,
+    # 2.6 ms, is less). Two stages: 34.2101 ms; one send of 217.5 × 7,168 × 2 B at 50 GB/s:
+    # 0.0624 ms; the all-reduces of 217.5 tokens over 61 layers of a stage of 8 at 450 GB/s
+    # (61 × 2 × 1.75 × 14,336 B = 3,060,736 B a token: 6.8016 µs): 1.4793 ms; 2 ms fixed +
+    # 122 all-reduce latencies of 8 µs + 14 × 0.1 µs: 3.1468 ms; 435 × 20 µs: 8.7 ms.
+    assert pipeline["stage_decode_memory_s"] == pytest.approx(17.1050e-3, rel=1e-5)
+    assert pipeline["itl_s"] == pytest.approx(47.5986e-3, rel=1e-5)
+    # TTFT: 5 ms preprocessing; the last stage's prefill of the 304 tokens not found cached,
+    # bound by its weight read, 42,054,986,080 B ÷ 2.68 TB/s = 15.6922 ms, + 304 × 6.8016 µs
+    # + 3.1468 ms = 20.9066 ms; the first stage's 15.6922 ms and its 304 × 7,168 × 2 B sent
+    # on (0.0872 ms): 41.686 ms.
+    assert pipeline["pipeline_prefill_s"] == pytest.approx(15.7794e-3, rel=1e-4)
+    assert pipeline["ttft_s"] == pytest.approx(41.686e-3, rel=1e-4)
+
+
+def test_a_pipeline_is_labelled_keyed_and_launched(two_stages: pd.DataFrame) -> None:
+    rows = deepseek_on_h100(two_stages).reset_index()
+    row = rows[rows["pipeline_parallel"] == 2].iloc[0]
+    assert short_label(row) == "80 × h100-sxm-80gb (TP 8 × PP 2) · fp8"
+    assert replicas_in_words(row, 5) == "5 replicas of 2 pipeline stages of tensor parallel 8"
+    (key,) = candidate_keys(row.to_frame().T)
+    assert key.endswith("/16/pp2")
+    assert "(TP 8 × PP 2)" in candidate_label(key)
+    (settings,) = launch_settings(load_catalog(SHIPPED), row)
+    assert (settings.tensor_parallel, settings.pipeline_parallel) == (8, 2)
+    assert settings.devices_per_replica == 16
+    started = launch(settings)
+    flags = parsed("vllm", started.argv)
+    assert (flags["--tensor-parallel-size"], flags["--pipeline-parallel-size"]) == ("8", "2")
+    assert any("spans 2 nodes" in note for note in started.notes)
+
+
+def test_a_pipeline_is_not_simulated(two_stages: pd.DataFrame) -> None:
+    from planner.plan.selection import simulable
+
+    rows = deepseek_on_h100(two_stages).reset_index()
+    assert list(simulable(rows)) == [p == 1 for p in rows["pipeline_parallel"]]
+
+
+@pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
+def test_spreadsheet_engines_compute_the_pipeline(tmp_path: Path, engine: str) -> None:
+    """The workbook of a catalog with two stages tried: every Plan cell the spreadsheet engine
+    computes, through both branches of the layout-selecting formulas, is the planner's."""
+    from spreadsheet import computed_values, installed, recalculate_many
+    from test_workbook import assert_plan_equals
+
+    from planner.outputs.workbook import write_workbook
+
+    if not installed(engine):
+        pytest.skip(f"{engine} is not installed")
+    keep = {
+        "models": {"deepseek-v3", "llama-3.1-8b"},
+        "hardware": {"h100-sxm-80gb"},
+        "precisions": {"fp8"},
+        "workloads": {"chat", "document-analysis"},
+    }
+    folder = cut_catalog(tmp_path / "catalogs", keep, {"pipeline_parallel_sizes": [1, 2]})
+    results = evaluate(load_catalog(folder))
+    table = results.table
+    assert set(table.loc[table["pipeline_parallel"] == 2, "model"]) == {"deepseek-v3"}
+    book = write_workbook(results, tmp_path / "pp.xlsx")
+    (out,) = recalculate_many([book], tmp_path / f"recalculated-{engine}", engine=engine)
+    assert_plan_equals(computed_values(out, "Plan"), results)
