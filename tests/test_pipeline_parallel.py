@@ -189,6 +189,21 @@ def test_a_pipeline_is_labelled_keyed_and_launched(two_stages: pd.DataFrame) -> 
     assert any("spans 2 nodes" in note for note in started.notes)
 
 
+def test_a_pipeline_gets_no_one_pod_manifest(two_stages: pd.DataFrame) -> None:
+    """A replica of two 8-device nodes cannot be one pod: its line has a launch script that
+    says how it is started, and no Deployment asking one node for 16 devices."""
+    from planner.deploy import deploy_files
+    from planner.plan.deployment import Line
+
+    rows = deepseek_on_h100(two_stages).reset_index()
+    row = rows[rows["pipeline_parallel"] == 2].iloc[0]
+    line = Line("chat", "deepseek-v3", row, "buy", "deployment.yaml")
+    files = deploy_files(load_catalog(SHIPPED), [line])
+    assert "launch-chat.sh" in files and "chat.yaml" not in files
+    assert "--pipeline-parallel-size 2" in files["launch-chat.sh"]
+    assert "spans 2 nodes" in files["launch-chat.sh"]
+
+
 def test_a_pipeline_is_not_simulated(two_stages: pd.DataFrame) -> None:
     from planner.plan.selection import simulable
 

@@ -8,7 +8,8 @@ manifest and a measurement kit, all from the settings the line was planned with
 
 - ``launch-LINE.sh``: one replica started as planned;
 - ``LINE.yaml``: a Deployment (the replicas planned, the devices of one, nodes of the planned
-  hardware) and a Service;
+  hardware) and a Service; none for a replica of several nodes (a pipeline's stages), which
+  one pod cannot hold (its launch script says how it is started);
 - ``measure-LINE.sh``: the measurement kit (:mod:`planner.deploy.kit`);
 - ``settings.json``: every pool's settings, which ``planner measure check`` compares
   measurements with.
@@ -59,7 +60,8 @@ def deploy_files(catalog: Catalog, lines: Iterable[Line]) -> dict[str, str]:
     for settings in pools:
         command = launch(settings)
         files[f"launch-{settings.line}.sh"] = launch_script(settings, command)
-        files[f"{settings.line}.yaml"] = manifest_text(manifest(settings, command))
+        if settings.pipeline_parallel == 1:  # a pod is one node's devices at most
+            files[f"{settings.line}.yaml"] = manifest_text(manifest(settings, command))
         files[f"measure-{settings.line}.sh"] = script(settings, command)
     files[SETTINGS] = json.dumps([s.to_dict() for s in pools], indent=2) + "\n"
     return files
