@@ -30,6 +30,7 @@ from test_parallel import (
     _ep32_prefill_step,
     _ep_decode_step,
 )
+from test_pipeline_parallel import PIPELINE_SET, PIPELINE_SOURCE, pipeline_errors
 from test_prefix import MEASURED_SPEED_UP, offline_prefix_caching_speed_up
 from test_speculative import MEASURED_TPOT_MS, VANILLA_TPOT_MS, eagle_speedup, mt_bench_catalog
 
@@ -456,6 +457,9 @@ RECORDED = {
     (SGLANG_PREFILL_SET, "prompt throughput per node"): 0.055,
     (SGLANG_DECODE_SET, "output throughput per node"): 0.964,
     (DEEPEP_SET, "dispatch and combine time"): 0.221,
+    (PIPELINE_SET, "TPOT (mean)"): 0.325,
+    (PIPELINE_SET, "TTFT (mean)"): 0.159,
+    (PIPELINE_SET, "weights and KV pool per device (start-up)"): 0.010,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "KV-cache pool tokens"): 0.005,
     ("vLLM 0.7 start-up logs (A10, RTX 2060)", "weights, one device"): 0.006,
     ("vLLM 0.7 start-up log (8 × A100 40GB TP 8, MoE)", "weights per device"): 0.080,
@@ -596,6 +600,15 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             tuple(_deepep_errors()),
         ),
     ]
+    pipeline = [
+        SetError(
+            PIPELINE_SET,
+            PIPELINE_SOURCE if figure != "memory" else "the same pipeline's start-up log",
+            FIGURE_WORDS.get(figure, "weights and KV pool per device (start-up)"),
+            tuple(errors),
+        )
+        for figure, errors in pipeline_errors().items()
+    ]
     return [
         serving,
         serving_calibrated,
@@ -607,6 +620,7 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         *deepseek_calibrated,
         *features,
         *expert_parallel,
+        *pipeline,
         *logs,
     ]
 

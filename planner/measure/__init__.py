@@ -11,7 +11,8 @@ was measured on::
         hardware: h100-sxm-80gb
         model: llama-3.1-8b
         precision: bf16
-        tensor_parallel: 1
+        tensor_parallel: 1        # the engine's sizes: tensor_parallel_size,
+        pipeline_parallel: 1      # pipeline_parallel_size (stages, a node each)
         engine: {name: vllm, version: 0.10.1, gpu_memory_utilization: 0.9}
         source: https://github.com/vllm-project/vllm/issues/...
 
@@ -93,7 +94,11 @@ class MeasurementEntry(Entry):
     hardware: Id
     model: Id
     precision: Id
+    #: The engine's tensor-parallel size (``tensor_parallel_size``: one stage's devices).
     tensor_parallel: Count = 1
+    #: The engine's pipeline stages (``pipeline_parallel_size``), a node each: the replica spans
+    #: tensor_parallel × pipeline_parallel devices.
+    pipeline_parallel: Count = 1
     engine: Engine | None = None
     #: Requests in flight during a benchmark (vllm-bench gives its own max_concurrency).
     concurrency: Count | None = None

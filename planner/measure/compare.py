@@ -22,7 +22,7 @@ from planner.catalog.plan_records import Engine
 from planner.measure import FOLDER, Measurement, load_measurements
 from planner.measure.benchmarks import file_key
 from planner.plan.assumptions import GLOBALS
-from planner.plan.columns import ALL_KEYS
+from planner.plan.columns import ALL_KEYS, PP_KEY
 from planner.plan.sweep import evaluate_plan
 
 #: Measured figure → (the metric estimating it, unit, words).
@@ -154,11 +154,12 @@ def estimate_rows(catalog: Catalog, measurements: Sequence[Measurement]) -> list
         )
         plan = pd.DataFrame(
             [
-                (e.hardware, e.model, e.precision, w.id, e.tensor_parallel)
+                (e.hardware, e.model, e.precision, w.id, e.tensor_parallel * e.pipeline_parallel)
                 for e, w in zip(entries, workloads, strict=True)
             ],
             columns=ALL_KEYS,
         )
+        plan[PP_KEY] = [e.pipeline_parallel for e in entries]  # the replica's stages
         table = evaluate_plan(sub, plan).table
         assumed = pd.Series({g.name: g.get(assumptions) * g.scale for g in GLOBALS})
         extra = assumed[~assumed.index.isin(table.columns)]
