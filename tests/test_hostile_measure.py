@@ -255,6 +255,11 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ["startup.log:1", "tensor_parallel_size=2", "tensor_parallel 1"],
     ),
     (
+        "log says two pipeline stages",
+        swap("startup.log", "pipeline_parallel_size=1", "pipeline_parallel_size=2"),
+        ["startup.log:1", "pipeline_parallel_size=2", "pipeline_parallel 1"],
+    ),
+    (
         "log printed another release",
         swap("startup.log", "(v0.10.1)", "(v0.7.3)"),
         ["startup.log:1", "field 'version'", "vLLM 0.7.3", "vllm 0.10.1"],

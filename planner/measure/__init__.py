@@ -288,17 +288,21 @@ def _contradictions(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> 
     settings, figures = read.settings, read.figures
     if entry.format == "vllm-log" and engine.name != "vllm":
         found.append((f"a vLLM start-up log, but its entry's engine is {engine.name}", "", None))
-    parallel = settings.get("tensor_parallel_size")
-    if parallel is not None and int(parallel.text) != entry.tensor_parallel:
-        found.append(
-            (
-                f"the engine was started with tensor_parallel_size={parallel.text}, but the index "
-                f"says tensor_parallel {entry.tensor_parallel}: its figures are per device of "
-                f"another layout; correct tensor_parallel in index.yaml",
-                "tensor_parallel_size",
-                parallel.line,
+    for setting, field, given in (
+        ("tensor_parallel_size", "tensor_parallel", entry.tensor_parallel),
+        ("pipeline_parallel_size", "pipeline_parallel", entry.pipeline_parallel),
+    ):
+        started = settings.get(setting)
+        if started is not None and int(started.text) != given:
+            found.append(
+                (
+                    f"the engine was started with {setting}={started.text}, but the index says "
+                    f"{field} {given}: its figures are per device of another layout; correct "
+                    f"{field} in index.yaml",
+                    setting,
+                    started.line,
+                )
             )
-        )
     version = settings.get("version")
     if version is not None and series_of(version.text) != series_of(engine.version):
         given = "the index says" if entry.engine else "its entry gives no engine, so the plan's"

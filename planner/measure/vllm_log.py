@@ -193,6 +193,7 @@ SETTINGS: list[tuple[str, re.Pattern[str]]] = [
     ("version", re.compile(r"LLM engine \(v([0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,4})?)")),
     ("version", re.compile(r"vLLM API server version ([0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,4})?)")),
     ("tensor_parallel_size", re.compile(r"tensor_parallel_size=([0-9]{1,6})\b")),
+    ("pipeline_parallel_size", re.compile(r"pipeline_parallel_size=([0-9]{1,6})\b")),
 ]
 
 
@@ -343,8 +344,8 @@ def parse_vllm_log(text: str) -> list[Figure]:
 
 
 def log_settings(text: str) -> dict[str, Setting]:
-    """The first ``version`` and ``tensor_parallel_size`` the engine prints, with their lines
-    (none where the log does not print them)."""
+    """The first ``version``, ``tensor_parallel_size`` and ``pipeline_parallel_size`` the engine
+    prints, with their lines (none where the log does not print them)."""
     first: dict[str, Setting] = {}
     for line, i, match in _matches(text, [pattern for _, pattern in SETTINGS]):
         first.setdefault(SETTINGS[i][0], Setting(SETTINGS[i][0], match.group(1), line))
