@@ -350,12 +350,14 @@ def test_the_formulas_appendix_prints_the_layouts_a_run_tries() -> None:
     plain = evaluate(load_catalog(SHIPPED))
     names = {m.name for m in appendix_metrics(plain)}
     assert "prefill_pool_replicas" not in names and "expert_alltoall_s_per_step" not in names
+    assert "pipeline_parallel_itl_s" not in names
     assert "ttft_s" in names and "prefill_pool_replicas" in plain.table
     assert untried_layouts(plain.table) == [
         "expert parallelism",
+        "pipelines across nodes",
         "disaggregated prefill and decode",
     ]
     both = evaluate(with_layouts(["aggregated", "disaggregated"]))
     names = {m.name for m in appendix_metrics(both)}
     assert "prefill_pool_replicas" in names and "expert_alltoall_s_per_step" not in names
-    assert untried_layouts(both.table) == ["expert parallelism"]
+    assert untried_layouts(both.table) == ["expert parallelism", "pipelines across nodes"]

@@ -288,16 +288,16 @@ def _contradictions(catalog: Catalog, entry: MeasurementEntry, read: Parsed) -> 
     settings, figures = read.settings, read.figures
     if entry.format == "vllm-log" and engine.name != "vllm":
         found.append((f"a vLLM start-up log, but its entry's engine is {engine.name}", "", None))
-    for setting, field, given in (
+    for setting, field, size in (
         ("tensor_parallel_size", "tensor_parallel", entry.tensor_parallel),
         ("pipeline_parallel_size", "pipeline_parallel", entry.pipeline_parallel),
     ):
         started = settings.get(setting)
-        if started is not None and int(started.text) != given:
+        if started is not None and int(started.text) != size:
             found.append(
                 (
                     f"the engine was started with {setting}={started.text}, but the index says "
-                    f"{field} {given}: its figures are per device of another layout; correct "
+                    f"{field} {size}: its figures are per device of another layout; correct "
                     f"{field} in index.yaml",
                     setting,
                     started.line,

@@ -16,7 +16,7 @@ from typing import Any
 
 from planner.model.expr import ceil, maximum, minimum, power, where
 from planner.model.metric import derived, metric
-from planner.model.sources import KAPLAN, POPE, ROOFLINE, SARATHI, VLLM_METRICS
+from planner.model.sources import KAPLAN, MEGATRON_PP, POPE, ROOFLINE, SARATHI, VLLM_METRICS
 
 
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
@@ -160,6 +160,14 @@ def kv_read_bytes_per_sequence_step(
         + minimum(window_tokens, mean_context_tokens) * kv_bytes_per_token_windowed
         + state_bytes_per_sequence
     )
+
+
+@metric("devices", source=MEGATRON_PP, group="latency")
+def stage_tensor_parallel(tensor_parallel: Any, pipeline_parallel: Any) -> Any:
+    """Devices of one pipeline stage, tensor parallel: the replica's devices ÷ its stages
+    [devices]; the replica's devices for one stage (:mod:`planner.model.pipeline`). 16 devices
+    in 2 stages: 8."""
+    return tensor_parallel / pipeline_parallel
 
 
 @metric(

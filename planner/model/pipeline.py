@@ -31,13 +31,6 @@ from planner.model.metric import metric, rebound
 from planner.model.sources import MEGATRON_PP, ROOFLINE, VLLM_PP
 
 
-@metric("devices", source=MEGATRON_PP, group="latency")
-def stage_tensor_parallel(tensor_parallel: Any, pipeline_parallel: Any) -> Any:
-    """Devices of one pipeline stage, tensor parallel: the replica's devices ÷ its stages
-    [devices]; the replica's devices for one stage. 16 devices in 2 stages: 8."""
-    return tensor_parallel / pipeline_parallel
-
-
 @metric("sequences", source=VLLM_PP, group="latency")
 def stage_batch(decode_batch: Any, pipeline_parallel: Any) -> Any:
     """Sequences of one micro-batch: the replica's batch ÷ its stages, one micro-batch in each

@@ -63,7 +63,7 @@ from planner.outputs.sections import (
     workload_sections,
 )
 from planner.outputs.sharing import fleet_context, later_sentence, schedule_context
-from planner.plan.columns import EP_KEY, PD_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PP_KEY
 from planner.plan.deployment import Ask
 from planner.plan.sensitivity import CHANGES
 from planner.plan.sweep import Results, engine_notes
@@ -213,6 +213,7 @@ def input_cautions(catalog: Catalog) -> list[str]:
 #: layout's name in words.
 LAYOUT_MODULES = {
     "planner.model.parallel": (EP_KEY, 1, "expert parallelism"),
+    "planner.model.pipeline": (PP_KEY, 1, "pipelines across nodes"),
     "planner.model.disaggregated": (PD_KEY, 0, "disaggregated prefill and decode"),
 }
 
@@ -281,7 +282,7 @@ def context(
         "engine_notes": input_cautions(catalog),
         "price_gaps": bounded(price_gaps(catalog), where="hardware.yaml and planner check"),
         "sources": sources(catalog, shown["hardware"], shown["models"]),
-        "references": cited(results.metrics),
+        "references": cited(appendix_metrics(results)),  # those the formulas shown cite
         "ask": ask_context(plan, catalog, derived.caching),
         "fleet": fleet_context(derived.fleet, plan, catalog)
         | {
