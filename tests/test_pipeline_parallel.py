@@ -16,13 +16,14 @@ from planner.deploy.engines import launch
 from planner.deploy.settings import launch_settings
 from planner.diff.outputs import candidate_keys, candidate_label
 from planner.model import fleet as fleet_model
-from planner.model.latency import stage_tensor_parallel
-from planner.model.memory import (
+from planner.model.memory import kv_bytes_per_token, kv_heads_per_device
+from planner.model.pipeline import (
     full_attention_layers_per_device,
-    kv_bytes_per_token,
-    kv_heads_per_device,
+    pipeline_parallel_itl_s,
+    pipeline_prefill_s,
+    stage_send_s,
+    stage_tensor_parallel,
 )
-from planner.model.pipeline import pipeline_parallel_itl_s, pipeline_prefill_s, stage_send_s
 from planner.plan.labels import replicas_in_words, short_label
 from planner.plan.sweep import evaluate
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from planner.model.expr import ceil, maximum, minimum, power, where
 from planner.model.metric import derived, metric
-from planner.model.sources import KAPLAN, MEGATRON_PP, POPE, ROOFLINE, SARATHI, VLLM_METRICS
+from planner.model.sources import KAPLAN, POPE, ROOFLINE, SARATHI, VLLM_METRICS
 
 
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
@@ -162,14 +162,6 @@ def kv_read_bytes_per_sequence_step(
     )
 
 
-@metric("devices", source=MEGATRON_PP, group="latency")
-def stage_tensor_parallel(tensor_parallel: Any, pipeline_parallel: Any) -> Any:
-    """Devices of one pipeline stage, tensor parallel: the replica's devices ÷ its stages
-    [devices]; the replica's devices for one stage (:mod:`planner.model.pipeline`). 16 devices
-    in 2 stages: 8."""
-    return tensor_parallel / pipeline_parallel
-
-
 @metric(
     "s",
     source="Megatron-LM: two all-reduces per layer; ring all-reduce moves 2(n−1)/n",
@@ -183,12 +175,12 @@ def allreduce_s_per_token(
     interconnect_bytes_per_s: Any,
     expert_parallel: Any = 1,
 ) -> Any:
-    """Tensor-parallel communication per token: 2 all-reduces per layer of 2(TP−1)/TP × activations.
+    """Tensor-parallel communication per token: 2 all-reduces per layer of 2(TP−1)/TP × activations,
+    TP a stage's devices.
 
-    TP is a stage's devices (the replica's, but for a pipeline of several stages, whose every
-    layer all-reduces within its own stage). Zero without tensor parallelism, and under expert
-    parallelism (its all-to-all is :func:`planner.model.parallel.expert_alltoall_s_per_step`);
-    missing when TP > 1 and the device has no interconnect figure.
+    Zero without tensor parallelism, and under expert parallelism (its all-to-all is
+    :func:`planner.model.parallel.expert_alltoall_s_per_step`); missing when TP > 1 and the
+    device has no interconnect figure.
     """
     tp = stage_tensor_parallel
     per_layer = 2 * (2 * (tp - 1) / tp) * hidden_size * activation_bytes
@@ -272,9 +264,9 @@ def itl_s(
     pipeline_parallel_itl_s: Any = 0,
 ) -> Any:
     """Inter-token latency at the replica's batch: one decode step ÷ the tokens it emits per
-    sequence [s]; of an expert-parallel replica (EP > 1),
-    :func:`planner.model.parallel.expert_parallel_itl_s`; of a pipeline of several stages,
-    :func:`planner.model.pipeline.pipeline_parallel_itl_s`.
+    sequence [s]; of an expert-parallel replica or a pipeline, the layout's own
+    (:func:`planner.model.parallel.expert_parallel_itl_s`,
+    :func:`planner.model.pipeline.pipeline_parallel_itl_s`).
 
     The step: max(memory time, compute time) + all-reduce of each sequence's tokens + fixed
     step overhead + the engine's time per sequence decoding (sampling, input preparation) +

@@ -501,8 +501,8 @@ def ttft_load_s(
     its chunks in steps shared with the others' decodes with chunked prefill
     (``chunked_prefill_s``). No queue for memory or for other prefills: the simulation's p50 is
     the check. A disaggregated candidate's prompt waits for a prefill replica
-    (``prefill_pool_wait_s``), has it to itself, and its cache moves to the decode pool. A
-    pipeline's prompt passes its stages before the last (``pipeline_prefill_s``) too.
+    (``prefill_pool_wait_s``), has it to itself, and its cache moves to the decode pool; a
+    pipeline's passes its stages before the last.
     """
     prefill = where(chunked_prefill > 0, chunked_prefill_s, median_prefill_s)
     pooled = prefill_pool_wait_s + median_prefill_s + request_kv_transfer_s

@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.model.expr import ceil, floor, is_number, maximum, minimum, where
 from planner.model.metric import derived, metric
-from planner.model.sources import DEEPSEEK_V2, GQA, MEGATRON_PP, MISTRAL, PAGED, POPE, UNITS
+from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
 
 
@@ -115,20 +115,6 @@ def kv_values_per_token_per_layer(mla_kv_dim: Any, kv_heads_per_device: Any, hea
 def full_attention_layers(layers: Any, windowed_layers: Any, cacheless_layers: Any) -> Any:
     """Layers that cache every token: all layers less sliding-window and cacheless ones."""
     return layers - windowed_layers - cacheless_layers
-
-
-@metric("layers", source=MEGATRON_PP, group="memory")
-def full_attention_layers_per_device(full_attention_layers: Any, pipeline_parallel: Any) -> Any:
-    """Full-attention layers whose cache one device holds: all of them, or a pipeline stage's
-    share, ⌈layers ÷ stages⌉ (the busier stage's) [layers]. 61 layers in 2 stages: 31."""
-    return ceil(full_attention_layers / pipeline_parallel)
-
-
-@metric("layers", source=MEGATRON_PP, group="memory")
-def windowed_layers_per_device(windowed_layers: Any, pipeline_parallel: Any) -> Any:
-    """Sliding-window layers whose cache one device holds: all of them, or a pipeline stage's
-    share, ⌈layers ÷ stages⌉ [layers]."""
-    return ceil(windowed_layers / pipeline_parallel)
 
 
 @metric("B", source=f"{POPE}; {GQA}", group="memory")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import maximum, where
+from planner.model.expr import ceil, maximum, where
 from planner.model.latency import decode_compute_s, decode_memory_s
 from planner.model.metric import metric, rebound
 from planner.model.sources import MEGATRON_PP, ROOFLINE, VLLM_PP
@@ -47,6 +47,27 @@ def stage_send_s(
     whole activation, replicated by the stage's all-reduce). 64 tokens of 16,384 BF16 values at
     50 GB/s: 41.9 µs. The link's microseconds of latency are left out."""
     return stage_batch * hidden_size * activation_bytes / network_bytes_per_s
+
+
+@metric("devices", source=MEGATRON_PP, group="latency")
+def stage_tensor_parallel(tensor_parallel: Any, pipeline_parallel: Any) -> Any:
+    """Devices of one pipeline stage: the replica's ÷ its stages [devices]; all of them for
+    one stage, whose all-reduces span them (:func:`planner.model.latency.allreduce_s_per_token`).
+    16 in 2 stages: 8."""
+    return tensor_parallel / pipeline_parallel
+
+
+@metric("layers", source=MEGATRON_PP, group="memory")
+def full_attention_layers_per_device(full_attention_layers: Any, pipeline_parallel: Any) -> Any:
+    """Full-attention layers one device caches: a stage's, ⌈layers ÷ stages⌉ (the busier
+    stage's), all of them for one stage [layers]. 61 in 2 stages: 31."""
+    return ceil(full_attention_layers / pipeline_parallel)
+
+
+@metric("layers", source=MEGATRON_PP, group="memory")
+def windowed_layers_per_device(windowed_layers: Any, pipeline_parallel: Any) -> Any:
+    """Sliding-window layers one device caches: a stage's, ⌈layers ÷ stages⌉ [layers]."""
+    return ceil(windowed_layers / pipeline_parallel)
 
 
 #: The metrics rebound below, registered by importing them first.
