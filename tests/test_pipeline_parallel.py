@@ -363,3 +363,25 @@ def test_two_stages_take_as_long_a_token_as_measured_against_one_node() -> None:
         tpot[pp] = float(row["tpot_load_s"])
     measured_ratio = LLAMA_70B_A100_40GB[(4, 2, 1)][2] / LLAMA_70B_A100_40GB[(8, 1, 1)][2]
     assert tpot[2] / tpot[1] == pytest.approx(measured_ratio, rel=0.02)
+
+
+def test_the_report_says_why_a_pipeline_spans_nodes(two_stages: pd.DataFrame) -> None:
+    """Beside a pipeline the report gives the best replica within one node of the same model,
+    with both costs, or says that none qualifies (DeepSeek-V3 in FP8 on H100s alone)."""
+    from planner.outputs.formatting import usd
+    from planner.outputs.sections import _plain_alternative
+
+    catalog = with_stages([1, 2])
+    rows = two_stages[(two_stages["workload"] == "chat") & (two_stages["model"] == "deepseek-v3")]
+    rows = rows.assign(eligible=rows["meets_targets"].astype(bool))
+    h100 = rows[(rows["hardware"] == "h100-sxm-80gb") & (rows["precision"] == "fp8")]
+    pipeline = h100[h100["pipeline_parallel"] == 2].iloc[0]
+    assert _plain_alternative(pipeline, h100, catalog) == (
+        " No replica within one node of this model qualifies, so its replicas span nodes."
+    )
+    # with the other devices beside it, H200s hold the model in one node of 8
+    text = _plain_alternative(pipeline, rows, catalog)
+    plain = rows[rows["eligible"] & (rows["pipeline_parallel"] == 1)]
+    cheapest = plain.sort_values("cost_usd", kind="stable").iloc[0]
+    assert text.startswith(" A replica within one node, the best such option, would be ")
+    assert f"{usd(cheapest['cost_usd'])} USD over 36 months" in text

@@ -25,7 +25,7 @@ from planner.outputs.advice import (
     margin_text,
 )
 from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
-from planner.plan.columns import LAYOUT_DEFAULTS
+from planner.plan.columns import LAYOUT_DEFAULTS, PP_KEY
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import option_label, replicas_in_words, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
@@ -194,19 +194,25 @@ def summary_sentence(
 
 
 def _plain_alternative(best: pd.Series, ranks: pd.DataFrame | None, catalog: Catalog) -> str:
-    """For an expert-parallel or disaggregated option, the best eligible option of the same
-    workload and model served by one pool of tensor-parallel replicas, with both costs; ""
-    for an option that is such a pool, or without ``ranks``."""
+    """For an expert-parallel, pipeline or disaggregated option, the best eligible option of the
+    same workload and model served by one pool of tensor-parallel replicas (within a node), with
+    both costs; "" for an option that is such a pool, or without ``ranks``."""
     layouts = {k: best.get(k, v) for k, v in LAYOUT_DEFAULTS.items()}
     if ranks is None or layouts == LAYOUT_DEFAULTS:
         return ""
     same = ranks[(ranks["workload"] == best["workload"]) & (ranks["model"] == best["model"])]
     plain = same[simulable(same) & same["eligible"].astype(bool)].sort_values(ORDER, kind="stable")
+    stages = float(best.get(PP_KEY, 1)) > 1
     if plain.empty:
+        if stages:
+            return (
+                " No replica within one node of this model qualifies, so its replicas span nodes."
+            )
         return " No pool of tensor-parallel replicas of this model qualifies."
     alt = plain.iloc[0]
+    kind = "A replica within one node" if stages else "One pool of tensor-parallel replicas"
     return (
-        f" One pool of tensor-parallel replicas, the best such option, would be "
+        f" {kind}, the best such option, would be "
         f"{_option_words(alt, catalog)} at {usd(alt['cost_usd'])} USD over "
         f"{catalog.assumptions.amortisation_months} months against {usd(best['cost_usd'])} USD."
     )
