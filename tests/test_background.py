@@ -9,7 +9,34 @@ from pathlib import Path
 import pytest
 
 from planner.outputs import background
-from planner.outputs.background import Background
+from planner.outputs.background import Background, Forked
+
+
+def test_a_value_worked_out_in_the_child_comes_back() -> None:
+    import os
+
+    job = Forked(lambda: (os.getpid(), [1.5, {"a": 2}]), "adding up").start()
+    pid, value = job.result()
+    assert value == [1.5, {"a": 2}]
+    assert pid != os.getpid()  # it was worked out in the child
+
+
+def test_a_value_that_cannot_travel_is_worked_out_again_in_process() -> None:
+    import os
+
+    job = Forked(lambda: (os.getpid(), lambda: None), "making a function").start()
+    pid, _ = job.result()
+    assert pid == os.getpid()
+
+
+def test_a_failure_of_the_child_s_work_is_raised_with_what_it_was_doing() -> None:
+    def fail() -> None:
+        raise KeyError("no such input")
+
+    job = Forked(fail, "re-planning").start()
+    with pytest.raises(KeyError, match="no such input") as raised:
+        job.result()
+    assert any("re-planning in a child process" in note for note in raised.value.__notes__)
 
 
 def test_the_child_writes_the_file(tmp_path: Path) -> None:

@@ -1,18 +1,20 @@
-"""One file of a run written in a forked child process while the run writes the others.
+"""Work of a run done in a forked child process while the run does other work.
 
 The report's PDF takes WeasyPrint several seconds of one core, while the results, the catalogs'
-copy and the workbook take the run's own: on a machine with a second core the two go together.
-The child is forked (nothing is pickled: it starts as a copy of the run, its results and outlook
-included), so this is done only where ``fork`` is the platform's way (Linux); elsewhere the file
-is written in process, as before.
+copy and the workbook take the run's own; the outlook's sensitivity passes take a second or two
+while its fleet is optimised: on a machine with a second core the two go together. The child is
+forked (nothing is pickled on the way in: it starts as a copy of the run, its results and
+outlook included), so this is done only where ``fork`` is the platform's way (Linux); elsewhere
+the work is done in process, as before.
 
-What the caller sees does not change: the child sends back the exception its writer raised and
-:meth:`Background.wait` raises it (an ``OSError`` stays an ``OSError``, so a full disk is still
-the run's :class:`~planner.outputs.runs.RunNotWritten`); an exception that cannot travel is
-raised by writing the file once more in process. A child killed by a signal is an error naming
-it. The child leaves the run's staging folder to the run (it forgets the folders registered in
-:mod:`planner.cleanup`), ends with the run if the run is killed, and is stopped with the run's
-workers when the run is stopped (``multiprocessing`` knows it as an active child).
+What the caller sees does not change: :meth:`Forked.result` gives what the work returned (sent
+back pickled), or raises the exception it raised (an ``OSError`` stays an ``OSError``, so a
+full disk is still the run's :class:`~planner.outputs.runs.RunNotWritten`); a value or an
+exception that cannot travel is had by doing the work once more in process. A child killed by a
+signal is an error naming the work. The child leaves the run's staging folder to the run (it
+forgets the folders registered in :mod:`planner.cleanup`), ends with the run if the run is
+killed, and is stopped with the run's workers when the run is stopped (``multiprocessing`` knows
+it as an active child).
 """
 
 from __future__ import annotations
@@ -24,83 +26,83 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from planner import cleanup
 
 Writer = Callable[[Path], Any]
+T = TypeVar("T")
 
 
 def forking() -> bool:
-    """Whether files may be written in a forked child here (Linux, where ``fork`` is safe)."""
+    """Whether work may be done in a forked child here (Linux, where ``fork`` is safe)."""
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _child(writer: Writer, path: Path, done: Connection, parent: int) -> None:
+def _child(work: Callable[[], Any], done: Connection, parent: int) -> None:
     cleanup.forget_registered()
     cleanup.die_with_parent(parent)
     try:
-        writer(path)
+        value = work()
     except BaseException as exc:  # every failure goes back to the run, which raises it
         text = traceback.format_exc()
         try:
             done.send(("raised", exc, text))
-        except Exception:  # the exception cannot be pickled: the run writes the file itself
+        except Exception:  # the exception cannot be pickled: the run does the work itself
             done.send(("unpicklable", None, text))
         return
-    done.send(("written", None, ""))
+    try:
+        done.send(("done", value, ""))
+    except Exception:  # the value cannot be pickled: the run does the work itself
+        done.send(("unpicklable", None, ""))
 
 
-class Background:
-    """``writer(path)`` in a forked child from :meth:`start` to :meth:`wait` (in process, at
-    :meth:`wait`, where :func:`forking` is false)."""
+class Forked(Generic[T]):
+    """``work()`` in a forked child from :meth:`start` to :meth:`result` (in process, at
+    :meth:`result`, where :func:`forking` is false); ``what`` names it in errors."""
 
-    def __init__(self, writer: Writer, path: Path) -> None:
-        self.writer = writer
-        self.path = path
+    def __init__(self, work: Callable[[], T], what: str) -> None:
+        self.work = work
+        self.what = what
         self.process: multiprocessing.process.BaseProcess | None = None
         self.received: Connection | None = None
 
-    def start(self) -> None:
+    def start(self) -> Forked[T]:
         if not forking():
-            return
+            return self
         context = multiprocessing.get_context("fork")
         received, sent = context.Pipe(duplex=False)
-        process = context.Process(
-            target=_child, args=(self.writer, self.path, sent, os.getpid()), daemon=True
-        )
+        process = context.Process(target=_child, args=(self.work, sent, os.getpid()), daemon=True)
         try:
             process.start()
-        except OSError:  # no process to be had (a limit on processes): write it in process
+        except OSError:  # no process to be had (a limit on processes): work in process
             received.close()
             sent.close()
-            return
+            return self
         sent.close()  # the child holds the only sending end: its death is the pipe's end
         self.process, self.received = process, received
+        return self
 
-    def wait(self) -> None:
-        """Return once the file is written; raise what writing it raised."""
+    def result(self) -> T:
+        """What the work returned, once it is done; raise what it raised."""
         if self.process is None or self.received is None:
-            self.writer(self.path)
-            return
+            return self.work()
         try:
-            outcome, exc, text = self.received.recv()
+            outcome, value, text = self.received.recv()
         except EOFError:
-            outcome, exc, text = "died", None, ""
+            outcome, value, text = "died", None, ""
         finally:
             self.received.close()
             self.process.join()
-        if outcome == "written":
-            return
-        if outcome == "raised" and isinstance(exc, BaseException):
-            exc.add_note(f"raised while writing {self.path.name} in a child process:\n{text}")
-            raise exc
+        if outcome == "done":
+            return value
+        if outcome == "raised" and isinstance(value, BaseException):
+            value.add_note(f"raised while {self.what} in a child process:\n{text}")
+            raise value
         if outcome == "unpicklable":
-            self.writer(self.path)  # raises here what it raised there
-            return
+            return self.work()  # gives here what it gave there, or raises it
         raise RuntimeError(
-            f"the process writing {self.path.name} ended without finishing it "
-            f"(exit code {self.process.exitcode})"
+            f"the process {self.what} ended without finishing (exit code {self.process.exitcode})"
         )
 
     def stop(self) -> None:
@@ -111,3 +113,21 @@ class Background:
             self.process.join()
         if self.received is not None:
             self.received.close()
+
+
+class Background(Forked[None]):
+    """``writer(path)`` in a forked child from :meth:`start` to :meth:`wait`."""
+
+    def __init__(self, writer: Writer, path: Path) -> None:
+        super().__init__(lambda: _written(writer, path), f"writing {path.name}")
+        self.writer = writer
+        self.path = path
+
+    def wait(self) -> None:
+        """Return once the file is written; raise what writing it raised."""
+        self.result()
+
+
+def _written(writer: Writer, path: Path) -> None:
+    """Write the file; its writer's return value stays in the child."""
+    writer(path)

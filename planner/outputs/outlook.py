@@ -6,7 +6,10 @@ calibration in words. The writers lay these out; none of them computes a figure 
 
 The sensitivity (:func:`what_changes`, :func:`tornado`) re-plans in closed form with one input
 moved; it does so over the leading options of the plan (:func:`leading_rows`), not every
-candidate, so that its cost is bounded by what the report shows, also in a streamed run."""
+candidate, so that its cost is bounded by what the report shows, also in a streamed run. The
+sensitivity runs in a forked child while the fleet is optimised
+(:class:`planner.outputs.background.Forked`), the same figures in about half the time on two
+cores."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from planner.catalog import Catalog
 from planner.deploy.check import Verdict, apart
 from planner.measure import Measurement, load_measurements
 from planner.measure.compare import comparison
+from planner.outputs.background import Forked
 from planner.outputs.basis import calibration_lines
 from planner.plan.candidates import Candidates
 from planner.plan.deployment import Ask, Line, ask
@@ -178,24 +182,36 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     measurements = load_measurements(catalog)
     found = schedules(catalog, plan)
     leading = leading_rows(catalog, table, order) if len(table) else None
+    # the sensitivity passes in a child of their own while this process optimises the fleet
+    passes = Forked(
+        lambda: (
+            tornado(catalog, SWING, rows=leading),
+            what_changes(catalog, rows=leading),
+            cache_worth(catalog, plan, leading),
+        ),
+        "re-planning with each input moved",
+    ).start()
     served = {line.workload: line.model for line in plan.lines}
     fleet = fleet_of(catalog, table, served)
+    fleet_later = fleet_at_horizon(catalog, table, served) if served else None
+    fleet_months = None if isinstance(fleet, str) else fleet_schedule(catalog, table, fleet)
+    bars, changes, caching = passes.result()
     return Outlook(
         plan=plan,
         measurements=measurements,
         measured=comparison(catalog, measurements),
         schedules=found,
-        tornado=tornado(catalog, SWING, rows=leading),
+        tornado=bars,
         growth=[growth_cases(catalog, s, SWING) for s in found],
         bands=bands,
         order=order,
         ranks=ranked(table, order),
         recommendations=recommendations(table, order),
-        changes=what_changes(catalog, rows=leading),
+        changes=changes,
         calibration=calibration_lines(catalog),
-        caching=cache_worth(catalog, plan, leading),
+        caching=caching,
         fleet=fleet,
-        fleet_later=fleet_at_horizon(catalog, table, served) if served else None,
-        fleet_months=None if isinstance(fleet, str) else fleet_schedule(catalog, table, fleet),
+        fleet_later=fleet_later,
+        fleet_months=fleet_months,
         apart=apart(catalog, plan.lines, measurements),
     )
