@@ -5,8 +5,9 @@ A pipeline-parallel replica spans ``tensor_parallel`` devices in ``pipeline_para
 share of the layers, and each token passes the stages in turn, the activations of one stage sent
 to the next over the network (Megatron-LM's layout; vLLM's ``--tensor-parallel-size`` T
 ``--pipeline-parallel-size`` S). So each device holds 1 ÷ (T × S) of the weights and the cache of
-its own layers for every sequence of the replica (:func:`planner.model.memory.kv_bytes_per_token`
-divides the layers by S); its all-reduces are a stage's, over T devices.
+its own layers for every sequence of the replica (:func:`full_attention_layers_per_device`,
+which :func:`planner.model.memory.kv_bytes_per_token` reads); its all-reduces are a stage's,
+over T devices (:func:`stage_tensor_parallel`).
 
 The engine keeps S micro-batches of the replica's batch in flight, one in each stage, so every
 stage is busy: a stage step is one device's share of the weights and of a micro-batch's caches
