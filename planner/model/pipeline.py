@@ -17,9 +17,9 @@ too: a stage's prefill, S times, before its first token.
 
 Assumptions: the layers divide evenly between the stages (the embeddings on the first stage and
 the head on the last are not weighed apart; the busiest stage's caches round the layers up);
-the engine's fixed step time is counted once a pass, not once a stage; the routed experts a
-stage reads are those of the whole batch, not its micro-batch (more, so slower); the engine's
-batch limit holds per micro-batch, as each virtual engine schedules its own.
+the engine's fixed step time is counted once a pass, not once a stage; a stage reads the routed
+experts its micro-batch's tokens touch; the engine's batch limit holds per micro-batch, as each
+virtual engine schedules its own (:mod:`planner.serving.configs` simulates one of them).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.expr import ceil, maximum, where
-from planner.model.latency import decode_compute_s, decode_memory_s
+from planner.model.latency import decode_compute_s, decode_memory_s, experts_touched_fraction
 from planner.model.metric import metric, rebound
 from planner.model.sources import MEGATRON_PP, ROOFLINE, VLLM_PP
 
@@ -72,13 +72,29 @@ def windowed_layers_per_device(windowed_layers: Any, pipeline_parallel: Any) -> 
 
 
 #: The metrics rebound below, registered by importing them first.
-_REBOUND = (decode_memory_s, decode_compute_s)
+_REBOUND = (decode_memory_s, decode_compute_s, experts_touched_fraction)
+rebound(
+    "stage_experts_touched_fraction",
+    "experts_touched_fraction",
+    {"decode_batch": "stage_batch"},
+    "Share of routed experts one stage's decode step reads: those a micro-batch's tokens are "
+    "routed to (1 for dense).",
+)
+rebound(
+    "stage_decode_weight_bytes_per_step",
+    "decode_weight_bytes_per_step",
+    {"experts_touched_fraction": "stage_experts_touched_fraction"},
+    "Weight bytes one stage's decode step reads per device: the experts a micro-batch touches [B].",
+)
 rebound(
     "stage_decode_memory_s",
     "decode_memory_s",
-    {"decode_batch": "stage_batch"},
-    "Memory time of one stage's decode step: a device's weights once + a micro-batch's caches "
-    "of its layers.",
+    {
+        "decode_weight_bytes_per_step": "stage_decode_weight_bytes_per_step",
+        "decode_batch": "stage_batch",
+    },
+    "Memory time of one stage's decode step: the weights a micro-batch touches once + its "
+    "caches of the stage's layers.",
 )
 rebound(
     "stage_decode_compute_s",
@@ -153,10 +169,22 @@ rebound(
     "Sequences of one micro-batch at the load batch: the load batch ÷ the stages.",
 )
 rebound(
+    "load_stage_experts_touched_fraction",
+    "stage_experts_touched_fraction",
+    {"stage_batch": "load_stage_batch"},
+    "Share of routed experts one stage's decode step reads at the load batch.",
+)
+rebound(
+    "load_stage_decode_weight_bytes_per_step",
+    "stage_decode_weight_bytes_per_step",
+    {"stage_experts_touched_fraction": "load_stage_experts_touched_fraction"},
+    "Weight bytes one stage's decode step reads per device at the load batch [B].",
+)
+rebound(
     "load_stage_decode_memory_s",
     "stage_decode_memory_s",
     {
-        "decode_weight_bytes_per_step": "load_decode_weight_bytes_per_step",
+        "stage_decode_weight_bytes_per_step": "load_stage_decode_weight_bytes_per_step",
         "stage_batch": "load_stage_batch",
     },
     "Memory time of one stage's decode step at the load batch [s].",

@@ -29,7 +29,7 @@ from planner.plan.columns import LAYOUT_DEFAULTS, PP_KEY
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import option_label, replicas_in_words, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
-from planner.plan.selection import closest, simulable
+from planner.plan.selection import closest
 
 #: Latency targets: label, closed-form estimate column, target column, simulated p95 column.
 TARGETS: list[tuple[str, str, str, str]] = [
@@ -201,7 +201,11 @@ def _plain_alternative(best: pd.Series, ranks: pd.DataFrame | None, catalog: Cat
     if ranks is None or layouts == LAYOUT_DEFAULTS:
         return ""
     same = ranks[(ranks["workload"] == best["workload"]) & (ranks["model"] == best["model"])]
-    plain = same[simulable(same) & same["eligible"].astype(bool)].sort_values(ORDER, kind="stable")
+    one_pool = pd.Series(True, index=same.index)
+    for key, value in LAYOUT_DEFAULTS.items():
+        if key in same:
+            one_pool &= pd.to_numeric(same[key]) == value
+    plain = same[one_pool & same["eligible"].astype(bool)].sort_values(ORDER, kind="stable")
     stages = float(best.get(PP_KEY, 1)) > 1
     if plain.empty:
         if stages:

@@ -458,11 +458,6 @@ def _layout_notes(table: pd.DataFrame) -> list[str]:
             "expert-parallel layouts are not simulated (their all-to-all and data-parallel "
             "attention are not in the simulation)"
         )
-    if PP_KEY in table and (count := int((table[PP_KEY] > 1).sum())):
-        notes.append(
-            f"{count:,} pipeline-parallel candidates are planned in closed form only: pipelines "
-            "of several stages are not simulated"
-        )
     pools = table[PD_KEY] > 0 if PD_KEY in table else pd.Series(False, index=table.index)
     if count := int((pools & ~simulable(table)).sum()):
         notes.append(

@@ -2,6 +2,14 @@
 replica's batch), its cache budget in tokens, the lengths and arrivals one replica sees out of R,
 the queue timeout, and the configurations of a sizing run and of the best case. The decisions
 behind each are told in :mod:`planner.serving.sizing`.
+
+A replica of S pipeline stages keeps S micro-batches in flight, each scheduled by a virtual
+engine of its own (vLLM's). The simulation runs one of them: 1 ÷ S of the replica's requests and
+of its cache, each of its steps a pass through the S stages while the others' micro-batches fill
+the stages in between, as its own do (:func:`stages`). So a pass's reads and arithmetic take S
+times a stage's (:func:`step_model` divides the bandwidth and the compute by S), its fixed time
+is the engine's once, and each of its sequences costs the engine's time for S of them and the
+sends between stages: the pass of :func:`planner.model.pipeline.pipeline_parallel_itl_s`.
 """
 
 from __future__ import annotations
@@ -54,14 +62,35 @@ def users_per_replica(concurrency: int, replicas: int) -> int:
     return -(-int(concurrency) // int(replicas))
 
 
+def stages(row: Mapping[str, Any]) -> int:
+    """The pipeline stages of a row's replica: its virtual engines, one micro-batch each (1 for
+    one stage, or a row without the column)."""
+    value = float(row.get("pipeline_parallel", 1))
+    return int(value) if _finite(value) and value > 1 else 1
+
+
+def _per_sequence_s(row: Mapping[str, Any], assumptions: Assumptions) -> float:
+    """The time each sequence of a virtual engine's pass costs beyond reads and arithmetic [s]:
+    the engine's for the S micro-batches' sequences, S × its time per sequence, and the S − 1
+    sends of its activations between stages (``stage_send_s`` ÷ ``stage_batch``)."""
+    own = step_overhead_per_sequence(assumptions)
+    s = stages(row)
+    if s == 1:
+        return own
+    send = float(row["stage_send_s"]) / float(row["stage_batch"])
+    return s * own + (s - 1) * (send if _finite(send) else 0.0)
+
+
 def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
-    """The simulation's step times for one results row.
+    """The simulation's step times for one results row (one virtual engine of a pipeline's).
 
     See :mod:`planner.serving.sizing` for what each field takes from the row. At any batch B
     and context, ``decode_step_s(B, B × mean_context_tokens)`` is the closed form's ``itl_s`` at
     that batch (a mixture reading the experts B sequences touch); with speculative decoding
-    :func:`planner.serving.speculation.verify_step_s` ÷ the tokens a step emits is.
+    :func:`planner.serving.speculation.verify_step_s` ÷ the tokens a step emits is. Of a
+    pipeline's virtual engine at B sequences, it is the closed form's pass at a micro-batch of B.
     """
+    s = stages(row)
     # per device, as decode_weight_bytes_per_step divides them
     routed = (
         float(row["routed_expert_parameters"])
@@ -76,20 +105,21 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         kv_bytes_per_token=float(row["kv_read_bytes_per_sequence_step"])
         / float(row["mean_context_tokens"]),
         bandwidth_bytes_per_s=float(row["memory_bandwidth_bytes_per_s"])
-        * float(row["bandwidth_efficiency"]),
+        * float(row["bandwidth_efficiency"])
+        / s,
         flops_per_token=float(row["decode_flops_per_token"]),
-        compute_flops_per_s=float(row["achieved_compute_flops_per_s"]),
+        compute_flops_per_s=float(row["achieved_compute_flops_per_s"]) / s,
         attention_flops_per_token_sq=2.0
         * float(row["layers"])
         * float(row["attention_heads"])
         * float(row["head_dim"]),
         step_overhead_s=float(row["step_overhead_s"]),
-        step_overhead_per_sequence_s=step_overhead_per_sequence(assumptions),
+        step_overhead_per_sequence_s=_per_sequence_s(row, assumptions),
         allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
         routed_expert_bytes=routed,
         experts=float(row["experts"]),
         experts_per_token=float(row["experts_per_token"]),
-        padding_s=float(row["matmul_padding_s"]),
+        padding_s=float(row["matmul_padding_s"]) * s,
         shared_prefix_tokens=_shared_prefix_tokens(row),
         speculative_tokens=_row_figure(row, "speculative_tokens"),
         draft_read_bytes=_row_figure(row, "draft_read_bytes_per_forward"),
@@ -198,7 +228,7 @@ def _assemble(
     a = catalog.assumptions
     return SimConfig(
         step=step_model(row, a),
-        kv_budget_tokens=max(1, kv_budget_tokens(row)),
+        kv_budget_tokens=max(1, kv_budget_tokens(row) // stages(row)),
         prompt=prompt or lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
         output=lengths(catalog, workload.output_tokens, workload.max_output_tokens),
         max_output_tokens=workload.max_output_tokens,
@@ -258,7 +288,8 @@ def sim_config(
     n_requests: int | None = None,
     seed: int | None = None,
 ) -> SimConfig:
-    """The simulation of the most loaded of ``replicas`` replicas serving ``workload``.
+    """The simulation of the most loaded of ``replicas`` replicas serving ``workload`` (of one
+    virtual engine of a pipeline's, :func:`stages`).
 
     ``n_requests`` and ``seed`` default to ``simulated_requests`` and ``seed`` of the catalog's
     assumptions. Arrivals per replica, cache budget, step times and queue timeout as the module
@@ -266,6 +297,7 @@ def sim_config(
     """
     if replicas < 1:
         raise ValueError("replicas must be >= 1")
+    replicas *= stages(row)  # a pipeline's virtual engines share its replica's requests
     arrival = workload.arrival
     if arrival is None:
         arrivals = Arrivals.closed(users_per_replica(workload.concurrency or 1, replicas))

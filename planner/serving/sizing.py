@@ -100,7 +100,7 @@ from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.units import GB, GIB
-from planner.plan.columns import PD_KEY
+from planner.plan.columns import PD_KEY, PP_KEY
 from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
@@ -148,14 +148,16 @@ POOL_SEARCH_MULTIPLE = 4
 pool (and 16 replicas at least) [-]."""
 
 
-#: The key columns of :func:`simulate_candidates`: the candidate's five and its serving layout
-#: (1: disaggregated pools; expert-parallel layouts are not simulated).
-SIZED_KEYS = [*ALL_KEYS, PD_KEY]
+#: The key columns of :func:`simulate_candidates`: the candidate's five, its pipeline stages and
+#: its serving layout (1: disaggregated pools; expert-parallel layouts are not simulated).
+SIZED_KEYS = [*ALL_KEYS, PP_KEY, PD_KEY]
 
 
 def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A sized row's key columns (one pool where the results table has no layout column)."""
-    return {**{k: row[k] for k in ALL_KEYS}, PD_KEY: int(row.get(PD_KEY, 0))}
+    """A sized row's key columns (one stage and one pool where the results table has no layout
+    column)."""
+    layout = {PP_KEY: int(row.get(PP_KEY, 1)), PD_KEY: int(row.get(PD_KEY, 0))}
+    return {**{k: row[k] for k in ALL_KEYS}, **layout}
 
 
 #: Columns of :func:`simulate_candidates` after the key columns (units in the names).
@@ -289,12 +291,10 @@ def _not_simulated(
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
-    is expert-parallel or a pipeline of several stages, or disaggregated with a closed loop or
-    tasks of several requests (planned in closed form only); else None."""
+    is expert-parallel, or disaggregated with a closed loop or tasks of several requests (planned
+    in closed form only); else None."""
     if float(row.get("expert_parallel", 1)) > 1:
         return "layout", "not simulated: expert-parallel layouts are planned in closed form"
-    if float(row.get("pipeline_parallel", 1)) > 1:
-        return "layout", "not simulated: pipelines of several stages are planned in closed form"
     if float(row.get("disaggregated", 0)) > 0:
         refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
         if refused is not None:
