@@ -177,6 +177,12 @@ def node_types(
     return types
 
 
+def _packs(devices: int, node: NodeType) -> bool:
+    """Whether replicas of ``devices`` devices pack onto the type's nodes: within one, or on
+    whole nodes (a pipeline's stages)."""
+    return devices <= node.devices or devices % node.devices == 0
+
+
 def fleet_of(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet | str:
     """:func:`plan_fleet`, or why there is none (no workload served, or the program's
     refusal), in words."""
@@ -200,7 +206,7 @@ def plan_fleet(
     routed, classes = class_options(catalog, models, growth)
     options += routed
     types = node_types(catalog, table, [o.hardware for o in options])
-    options = [o for o in options if o.hardware in types and o.devices <= types[o.hardware].devices]
+    options = [o for o in options if o.hardware in types and _packs(o.devices, types[o.hardware])]
     missing = set(models) - {o.workload for o in options}
     if missing:
         raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")
