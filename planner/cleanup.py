@@ -46,11 +46,24 @@ def remove_registered() -> None:
         _STAGING.discard(path)
 
 
-def stop_children() -> None:
-    """Terminate this process's worker processes (the simulation's pool), which would otherwise
-    outlive a stopped run."""
-    for child in multiprocessing.active_children():
+#: How long a stopped run waits for its children to end before killing them [s].
+CHILDREN_GRACE_S = 5.0
+
+
+def stop_children(grace_s: float = CHILDREN_GRACE_S) -> None:
+    """Terminate this process's child processes (the simulation's pool, the report's writer),
+    which would otherwise outlive a stopped run, and wait for them to end (killing any still
+    alive after ``grace_s``): a child still writing into the staging folder while the run
+    removes it could leave a file, and with it the folder, behind."""
+    children = multiprocessing.active_children()
+    for child in children:
         child.terminate()
+    deadline = time.monotonic() + grace_s
+    for child in children:
+        child.join(max(0.0, deadline - time.monotonic()))
+        if child.is_alive():
+            child.kill()
+            child.join(1.0)
 
 
 #: ``prctl`` option that has the kernel signal a process when its parent dies (Linux).
