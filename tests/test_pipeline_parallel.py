@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from test_deploy import parsed
+from test_disaggregated import with_layouts
 from test_expert_parallel import cut_catalog
 
 from planner.catalog import Catalog, load_catalog
@@ -31,9 +32,7 @@ SHIPPED = Path(__file__).parent.parent / "catalogs"
 
 
 def with_stages(sizes: list[int]) -> Catalog:
-    catalog = load_catalog(SHIPPED)
-    assumptions = catalog.assumptions.model_copy(update={"pipeline_parallel_sizes": sizes})
-    return dataclasses.replace(catalog, assumptions=assumptions)
+    return with_layouts(["aggregated"], pipeline_parallel_sizes=sizes)
 
 
 @pytest.fixture(scope="module")
@@ -394,12 +393,13 @@ def test_the_simulation_steps_a_virtual_engine_as_the_closed_form_passes(
     """One virtual engine of DeepSeek-V3's two stages on H100s (the shipped document analysis):
     at a micro-batch of the closed form's, its decode step is the closed form's pass, its cache
     half the replica's and its share of the requests half a replica's."""
-    from planner.serving.configs import kv_budget_tokens, sim_config, stages, step_model
+    from planner.plan.columns import pipeline_stages
+    from planner.serving.configs import kv_budget_tokens, sim_config, step_model
 
     catalog = with_stages([1, 2])
     rows = deepseek_on_h100(two_stages, "document-analysis").reset_index()
     row = rows[rows["pipeline_parallel"] == 2].iloc[0]
-    assert stages(row) == 2
+    assert pipeline_stages(row) == 2
     step = step_model(row, catalog.assumptions)
     b = float(row["stage_batch"])
     context = b * float(row["mean_context_tokens"])

@@ -35,6 +35,14 @@ EP_KEY = "expert_parallel"
 #: its share of the layers, each token passing the stages in turn; 1 for one stage.
 PP_KEY = "pipeline_parallel"
 
+
+def pipeline_stages(row: Any) -> int:
+    """The pipeline stages of a row's replica (a results row or any mapping with
+    ``pipeline_parallel``): 1 for one stage, or where it has no such column."""
+    value = float(row.get(PP_KEY, 1))
+    return int(value) if math.isfinite(value) and value > 1 else 1
+
+
 #: The serving layout: 1 where prompts run on a prefill pool and generation on a decode pool of
 #: the candidate's hardware and layout, each request's KV cache sent from one to the other; 0
 #: where one pool of replicas does both.

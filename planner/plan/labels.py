@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.model.units import is_finite
+from planner.plan.columns import pipeline_stages
 
 __all__ = ["option_label", "short_label"]
 
@@ -47,16 +48,10 @@ def short_label(
     return f"{int(float(count)):,} × {text}" if is_finite(count) else f"? × {text}"
 
 
-def _stages(option: Option) -> int:
-    """The pipeline stages of an option's replica (1 where it has no such column)."""
-    stages = option.get("pipeline_parallel", 1)
-    return int(stages) if is_finite(stages) and stages > 1 else 1
-
-
 def _layout(option: Option) -> str:
     """A replica's layout, ``TP 2``, ``EP 8`` or ``TP 8 × PP 2`` (two stages of eight
     devices), and the pools of a disaggregated option: ``TP 2, prefill 2 + decode 3``."""
-    expert, stages = option.get("expert_parallel", 1), _stages(option)
+    expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"EP {int(expert)}"
     elif stages > 1:
@@ -76,7 +71,7 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
     """The replicas of an option in words: ``2 replicas of tensor parallel 2``, ``1 replica of
     expert parallel 8``, ``1 replica of 2 pipeline stages of tensor parallel 8``, or for a
     disaggregated option ``5 replicas of tensor parallel 1 for prompts and 9 for decoding``."""
-    expert, stages = option.get("expert_parallel", 1), _stages(option)
+    expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"expert parallel {int(expert)}"
     elif stages > 1:

@@ -6,10 +6,11 @@ behind each are told in :mod:`planner.serving.sizing`.
 A replica of S pipeline stages keeps S micro-batches in flight, each scheduled by a virtual
 engine of its own (vLLM's). The simulation runs one of them: 1 ÷ S of the replica's requests and
 of its cache, each of its steps a pass through the S stages while the others' micro-batches fill
-the stages in between, as its own do (:func:`stages`). So a pass's reads and arithmetic take S
-times a stage's (:func:`step_model` divides the bandwidth and the compute by S), its fixed time
-is the engine's once, and each of its sequences costs the engine's time for S of them and the
-sends between stages: the pass of :func:`planner.model.pipeline.pipeline_parallel_itl_s`.
+the stages in between, as its own do (S: :func:`planner.plan.columns.pipeline_stages`). So a
+pass's reads and arithmetic take S times a stage's (:func:`step_model` divides the bandwidth and
+the compute by S), its fixed time is the engine's once, and each of its sequences costs the
+engine's time for S of them and the sends between stages: the pass of
+:func:`planner.model.pipeline.pipeline_parallel_itl_s`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from planner.catalog.engines import (
     prefills_in_chunks,
     step_overhead_per_sequence,
 )
+from planner.model.pipeline import stage_send_s
 from planner.model.units import is_finite
+from planner.plan.columns import pipeline_stages
 from planner.plan.lengths import lengths
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 from planner.serving.traffic import PrefixLayout
@@ -62,23 +65,18 @@ def users_per_replica(concurrency: int, replicas: int) -> int:
     return -(-int(concurrency) // int(replicas))
 
 
-def stages(row: Mapping[str, Any]) -> int:
-    """The pipeline stages of a row's replica: its virtual engines, one micro-batch each (1 for
-    one stage, or a row without the column)."""
-    value = float(row.get("pipeline_parallel", 1))
-    return int(value) if _finite(value) and value > 1 else 1
-
-
 def _per_sequence_s(row: Mapping[str, Any], assumptions: Assumptions) -> float:
     """The time each sequence of a virtual engine's pass costs beyond reads and arithmetic [s]:
     the engine's for the S micro-batches' sequences, S × its time per sequence, and the S − 1
-    sends of its activations between stages (``stage_send_s`` ÷ ``stage_batch``)."""
+    sends of its activations between stages (:func:`planner.model.pipeline.stage_send_s` of
+    one sequence)."""
     own = step_overhead_per_sequence(assumptions)
-    s = stages(row)
+    s = pipeline_stages(row)
     if s == 1:
         return own
-    send = float(row["stage_send_s"]) / float(row["stage_batch"])
-    return s * own + (s - 1) * (send if _finite(send) else 0.0)
+    hidden, network = float(row["hidden_size"]), float(row["network_bytes_per_s"])
+    send = float(stage_send_s(1, hidden, assumptions.activation_bytes, network))
+    return s * own + (s - 1) * send
 
 
 def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
@@ -90,7 +88,7 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
     :func:`planner.serving.speculation.verify_step_s` ÷ the tokens a step emits is. Of a
     pipeline's virtual engine at B sequences, it is the closed form's pass at a micro-batch of B.
     """
-    s = stages(row)
+    s = pipeline_stages(row)
     # per device, as decode_weight_bytes_per_step divides them
     routed = (
         float(row["routed_expert_parameters"])
@@ -228,7 +226,7 @@ def _assemble(
     a = catalog.assumptions
     return SimConfig(
         step=step_model(row, a),
-        kv_budget_tokens=max(1, kv_budget_tokens(row) // stages(row)),
+        kv_budget_tokens=max(1, kv_budget_tokens(row) // pipeline_stages(row)),
         prompt=prompt or lengths(catalog, workload.prompt_tokens, workload.max_output_tokens),
         output=lengths(catalog, workload.output_tokens, workload.max_output_tokens),
         max_output_tokens=workload.max_output_tokens,
@@ -289,7 +287,7 @@ def sim_config(
     seed: int | None = None,
 ) -> SimConfig:
     """The simulation of the most loaded of ``replicas`` replicas serving ``workload`` (of one
-    virtual engine of a pipeline's, :func:`stages`).
+    virtual engine of a pipeline's, :func:`planner.plan.columns.pipeline_stages`).
 
     ``n_requests`` and ``seed`` default to ``simulated_requests`` and ``seed`` of the catalog's
     assumptions. Arrivals per replica, cache budget, step times and queue timeout as the module
@@ -297,7 +295,7 @@ def sim_config(
     """
     if replicas < 1:
         raise ValueError("replicas must be >= 1")
-    replicas *= stages(row)  # a pipeline's virtual engines share its replica's requests
+    replicas *= pipeline_stages(row)  # a pipeline's virtual engines share its replica's requests
     arrival = workload.arrival
     if arrival is None:
         arrivals = Arrivals.closed(users_per_replica(workload.concurrency or 1, replicas))
