@@ -132,8 +132,8 @@ def node_room(replica_size: Any, devices_per_node: Any) -> Any:
     """Devices of one node that replicas of ``replica_size`` devices can use: size × ⌊devices a
     node ÷ size⌋, or the whole node for a replica of several whole nodes (a pipeline's stages)
     [devices]. Three-device replicas on 8-device nodes: 6; 16-device ones: 8."""
-    whole = where(replica_size > devices_per_node, devices_per_node, 0)
-    return where(whole > 0, whole, replica_size * floor(devices_per_node / replica_size))
+    within = replica_size * floor(devices_per_node / replica_size)
+    return where(replica_size > devices_per_node, devices_per_node, within)
 
 
 @fleet_metric("devices", source="bin packing with divisible item sizes (Coffman et al. 1987)")
