@@ -14,10 +14,13 @@ from planner.catalog import Catalog, load_catalog
 from planner.model.parallel import (
     device_batch,
     expert_alltoall_s_per_step,
+    expert_alltoall_s_per_token,
     expert_parallel_weight_bytes,
+    prefill_compute_flops_per_s,
 )
 from planner.plan.labels import short_label
 from planner.plan.sweep import evaluate
+from planner.serving.configs import EXPERT_PARALLEL_CLOSED_FORM
 
 SHIPPED = Path(__file__).parent.parent / "catalogs"
 
@@ -195,14 +198,123 @@ def test_spreadsheet_engines_compute_the_expert_parallel_layout(
     assert_plan_equals(computed_values(out, "Plan"), results)
 
 
-def test_an_expert_parallel_candidate_is_not_simulated(shipped_at_ep_8: pd.DataFrame) -> None:
+def test_a_rank_of_an_expert_parallel_replica_all_to_all_by_hand() -> None:
+    """DeepSeek-V3 at EP 8 on H200s (one node, NVLink 450 GB/s, 8 µs a collective), the
+    shipped dispatch (FP8 with a scale per 128 values, 1.03125 B) and imbalance (1.18): each
+    token of a step sends 8 × 7,168 × 1.03125 × 7/8 × 1.18 = 61,057.92 B and gets back
+    8 × 7,168 × 2 × 7/8 × 1.18 = 118,415.36 B in each of 61 layers, 61 × 179,473.28 ÷ 450e9 =
+    24.3286 µs a token; every step pays 61 × 2 × 8 µs = 976 µs."""
+    from planner.serving.configs import expert_alltoall_terms
+
+    catalog = with_sizes([1, 8])
+    a = catalog.assumptions
+    assert (a.expert_dispatch_bytes_per_value, a.expert_imbalance) == (1.03125, 1.18)
+    per_token = expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 61)
+    assert per_token == pytest.approx(61 * (61_057.92 + 118_415.36) / 450e9, rel=1e-12)
+    assert per_token == pytest.approx(24.3286e-6, rel=1e-5)
+    assert expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 1, 8, 450e9, 61) == 0
+    row = {
+        "expert_parallel": 8,
+        "experts_per_token": 8,
+        "hidden_size": 7168,
+        "devices_per_node": 8,
+        "interconnect_bytes_per_s": 450e9,
+        "allreduce_fixed_s": 8e-6,
+        "layers": 61,
+        "expert_alltoall_s_per_token": per_token,
+    }
+    fixed, each = expert_alltoall_terms(row, a)
+    assert (fixed, each) == (pytest.approx(976e-6, rel=1e-12), per_token)
+    # a step of 64 tokens: the step's formula, fixed part and tokens alike
+    step = expert_alltoall_s_per_step(64, 8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 8e-6, 61)
+    assert fixed + 64 * each == pytest.approx(step, rel=1e-12)
+    assert expert_alltoall_terms({**row, "expert_parallel": 1}, a) == (0, 0)
+
+
+def test_a_rank_steps_as_the_closed_form_at_its_device_batch(
+    shipped_at_ep_8: pd.DataFrame,
+) -> None:
+    """Every expert-parallel row of the shipped catalogs at EP 8: a simulated rank's decode
+    step at the row's device batch and mean context is the closed form's ITL (one device's
+    reads and arithmetic, the experts the eight ranks' batches touch, the all-to-all added)."""
+    from planner.serving.configs import step_model
+
+    assumptions = with_sizes([1, 8]).assumptions
+    rows = shipped_at_ep_8[
+        (shipped_at_ep_8["expert_parallel"] == 8)
+        & shipped_at_ep_8["replica_fits"].astype(bool)
+        & (shipped_at_ep_8["device_batch"] >= 1)
+    ]
+    assert len(rows) > 100
+    for _, row in rows.iterrows():
+        step = step_model(row.to_dict(), assumptions)
+        assert step.data_parallel == 8
+        batch = float(row["device_batch"])
+        own = batch * (float(row["mean_context_tokens"]) - step.shared_prefix_tokens)
+        assert step.decode_step_s(batch, own) == pytest.approx(row["itl_s"], rel=1e-12)
+
+
+def test_an_expert_parallel_candidate_is_simulated_as_its_ranks(
+    shipped_at_ep_8: pd.DataFrame,
+) -> None:
+    """DeepSeek-V3's document analysis at EP 8 on H200s is sized by simulating one rank with
+    1/8 of a replica's requests: a whole replica is 8 devices. With the all-to-all hidden under
+    the arithmetic (``expert_overlap`` 1) the simulation does not step it, and says so."""
     from planner.serving.sizing import size_candidate
 
-    row = deepseek(shipped_at_ep_8, "chat").reset_index().iloc[-1]
+    row = deepseek(shipped_at_ep_8, "document-analysis").reset_index().iloc[-1]
     assert row["expert_parallel"] == 8
-    sized = size_candidate(with_sizes([1, 8]), row.to_dict())
-    assert sized["sim_bound"] == "layout"
-    assert sized["sim_reason"] == (
-        "not simulated: expert-parallel layouts are planned in closed form"
+    catalog = with_sizes([1, 8])
+    sized = size_candidate(catalog, row.to_dict(), n_requests=400)
+    assert sized["sim_runs"] >= 1 and sized["sim_bound"] != "layout"
+    assert sized["sim_requests"] > 0
+    if sized["meets_targets_sim"]:
+        assert sized["sim_devices_needed"] == 8 * sized["sim_replicas_needed"]
+    hidden = dataclasses.replace(
+        catalog, assumptions=catalog.assumptions.model_copy(update={"expert_overlap": 1.0})
     )
+    overlapped = evaluate(hidden).table
+    row = deepseek(overlapped, "document-analysis").reset_index().iloc[-1]
+    assert bool(row["expert_alltoall_hidden"])
+    sized = size_candidate(hidden, row.to_dict())
+    assert sized["sim_bound"] == "layout"
+    assert sized["sim_reason"] == EXPERT_PARALLEL_CLOSED_FORM
     assert sized["sim_runs"] == 0
+
+
+@pytest.mark.parametrize(
+    ("ep", "routed", "active", "rate"),
+    [
+        # tensor parallel: the replica's 8e15
+        (1, 653_908_770_816, 37_552_297_472, 8e15),
+        # DeepSeek-V3 at EP 8: routed share 653,908,770,816 × 8 ÷ 256 = 20,434,649,088 of
+        # 37,552,297,472 active = 0.544163; 1e15 ÷ (1 − 0.544163 + 0.068020) = 1.908923e15
+        (8, 653_908_770_816, 37_552_297_472, 1.908923e15),
+        # every active parameter routed: all 8 devices' worth; none: one device's
+        (8, 256 * 1e9, 8e9, 8e15),
+        (8, 0, 8e9, 1e15),
+    ],
+)
+def test_a_prompt_is_prefilled_on_its_rank_with_its_experts_spread(
+    ep: int, routed: float, active: float, rate: float
+) -> None:
+    """A replica of 8 devices sustaining 8e15 FLOP/s (1e15 each), 256 experts, 8 a token:
+    tensor parallel, a prompt runs on all of them; under data-parallel attention its rank does
+    the arithmetic that stays with it and every device a share of its routed experts'."""
+    got = prefill_compute_flops_per_s(8e15, 1e15, ep, routed, 8, 256, active)
+    assert got == pytest.approx(rate, rel=1e-6)
+
+
+def test_a_prompt_of_an_expert_parallel_rank_by_hand() -> None:
+    """1e15 FLOP at one device's 1e15 FLOP/s: 1 s + 1 ms of padding (over a 50 ms weight read);
+    4,000 tokens, a quarter cached, each dispatched and combined in 24.33 µs: 3,000 × 24.33 µs =
+    72.99 ms; 2 ms overhead: 1.07599 s. The same prompt tensor parallel on 8 devices at TP's
+    all-reduce of 5 µs a token: 0.126 s + 15 ms + 2 ms."""
+    from planner.model.latency import prefill_s
+
+    assert prefill_s(1e15, 1e15, 0.001, 0.05, 4000, 0.0, 0.002, 0.25, 24.33e-6) == pytest.approx(
+        1.001 + 3000 * 24.33e-6 + 0.002, rel=1e-12
+    )
+    assert prefill_s(1e15, 8e15, 0.001, 0.05, 4000, 5e-6, 0.002, 0.25) == pytest.approx(
+        0.126 + 0.015 + 0.002, rel=1e-12
+    )

@@ -105,15 +105,18 @@ def test_only_the_groups_that_decide_the_ask_are_searched():
     assert deciding(TABLE, {"chat": "m1"}).tolist() == [True] * 7 + [False] * 4
 
 
-def test_an_expert_parallel_leader_is_not_sent_to_the_simulation():
-    """Ranked first, an expert-parallel option (planned in closed form only) is passed over: the
-    group's best simulable option, simulated already, settles it; unsimulated, it is picked."""
+def test_an_expert_parallel_leader_planned_in_closed_form_is_not_sent_to_the_simulation():
+    """Ranked first, an expert-parallel option whose all-to-all is hidden under its arithmetic
+    (planned in closed form only) is passed over: the group's best simulable option, simulated
+    already, settles it; unsimulated, it is picked. With its all-to-all added, the
+    expert-parallel option is simulated like any other; in disaggregated pools it is not."""
     ranks = pd.DataFrame(
         {
             "workload": ["chat"] * 3,
             "model": ["m"] * 3,
             "rank": [1.0, 2.0, 3.0],
             "expert_parallel": [8, 1, 1],
+            "expert_alltoall_hidden": [True, False, False],
             "simulated": [False, True, False],
             "ruled_out_by": ["", "", "latency"],
             "cost_usd": [1.0, 2.0, 0.5],
@@ -124,6 +127,12 @@ def test_an_expert_parallel_leader_is_not_sent_to_the_simulation():
     assert unsimulated_leaders(ranks, 3).empty
     second_unsimulated = ranks.assign(simulated=[False, False, False])
     assert list(unsimulated_leaders(second_unsimulated, 3)["rank"]) == [2.0, 3.0]
-    ep_contender = ranks.assign(expert_parallel=[1, 1, 8], rank=[1.0, 2.0, NAN])
+    added = ranks.assign(expert_alltoall_hidden=[False] * 3)
+    assert list(unsimulated_leaders(added, 3)["rank"]) == [1.0]
+    ep_contender = ranks.assign(
+        expert_parallel=[1, 1, 8], expert_alltoall_hidden=[False, False, True], rank=[1.0, 2.0, NAN]
+    )
     assert list(simulable(ep_contender)) == [True, True, False]
     assert contenders(ep_contender).empty
+    pooled = added.assign(disaggregated=[1, 0, 0])
+    assert list(simulable(pooled)) == [False, True, True]

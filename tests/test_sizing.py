@@ -637,6 +637,7 @@ def test_simulate_candidates_is_deterministic_and_parallel_equals_serial(seed):
         "precision",
         "workload",
         "tensor_parallel",
+        "expert_parallel",
         "pipeline_parallel",
         "disaggregated",
         *SIZING_COLUMNS,

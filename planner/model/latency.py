@@ -325,24 +325,29 @@ def prefill_flops(
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def prefill_s(
     prefill_flops: Any,
-    achieved_compute_flops_per_s: Any,
+    prefill_compute_flops_per_s: Any,
     matmul_padding_s: Any,
     weight_read_s: Any,
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
     step_overhead_s: Any,
     prefix_hit_ratio: Any = 0,
+    expert_alltoall_s_per_token: Any = 0,
 ) -> Any:
-    """Time to process the mean prompt: max(compute, one weight read) + all-reduce + overhead [s].
+    """Time to process the mean prompt: max(compute, one weight read) + its tokens'
+    communication + overhead [s].
 
-    The compute is the prompt's arithmetic and the multiplications' padding at the achieved
-    rate. Long prompts are compute-bound; tiny ones are bound by reading the weights once.
-    Tokens found in the prefix cache (the hit ratio of the prompt) are not all-reduced.
+    The compute is the prompt's arithmetic and the multiplications' padding at the rate a prompt
+    is prefilled at (:func:`planner.model.parallel.prefill_compute_flops_per_s`). Long prompts
+    are compute-bound; tiny ones are bound by reading the weights once. Each token is
+    all-reduced (tensor parallelism) or dispatched to its experts and back (expert parallelism);
+    tokens found in the prefix cache (the hit ratio of the prompt) are neither.
     """
-    compute = prefill_flops / achieved_compute_flops_per_s + matmul_padding_s
+    compute = prefill_flops / prefill_compute_flops_per_s + matmul_padding_s
+    per_token = allreduce_s_per_token + expert_alltoall_s_per_token
     return (
         maximum(compute, weight_read_s)
-        + prompt_tokens_mean * (1 - prefix_hit_ratio) * allreduce_s_per_token
+        + prompt_tokens_mean * (1 - prefix_hit_ratio) * per_token
         + step_overhead_s
     )
 
@@ -378,25 +383,27 @@ def prefill_stall_s(
     chunked_prefill: Any,
     prefill_s: Any,
     prefill_flops: Any,
-    achieved_compute_flops_per_s: Any,
+    prefill_compute_flops_per_s: Any,
     prompt_chunks: Any,
     weight_read_s: Any,
     prompt_tokens_mean: Any,
     allreduce_s_per_token: Any,
     prefix_hit_ratio: Any = 0,
     disaggregated: Any = 0,
+    expert_alltoall_s_per_token: Any = 0,
 ) -> Any:
     """Time another request's prompt adds to a running request's life [s].
 
     Whole prompts stop the decodes for a prefill step of their own (``prefill_s``). In chunks,
     the prompt's arithmetic shares steps that decode anyway and read the weights anyway, so
-    only what outlasts those reads is added, and the all-reduce of its tokens:
-    max(0, prompt FLOP ÷ compute − chunks × weight read) + prompt × all-reduce. A decode
-    pool's replica prefills nothing: 0.
+    only what outlasts those reads is added, and its tokens' communication (all-reduce, or
+    all-to-all under expert parallelism): max(0, prompt FLOP ÷ compute − chunks × weight read)
+    + prompt × communication per token. A decode pool's replica prefills nothing: 0.
     """
-    compute = prefill_flops / achieved_compute_flops_per_s
+    compute = prefill_flops / prefill_compute_flops_per_s
     shared = maximum(compute - prompt_chunks * weight_read_s, 0)
-    chunked = shared + prompt_tokens_mean * (1 - prefix_hit_ratio) * allreduce_s_per_token
+    per_token = allreduce_s_per_token + expert_alltoall_s_per_token
+    chunked = shared + prompt_tokens_mean * (1 - prefix_hit_ratio) * per_token
     stall = where(chunked_prefill > 0, chunked, prefill_s)
     return where(disaggregated > 0, 0, stall)
 

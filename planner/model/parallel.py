@@ -376,29 +376,23 @@ def expert_alltoall_s_per_step(
     interconnect at the busiest device's imbalance, + the collective's fixed latency [s]; 0 at
     EP 1. Every layer is counted as a mixture-of-experts layer (dense first layers are not in
     the catalog), which overstates DeepSeek-V3's 58 of 61 by 5 %."""
-    sent = [
-        alltoall_bytes_per_device(
-            device_batch,
-            experts_per_token,
-            hidden_size,
-            per_value,
-            expert_parallel,
-            expert_imbalance,
-        )
-        for per_value in (expert_dispatch_bytes_per_value, activation_bytes)
-    ]
-    dispatch, combine = (
-        alltoall_s(
-            b,
-            expert_parallel,
-            devices_per_node,
-            interconnect_bytes_per_s,
-            interconnect_bytes_per_s,
-            allreduce_fixed_s,
-        )
-        for b in sent
+    return _node_alltoall_s(
+        device_batch,
+        (experts_per_token, hidden_size, expert_imbalance, layers),
+        (expert_dispatch_bytes_per_value, activation_bytes),
+        (expert_parallel, devices_per_node, interconnect_bytes_per_s, allreduce_fixed_s),
     )
-    return where(expert_parallel > 1, alltoall_s_per_step(layers, dispatch, combine), 0)
+
+
+def _node_alltoall_s(tokens: Any, model: tuple, values: tuple, link: tuple) -> Any:
+    """Every layer's dispatch and combine of ``tokens`` a device inside a node [s]:
+    ``model`` (k, hidden, imbalance, layers), ``values`` (bytes a value dispatched and
+    combined), ``link`` (EP, devices a node, interconnect [B/s], latency a collective [s])."""
+    k, hidden, imbalance, layers = model
+    ep, per_node, rate, latency = link
+    sent = [alltoall_bytes_per_device(tokens, k, hidden, v, ep, imbalance) for v in values]
+    dispatch, combine = (alltoall_s(b, ep, per_node, rate, rate, latency) for b in sent)
+    return where(ep > 1, alltoall_s_per_step(layers, dispatch, combine), 0)
 
 
 #: The metrics rebound below, registered by importing them first.
@@ -438,6 +432,64 @@ def expert_parallel_itl_s(
         expert_overlap,
     )
     return step + device_batch * step_overhead_per_sequence_s
+
+
+@metric("s/token", source=f"{DEEPEP}; uniform routing", group="latency")
+def expert_alltoall_s_per_token(
+    experts_per_token: Any,
+    hidden_size: Any,
+    expert_dispatch_bytes_per_value: Any,
+    activation_bytes: Any,
+    expert_imbalance: Any,
+    expert_parallel: Any,
+    devices_per_node: Any,
+    interconnect_bytes_per_s: Any,
+    layers: Any,
+) -> Any:
+    """All-to-all time each token of a step adds on an expert-parallel replica: every layer
+    dispatches and combines it, as :func:`expert_alltoall_s_per_step` does each of a device's
+    tokens, without the collectives' fixed latency, which a step pays once [s/token]; 0 at EP 1.
+    DeepSeek-V3 at EP 8 over 450 GB/s, imbalance 1.18: 61 × (61,057.92 + 118,415.36 B) ÷
+    450e9 = 24.33 µs."""
+    return _node_alltoall_s(
+        1,
+        (experts_per_token, hidden_size, expert_imbalance, layers),
+        (expert_dispatch_bytes_per_value, activation_bytes),
+        (expert_parallel, devices_per_node, interconnect_bytes_per_s, 0),
+    )
+
+
+@metric("FLOP/s", source=f"{ROOFLINE}; {SGLANG_EP} (DP attention)", group="latency")
+def prefill_compute_flops_per_s(
+    achieved_compute_flops_per_s: Any,
+    device_compute_flops_per_s: Any,
+    expert_parallel: Any,
+    routed_expert_parameters: Any,
+    experts_per_token: Any,
+    experts: Any,
+    active_parameters: Any,
+) -> Any:
+    """Compute a prompt is prefilled at [FLOP/s]: the replica's; under data-parallel
+    attention (EP > 1) one device's for the part of its arithmetic that stays on its rank
+    (attention, shared experts, dense layers) and every device's for the routed experts' share
+    r of it, whose tokens are dispatched: device ÷ (1 − r + r ÷ EP), with r = routed
+    parameters × k ÷ experts ÷ active parameters. DeepSeek-V3 at EP 8: r = 653.9e9 × 8 ÷ 256
+    ÷ 37.55e9 = 0.544, 1.91 devices' worth. The step is the rank's that prefills while the others
+    decode; where several prefill at once their routed arithmetic adds up, which this leaves
+    out."""
+    routed = routed_expert_parameters * experts_per_token / maximum(experts, 1)
+    share = minimum(routed / maximum(active_parameters, 1), 1)
+    spread = device_compute_flops_per_s / (1 - share + share / maximum(expert_parallel, 1))
+    return where(expert_parallel > 1, spread, achieved_compute_flops_per_s)
+
+
+@metric("", kind="bool", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)", group="latency")
+def expert_alltoall_hidden(expert_parallel: Any, expert_overlap: Any) -> Any:
+    """Whether an expert-parallel replica's all-to-all is planned hidden under its arithmetic
+    (``expert_overlap`` above 0: the step the longer of the two), not added to its step. The
+    serving simulation steps an expert-parallel replica with its all-to-all added, so this one
+    is planned in closed form only."""
+    return (expert_parallel > 1) & (expert_overlap > 0)
 
 
 # The same step at the forecast load's batch (planner.model.load) --------------------------

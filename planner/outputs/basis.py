@@ -35,11 +35,14 @@ NOT_MODELLED = [
     "where a workload shares only a system prompt or gives a measured ratio; it reserves "
     "no room for speculative proposals. Every sequence still reserves its own longest prompt "
     "past the prefix plus its promised maximum output.",
-    "Pipeline parallelism is not modelled. Expert parallelism and disaggregated prefill/decode "
-    "are tried where the assumptions ask for them; expert-parallel layouts are planned in "
-    "closed form, and disaggregated pools are simulated together (a prefill pool, a transfer "
-    "queue per prefill replica, a decode pool) for open-loop workloads of one request a task, "
-    "else planned in closed form.",
+    "Expert parallelism, pipelines across nodes and disaggregated prefill/decode are tried "
+    "where the assumptions ask for them. An expert-parallel replica is simulated as one of its "
+    "devices' schedulers (data-parallel attention: its own sequences, prompts prefilled at one "
+    "device's rate, the all-to-all of each step's tokens added), a pipeline as one of its "
+    "micro-batches' schedulers; an all-to-all hidden under the arithmetic (expert_overlap "
+    "above 0) is planned in closed form. Disaggregated pools are simulated together (a "
+    "prefill pool, a transfer queue per prefill replica, a decode pool) for open-loop "
+    "workloads of one request a task, else planned in closed form.",
     "Each engine's scheduler is modelled by its release's defaults (chunked prefill or whole "
     "prompts, the time per decoding sequence); a cost per request (scheduling and "
     "detokenising many short requests) is not, which makes very short requests at full load "

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from planner.plan import recommend
-from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY
+from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PP_KEY
 
 __all__ = [
     "closest",
@@ -91,19 +91,25 @@ def screened(rows: pd.DataFrame, named: Mapping[str, str], others: int = 1) -> p
 def simulable(table: pd.DataFrame) -> pd.Series:
     """Rows the serving simulation can size: one pool of tensor-parallel replicas, or a
     disaggregated prefill pool and decode pool serving open-loop tasks of one request
-    (:mod:`planner.serving.pools`), or a pipeline of several stages, always one pool (as one of
-    its virtual engines, :mod:`planner.serving.configs`); expert parallelism, and disaggregated
-    pools under a closed loop or tasks of several requests, are planned in closed form only."""
+    (:mod:`planner.serving.pools`), or a pipeline of several stages or an expert-parallel
+    replica, each one pool (as one of its schedulers, :mod:`planner.serving.configs`); an
+    expert-parallel replica whose all-to-all is hidden under its arithmetic
+    (:func:`planner.model.parallel.expert_alltoall_hidden`) or in disaggregated pools, and
+    disaggregated pools under a closed loop or tasks of several requests, are planned in closed
+    form only."""
 
     def column(name: str, default: float) -> pd.Series:
         if name not in table:
             return pd.Series(default, index=table.index)
         return pd.to_numeric(table[name], errors="coerce").fillna(default)
 
-    keep = column(EP_KEY, LAYOUT_DEFAULTS[EP_KEY]) == LAYOUT_DEFAULTS[EP_KEY]
     open_single = (column("concurrency", 0) <= 0) & (column("requests_per_task", 1) <= 1)
     pools = column(PD_KEY, LAYOUT_DEFAULTS[PD_KEY]) != LAYOUT_DEFAULTS[PD_KEY]
-    return keep & (~pools | open_single)
+    experts = column(EP_KEY, LAYOUT_DEFAULTS[EP_KEY]) != LAYOUT_DEFAULTS[EP_KEY]
+    hidden = column("expert_alltoall_hidden", 0) > 0
+    stages = column(PP_KEY, LAYOUT_DEFAULTS[PP_KEY]) != LAYOUT_DEFAULTS[PP_KEY]
+    ranks = ~experts | ~(hidden | pools | stages)
+    return ranks & (~pools | open_single)
 
 
 def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:

@@ -11,6 +11,19 @@ pass's reads and arithmetic take S times a stage's (:func:`step_model` divides t
 the compute by S), its fixed time is the engine's once, and each of its sequences costs the
 engine's time for S of them and the sends between stages: the pass of
 :func:`planner.model.pipeline.pipeline_parallel_itl_s`.
+
+An expert-parallel replica of E devices with data-parallel attention (SGLang's) runs E
+schedulers, one a device, each with its own sequences and its own cache, stepping together: every
+MoE layer's all-to-all joins their tokens. The simulation runs one of them, a rank: 1 ÷ E of the
+replica's requests, the engine's batch limit (a rank's) and one device's whole cache, each step
+one device's reads and arithmetic over its own batch (the experts all E batches touch: the step
+model's ``data_parallel``), with the all-to-all of the step's tokens added, a fixed part a step
+and a part a token (:func:`expert_alltoall_terms`). So at a rank's batch B its decode step is the
+closed form's :func:`planner.model.parallel.expert_parallel_itl_s` at a device batch of B. A
+rank prefills its own prompts: their attention on its device, their routed experts' arithmetic
+spread over every rank (:func:`planner.model.parallel.prefill_compute_flops_per_s`). An
+all-to-all hidden under the arithmetic (``expert_overlap`` above 0) is not stepped: such a
+replica is planned in closed form (:func:`planner.model.parallel.expert_alltoall_hidden`).
 """
 
 from __future__ import annotations
@@ -29,9 +42,10 @@ from planner.catalog.engines import (
     prefills_in_chunks,
     step_overhead_per_sequence,
 )
+from planner.model.metric import metrics
 from planner.model.pipeline import stage_send_s
 from planner.model.units import is_finite
-from planner.plan.columns import pipeline_stages
+from planner.plan.columns import EP_KEY, pipeline_stages
 from planner.plan.lengths import lengths
 from planner.serving.simulate import Arrivals, Lengths, SimConfig, StepModel
 from planner.serving.traffic import PrefixLayout
@@ -46,6 +60,13 @@ QUEUE_TIMEOUT_TARGET_MULTIPLE = 3.0
 DEFAULT_QUEUE_TIMEOUT_S = 60.0
 """Queue timeout of a workload with no TTFT, end-to-end or task target [s]."""
 
+
+#: Why an expert-parallel row is not simulated: the simulation steps each rank with its
+#: all-to-all added, one pool of one stage (see the module docstring).
+EXPERT_PARALLEL_CLOSED_FORM = (
+    "not simulated: an expert-parallel replica whose all-to-all is hidden under its arithmetic "
+    "(expert_overlap above 0), or in disaggregated pools, is planned in closed form"
+)
 
 DELAY_SPREAD = 0.5
 """Each request's preprocessing and network delays vary by up to this share of the workload's
@@ -65,6 +86,39 @@ def users_per_replica(concurrency: int, replicas: int) -> int:
     return -(-int(concurrency) // int(replicas))
 
 
+def data_parallel_ranks(row: Mapping[str, Any]) -> int:
+    """The schedulers of a row's expert-parallel replica, one a device (E), else 1."""
+    value = float(row.get(EP_KEY, 1))
+    return int(value) if math.isfinite(value) and value > 1 else 1
+
+
+def virtual_engines(row: Mapping[str, Any]) -> int:
+    """The schedulers a replica of the row runs, among which its requests are shared: a
+    pipeline's micro-batches' or an expert-parallel replica's ranks' (1: one)."""
+    return pipeline_stages(row) * data_parallel_ranks(row)
+
+
+def expert_alltoall_terms(row: Mapping[str, Any], assumptions: Assumptions) -> tuple[float, float]:
+    """A rank's all-to-all in a step of an expert-parallel row, (the part every step pays, the
+    part each of the step's tokens adds) [s, s/token]: :func:`planner.model.parallel.
+    expert_alltoall_s_per_step` at no token (the collectives' latency) and the row's
+    ``expert_alltoall_s_per_token``. (0, 0) at EP 1."""
+    if data_parallel_ranks(row) == 1:
+        return 0.0, 0.0
+    formula = metrics()["expert_alltoall_s_per_step"]
+    given = {
+        "expert_dispatch_bytes_per_value": assumptions.expert_dispatch_bytes_per_value,
+        "activation_bytes": assumptions.activation_bytes,
+        "expert_imbalance": assumptions.expert_imbalance,
+    }
+
+    def at(tokens: float) -> float:
+        inputs = given | {"device_batch": tokens}
+        return float(formula.func(*(inputs[i] if i in inputs else row[i] for i in formula.inputs)))
+
+    return at(0.0), float(row["expert_alltoall_s_per_token"])
+
+
 def _per_sequence_s(row: Mapping[str, Any], assumptions: Assumptions) -> float:
     """The time each sequence of a virtual engine's pass costs beyond reads and arithmetic [s]:
     the engine's for the S micro-batches' sequences, S × its time per sequence, and the S − 1
@@ -80,15 +134,18 @@ def _per_sequence_s(row: Mapping[str, Any], assumptions: Assumptions) -> float:
 
 
 def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
-    """The simulation's step times for one results row (one virtual engine of a pipeline's).
+    """The simulation's step times for one results row (one virtual engine of a pipeline's,
+    one rank of an expert-parallel replica's).
 
     See :mod:`planner.serving.sizing` for what each field takes from the row. At any batch B
     and context, ``decode_step_s(B, B × mean_context_tokens)`` is the closed form's ``itl_s`` at
     that batch (a mixture reading the experts B sequences touch); with speculative decoding
     :func:`planner.serving.speculation.verify_step_s` ÷ the tokens a step emits is. Of a
-    pipeline's virtual engine at B sequences, it is the closed form's pass at a micro-batch of B.
+    pipeline's virtual engine at B sequences, it is the closed form's pass at a micro-batch of B;
+    of an expert-parallel rank, the closed form's step at a device batch of B.
     """
     s = pipeline_stages(row)
+    ranks = data_parallel_ranks(row)
     # per device, as decode_weight_bytes_per_step divides them
     routed = (
         float(row["routed_expert_parameters"])
@@ -96,6 +153,15 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         / float(row["tensor_parallel"])
     )
     allreduce = float(row["allreduce_s_per_token"])
+    allreduce = allreduce if math.isfinite(allreduce) else 0.0
+    compute = float(row["achieved_compute_flops_per_s"]) / s
+    overhead = float(row["step_overhead_s"])
+    prefill = 0.0
+    if ranks > 1:  # a rank: one device's arithmetic, the all-to-all of its tokens added
+        compute = float(row["device_compute_flops_per_s"])
+        prefill = float(row["prefill_compute_flops_per_s"])
+        fixed, per_token = expert_alltoall_terms(row, assumptions)
+        overhead, allreduce = overhead + fixed, allreduce + per_token
     return StepModel(
         weight_bytes=float(row["weight_bytes_per_device"]),
         encoder_bytes=float(row["weight_bytes_per_device"])
@@ -106,14 +172,14 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         * float(row["bandwidth_efficiency"])
         / s,
         flops_per_token=float(row["decode_flops_per_token"]),
-        compute_flops_per_s=float(row["achieved_compute_flops_per_s"]) / s,
+        compute_flops_per_s=compute,
         attention_flops_per_token_sq=2.0
         * float(row["layers"])
         * float(row["attention_heads"])
         * float(row["head_dim"]),
-        step_overhead_s=float(row["step_overhead_s"]),
+        step_overhead_s=overhead,
         step_overhead_per_sequence_s=_per_sequence_s(row, assumptions),
-        allreduce_s_per_token=allreduce if math.isfinite(allreduce) else 0.0,
+        allreduce_s_per_token=allreduce,
         routed_expert_bytes=routed,
         experts=float(row["experts"]),
         experts_per_token=float(row["experts_per_token"]),
@@ -123,6 +189,8 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         draft_read_bytes=_row_figure(row, "draft_read_bytes_per_forward"),
         draft_kv_bytes_per_token=_row_figure(row, "draft_kv_bytes_per_token"),
         draft_flops_per_token=_row_figure(row, "draft_flops_per_token"),
+        data_parallel=float(ranks),
+        prefill_compute_flops_per_s=prefill,
     )
 
 
@@ -287,7 +355,7 @@ def sim_config(
     seed: int | None = None,
 ) -> SimConfig:
     """The simulation of the most loaded of ``replicas`` replicas serving ``workload`` (of one
-    virtual engine of a pipeline's, :func:`planner.plan.columns.pipeline_stages`).
+    scheduler of a pipeline's or an expert-parallel replica's, :func:`virtual_engines`).
 
     ``n_requests`` and ``seed`` default to ``simulated_requests`` and ``seed`` of the catalog's
     assumptions. Arrivals per replica, cache budget, step times and queue timeout as the module
@@ -295,7 +363,7 @@ def sim_config(
     """
     if replicas < 1:
         raise ValueError("replicas must be >= 1")
-    replicas *= pipeline_stages(row)  # a pipeline's virtual engines share its replica's requests
+    replicas *= virtual_engines(row)  # a replica's schedulers share its requests
     arrival = workload.arrival
     if arrival is None:
         arrivals = Arrivals.closed(users_per_replica(workload.concurrency or 1, replicas))

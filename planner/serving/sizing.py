@@ -100,12 +100,13 @@ from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.units import GB, GIB
-from planner.plan.columns import PD_KEY, PP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PP_KEY
 from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
 from planner.serving.configs import (
     DEFAULT_QUEUE_TIMEOUT_S,
+    EXPERT_PARALLEL_CLOSED_FORM,
     QUEUE_TIMEOUT_TARGET_MULTIPLE,
     _finite,
     best_case_config,
@@ -148,15 +149,19 @@ POOL_SEARCH_MULTIPLE = 4
 pool (and 16 replicas at least) [-]."""
 
 
-#: The key columns of :func:`simulate_candidates`: the candidate's five, its pipeline stages and
-#: its serving layout (1: disaggregated pools; expert-parallel layouts are not simulated).
-SIZED_KEYS = [*ALL_KEYS, PP_KEY, PD_KEY]
+#: The key columns of :func:`simulate_candidates`: the candidate's five, its expert-parallel
+#: size, its pipeline stages and its serving layout (1: disaggregated pools).
+SIZED_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY]
 
 
 def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A sized row's key columns (one stage and one pool where the results table has no layout
-    column)."""
-    layout = {PP_KEY: int(row.get(PP_KEY, 1)), PD_KEY: int(row.get(PD_KEY, 0))}
+    """A sized row's key columns (EP 1, one stage and one pool where the results table has no
+    layout column)."""
+    layout = {
+        EP_KEY: int(row.get(EP_KEY, 1)),
+        PP_KEY: int(row.get(PP_KEY, 1)),
+        PD_KEY: int(row.get(PD_KEY, 0)),
+    }
     return {**{k: row[k] for k in ALL_KEYS}, **layout}
 
 
@@ -291,11 +296,10 @@ def _not_simulated(
 ) -> tuple[str, str] | None:
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
-    is expert-parallel, or disaggregated with a closed loop or tasks of several requests (planned
-    in closed form only); else None."""
-    if float(row.get("expert_parallel", 1)) > 1:
-        return "layout", "not simulated: expert-parallel layouts are planned in closed form"
-    if float(row.get("disaggregated", 0)) > 0:
+    is planned in closed form only (:func:`planner.plan.selection.simulable`); else None."""
+    if float(row.get(EP_KEY, 1)) > 1 and not bool(simulable(pd.DataFrame([row])).iloc[0]):
+        return "layout", EXPERT_PARALLEL_CLOSED_FORM
+    if float(row.get(PD_KEY, 0)) > 0:
         refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
         if refused is not None:
             return "layout", refused

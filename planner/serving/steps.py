@@ -78,10 +78,21 @@ class StepModel:
     """Cache the proposer keeps per token per device [B/token]."""
     draft_flops_per_token: float = 0.0
     """Arithmetic of one proposer forward for one sequence [FLOP]."""
+    prefill_compute_flops_per_s: float = 0.0
+    """Achieved compute a prompt's arithmetic runs at, where it differs from the decode
+    steps' [FLOP/s] (0: the same, :attr:`compute_flops_per_s`): under data-parallel attention a
+    prompt's experts are spread over every rank
+    (:func:`planner.model.parallel.prefill_compute_flops_per_s`)."""
+    data_parallel: float = 1.0
+    """Engines whose sequences' tokens reach this one's experts, itself included: the
+    data-parallel attention ranks of an expert-parallel replica, which step together (1: its
+    own alone) [-]. A decode step reads the experts the ranks' batches together touch."""
 
     def __post_init__(self) -> None:
         if self.bandwidth_bytes_per_s <= 0 or self.compute_flops_per_s <= 0:
             raise ValueError("bandwidth and compute must be positive")
+        if self.data_parallel < 1:
+            raise ValueError("data_parallel must be >= 1")
         for name in (
             "weight_bytes",
             "kv_bytes_per_token",
@@ -133,10 +144,15 @@ class StepModel:
             )
         )
 
+    @property
+    def prefill_rate(self) -> float:
+        """The compute a prompt's arithmetic runs at [FLOP/s]."""
+        return self.prefill_compute_flops_per_s or self.compute_flops_per_s
+
     def prefill_compute_s(self, prompt_tokens: float) -> float:
         """Arithmetic time of prefilling P tokens in one step [s]: FLOP ÷ achieved compute + the
         multiplications' padding."""
-        return self.prefill_flops(prompt_tokens) / self.compute_flops_per_s + self.padding_s
+        return self.prefill_flops(prompt_tokens) / self.prefill_rate + self.padding_s
 
     def prefill_memory_s(self) -> float:
         """Memory time of a prefill launch: every weight is read once, a prompt's many tokens
@@ -167,7 +183,7 @@ class StepModel:
             return float(
                 latency.prefill_s(
                     sum(self.prefill_flops_cached(p, c) for p, c in pairs),
-                    self.compute_flops_per_s,
+                    self.prefill_rate,
                     self.padding_s,
                     self.prefill_memory_s(),
                     total,
@@ -180,7 +196,7 @@ class StepModel:
         return float(
             latency.prefill_s(
                 flops,
-                self.compute_flops_per_s,
+                self.prefill_rate,
                 self.padding_s,
                 self.prefill_memory_s(),
                 float(sum(prompt_tokens)),
@@ -192,11 +208,13 @@ class StepModel:
     def decode_weight_bytes(self, batch: float) -> float:
         """Weight bytes a decode step of ``batch`` sequences reads [B]: all of a dense model's
         decoder (not its encoder); a mixture's less the experts no token of the batch is routed to
-        (:func:`latency.experts_touched_fraction`, :func:`latency.decode_weight_bytes_per_step`)."""
+        (:func:`latency.experts_touched_fraction`, :func:`latency.decode_weight_bytes_per_step`),
+        at the batch of every rank stepping with it (:attr:`data_parallel` × ``batch``)."""
         decoder = self.weight_bytes - self.encoder_bytes
         if self.routed_expert_bytes <= 0.0:
             return decoder
-        touched = latency.experts_touched_fraction(self.experts, self.experts_per_token, batch)
+        group = batch * self.data_parallel if self.data_parallel != 1 else batch
+        touched = latency.experts_touched_fraction(self.experts, self.experts_per_token, group)
         return float(
             latency.decode_weight_bytes_per_step(decoder, self.routed_expert_bytes, 1.0, touched, 1)
         )
@@ -285,7 +303,7 @@ class StepModel:
         cached = self.held_tokens(batch, context_tokens_total) + cached_chunks
         memory = self.read_s(self.weight_bytes, cached)
         multiply = float(self.decode_multiply_s(batch) + self.read_s(0.0, cached))
-        compute = multiply + flops / self.compute_flops_per_s
+        compute = multiply + flops / self.prefill_rate
         step = latency.itl_s(
             memory,
             compute,
@@ -503,7 +521,7 @@ class StepTable(StepModel):
         first = slower + overhead[batch]
         cache = kv * float(held + cached_chunks)
         memory = (self.weight_bytes + cache) / bandwidth
-        compute = multiply[batch] + cache / bandwidth + flops / self.compute_flops_per_s
+        compute = multiply[batch] + cache / bandwidth + flops / self.prefill_rate
         slower = memory if memory >= compute else compute
         step = slower + per_sequence + self.step_overhead_s + chunked * per_token
         return step, decode, first
