@@ -187,9 +187,12 @@ def test_a_pipeline_is_labelled_keyed_and_launched(two_stages: pd.DataFrame) -> 
     assert any("spans 2 nodes" in note for note in started.notes)
 
 
-def test_a_pipeline_gets_no_one_pod_manifest(two_stages: pd.DataFrame) -> None:
+def test_a_pipeline_gets_a_pod_a_node(two_stages: pd.DataFrame) -> None:
     """A replica of two 8-device nodes cannot be one pod: its line has a launch script that
-    says how it is started, and no Deployment asking one node for 16 devices."""
+    says how it is started, and a LeaderWorkerSet of 5 groups of two 8-device pods, not a
+    Deployment asking one node for 16 devices."""
+    import yaml
+
     from planner.deploy import deploy_files
     from planner.plan.deployment import Line
 
@@ -197,7 +200,13 @@ def test_a_pipeline_gets_no_one_pod_manifest(two_stages: pd.DataFrame) -> None:
     row = rows[rows["pipeline_parallel"] == 2].iloc[0]
     line = Line("chat", "deepseek-v3", row, "buy", "deployment.yaml")
     files = deploy_files(load_catalog(SHIPPED), [line])
-    assert "launch-chat.sh" in files and "chat.yaml" not in files
+    assert "launch-chat.sh" in files
+    workload, _ = yaml.safe_load_all(files["chat.yaml"])
+    assert workload["kind"] == "LeaderWorkerSet" and workload["spec"]["replicas"] == 5
+    group = workload["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == 2
+    limits = group["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": 8}
     assert "--pipeline-parallel-size 2" in files["launch-chat.sh"]
     assert "spans 2 nodes" in files["launch-chat.sh"]
 

@@ -8,8 +8,10 @@ manifest and a measurement kit, all from the settings the line was planned with
 
 - ``launch-LINE.sh``: one replica started as planned;
 - ``LINE.yaml``: a Deployment (the replicas planned, the devices of one, nodes of the planned
-  hardware) and a Service; none for a replica of several nodes (a pipeline's stages), which
-  one pod cannot hold (its launch script says how it is started);
+  hardware) and a Service; for a replica of several nodes (a pipeline's stages, an
+  expert-parallel replica larger than a node), which one pod cannot hold, a LeaderWorkerSet of
+  one pod a node (:mod:`planner.deploy.multinode`), where the engine's multi-node launch is
+  written (SGLang's; vLLM's pipelines), else none (its launch script says how it is started);
 - ``measure-LINE.sh``: the measurement kit (:mod:`planner.deploy.kit`);
 - ``settings.json``: every pool's settings, which ``planner measure check`` compares
   measurements with.
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from planner.deploy.engines import launch
 from planner.deploy.kit import launch_script, script
 from planner.deploy.manifests import manifest, manifest_text
+from planner.deploy.multinode import leader_worker_set, multinode_supported
 from planner.deploy.settings import LaunchSettings, launch_settings
 
 if TYPE_CHECKING:
@@ -60,8 +63,10 @@ def deploy_files(catalog: Catalog, lines: Iterable[Line]) -> dict[str, str]:
     for settings in pools:
         command = launch(settings)
         files[f"launch-{settings.line}.sh"] = launch_script(settings, command)
-        if settings.pipeline_parallel == 1:  # a pod is one node's devices at most
+        if settings.nodes_per_replica == 1:  # a pod is one node's devices at most
             files[f"{settings.line}.yaml"] = manifest_text(manifest(settings, command))
+        elif multinode_supported(settings):
+            files[f"{settings.line}.yaml"] = manifest_text(leader_worker_set(settings, command))
         files[f"measure-{settings.line}.sh"] = script(settings, command)
     files[SETTINGS] = json.dumps([s.to_dict() for s in pools], indent=2) + "\n"
     return files

@@ -197,13 +197,15 @@ _BUILDERS = {"vllm": _vllm, "sglang": _sglang, "tensorrt-llm": _tensorrt}
 
 def launch(settings: LaunchSettings) -> Launch:
     """The engine command that starts one replica of a pool with its settings; a replica of
-    several pipeline stages says that it spans as many nodes."""
+    several nodes says that it spans them."""
     found = _BUILDERS[settings.engine](settings)
-    if settings.pipeline_parallel <= 1:
+    nodes = settings.nodes_per_replica
+    if nodes <= 1:
         return found
+    each = settings.devices_per_replica // nodes
+    stages = ", one pipeline stage each" if settings.pipeline_parallel > 1 else ""
     spans = (
-        f"a replica spans {settings.pipeline_parallel} nodes of "
-        f"{settings.tensor_parallel} devices, one pipeline stage each: start the engine's "
+        f"a replica spans {nodes} nodes of {each} devices{stages}: start the engine's "
         "multi-node launch over them (a Ray cluster for vLLM, --nnodes and --node-rank for "
         "SGLang, mpirun for TensorRT-LLM); one pod does not hold it"
     )

@@ -37,37 +37,83 @@ def release(version: str) -> str:
     return ".".join(parts + ["0"] * (3 - len(parts)))
 
 
+def labels_of(settings: LaunchSettings) -> dict[str, str]:
+    """The labels every object of a pool carries."""
+    return {
+        "app.kubernetes.io/name": resource_name(settings.line),
+        "app.kubernetes.io/part-of": "planner",
+    }
+
+
+def annotations_of(settings: LaunchSettings) -> dict[str, str]:
+    """What the plan assumed of a pool's engine, as its workload object's annotations."""
+    return {
+        "planner.io/workload": settings.workload,
+        "planner.io/model": settings.model,
+        "planner.io/precision": settings.precision,
+        "planner.io/engine": f"{settings.engine} {settings.engine_version}",
+    }
+
+
+def engine_container(settings: LaunchSettings, argv: list[str], devices: int) -> dict[str, Any]:
+    """The engine's container running ``argv`` (its first word the command) with ``devices``
+    devices and the shared memory mounted; the model its repository, else ``$(MODEL)``, a
+    variable the user sets to the checkpoint planned. No port or probe: a server adds them
+    (:func:`serving`)."""
+    model = settings.model_repository or "$(MODEL)"
+    container: dict[str, Any] = {
+        "name": "engine",
+        "image": IMAGES[settings.engine].format(version=release(settings.engine_version)),
+        "command": argv[:1],
+        "args": [model if a == MODEL else a for a in argv[1:]],
+        "resources": {
+            "limits": {settings.device_resource: devices},
+            "requests": {settings.device_resource: devices},
+        },
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+    }
+    if settings.model_repository is None:
+        container["env"] = [{"name": "MODEL", "value": f"set to {settings.checkpoint}"}]
+    return container
+
+
+def serving(container: dict[str, Any]) -> dict[str, Any]:
+    """The container with the engine's HTTP port and a readiness probe on its health."""
+    probe = {
+        "httpGet": {"path": "/health", "port": PORT},
+        "periodSeconds": 10,
+        "failureThreshold": 60,
+    }
+    return container | {"ports": [{"name": "http", "containerPort": PORT}], "readinessProbe": probe}
+
+
+def shared_memory() -> dict[str, Any]:
+    """The volume of the engine's shared memory."""
+    return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHARED_MEMORY}}
+
+
+def service(settings: LaunchSettings, selector: dict[str, str]) -> dict[str, Any]:
+    """The Service in front of a pool's serving pods (those ``selector`` picks)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": resource_name(settings.line), "labels": labels_of(settings)},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": PORT, "targetPort": "http"}],
+        },
+    }
+
+
 def manifest(settings: LaunchSettings, command: Launch) -> list[dict[str, Any]]:
     """The Deployment and the Service of one pool (after a ConfigMap of TensorRT-LLM's
     options)."""
     name = resource_name(settings.line)
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "planner"}
-    image = IMAGES[settings.engine].format(version=release(settings.engine_version))
-    container: dict[str, Any] = {
-        "name": "engine",
-        "image": image,
-        "command": list(command.argv[:1]),
-        "args": list(command.argv[1:]),
-        "ports": [{"name": "http", "containerPort": PORT}],
-        "resources": {
-            "limits": {settings.device_resource: settings.devices_per_replica},
-            "requests": {settings.device_resource: settings.devices_per_replica},
-        },
-        "readinessProbe": {
-            "httpGet": {"path": "/health", "port": PORT},
-            "periodSeconds": 10,
-            "failureThreshold": 60,
-        },
-        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
-    }
-    # the model: its repository, else a variable the user sets to the checkpoint planned
-    model = settings.model_repository or "$(MODEL)"
-    container["args"] = [model if a == MODEL else a for a in container["args"]]
-    if settings.model_repository is None:
-        container["env"] = [{"name": "MODEL", "value": f"set to {settings.checkpoint}"}]
-    volumes: list[dict[str, Any]] = [
-        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHARED_MEMORY}}
-    ]
+    labels = labels_of(settings)
+    container = serving(
+        engine_container(settings, list(command.argv), settings.devices_per_replica)
+    )
+    volumes: list[dict[str, Any]] = [shared_memory()]
     documents: list[dict[str, Any]] = []
     if command.options_file is not None:  # TensorRT-LLM's options, from a ConfigMap
         documents.append(
@@ -85,16 +131,7 @@ def manifest(settings: LaunchSettings, command: Launch) -> list[dict[str, Any]]:
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "labels": labels,
-            "annotations": {
-                "planner.io/workload": settings.workload,
-                "planner.io/model": settings.model,
-                "planner.io/precision": settings.precision,
-                "planner.io/engine": f"{settings.engine} {settings.engine_version}",
-            },
-        },
+        "metadata": {"name": name, "labels": labels, "annotations": annotations_of(settings)},
         "spec": {
             "replicas": settings.replicas,
             "selector": {"matchLabels": labels},
@@ -108,16 +145,7 @@ def manifest(settings: LaunchSettings, command: Launch) -> list[dict[str, Any]]:
             },
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "selector": labels,
-            "ports": [{"name": "http", "port": PORT, "targetPort": "http"}],
-        },
-    }
-    return [*documents, deployment, service]
+    return [*documents, deployment, service(settings, labels)]
 
 
 def manifest_text(documents: list[dict[str, Any]]) -> str:

@@ -28,7 +28,13 @@ if TYPE_CHECKING:
     from planner.catalog import Catalog
     from planner.catalog.components import Hardware, Model, Precision
 
-__all__ = ["LaunchSettings", "device_resource", "launch_settings", "model_repository"]
+__all__ = [
+    "LaunchSettings",
+    "device_resource",
+    "launch_settings",
+    "model_repository",
+    "nodes_spanned",
+]
 
 #: A Hugging Face repository named in a model's ``source``: ``huggingface.co/ORG/NAME``.
 _REPOSITORY = re.compile(r"huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -110,6 +116,9 @@ class LaunchSettings:
     """A second prompt length to measure, the longest the plan reserves (within the longest
     sequence less the output), where it is at least twice the mean: two lengths tell a prompt's
     arithmetic from a step's fixed time [tokens]; 0: none."""
+    nodes_per_replica: int = 1
+    """Nodes one replica spans: its pipeline stages, a node each, or its devices over a node's
+    (an expert-parallel replica larger than a node); 1: one node."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,11 +210,19 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "output_tokens": max(_whole(row.get("output_tokens_mean"), 1), 1),
     }
     common["long_prompt_tokens"] = _second_length(row, common)
+    common["nodes_per_replica"] = nodes_spanned(pp, common["devices_per_replica"], hardware)
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
     return [
         LaunchSettings(line=name, role=role, replicas=counts[role], **common)
         for name, role in line_pools(row)
     ]
+
+
+def nodes_spanned(stages: int, devices: int, hardware: Hardware) -> int:
+    """Nodes a replica of ``devices`` devices in ``stages`` pipeline stages spans: a node a
+    stage, or as many nodes as its devices fill (1 where the hardware gives no node size)."""
+    per_node = hardware.devices_per_node or devices
+    return max(stages, -(-devices // per_node))
 
 
 def _second_length(row: pd.Series | dict[str, Any], common: dict[str, Any]) -> int:

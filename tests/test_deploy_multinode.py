@@ -1,0 +1,198 @@
+"""A replica that spans nodes, deployed as a LeaderWorkerSet (planner.deploy.multinode): its
+pods validated as Kubernetes pods, its shape held against the LeaderWorkerSet project's own
+examples (tests/fixtures/deploy, kept verbatim), each engine's command parsed against its own
+option list, and catalog text kept out of the leader's shell line."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from test_deploy import _settings, parsed
+
+from planner.deploy import deploy_files
+from planner.deploy.engines import launch
+from planner.deploy.multinode import (
+    RAY_SCRIPT,
+    VLLM_LEADER,
+    leader_worker_set,
+    multinode_supported,
+)
+from planner.deploy.settings import nodes_spanned
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "deploy"
+BASH = shutil.which("bash") or "bash"
+
+#: A pipeline of two 8-device H100 nodes, five replicas: DeepSeek-V3 in FP8 as planned on
+#: H100s (tests/test_pipeline_parallel.py).
+PIPELINE = {
+    "tensor_parallel": 8,
+    "pipeline_parallel": 2,
+    "devices_per_replica": 16,
+    "nodes_per_replica": 2,
+    "replicas": 5,
+    "model": "deepseek-v3",
+    "model_repository": "deepseek-ai/DeepSeek-V3",
+}
+
+
+def example(name: str) -> dict[str, Any]:
+    """The LeaderWorkerSet of a kept example."""
+    return next(d for d in yaml.safe_load_all((FIXTURES / name).read_text()) if d)
+
+
+def pod(template: dict[str, Any]) -> dict[str, Any]:
+    """A pod template as a Pod, for the Kubernetes schema."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": template["spec"]}
+
+
+@pytest.mark.parametrize(
+    ("stages", "devices", "per_node", "nodes"),
+    [(1, 8, 8, 1), (2, 16, 8, 2), (1, 16, 8, 2), (1, 4, 8, 1), (1, 24, 8, 3), (1, 8, None, 1)],
+)
+def test_the_nodes_a_replica_spans(stages: int, devices: int, per_node: int | None, nodes: int):
+    """A stage a node; else the nodes its devices fill (an EP 16 replica on 8-device nodes)."""
+    hardware = type("H", (), {"devices_per_node": per_node})()
+    assert nodes_spanned(stages, devices, hardware) == nodes  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_pipeline_is_a_leader_worker_set_of_valid_pods(engine: str) -> None:
+    """Five replicas of two nodes: a LeaderWorkerSet of 5 groups of 2 pods, each pod 8 of its
+    replica's 16 devices on nodes of the planned hardware, and a Service of the leaders; every
+    pod a valid Kubernetes 1.33 pod (additional properties refused), the Service too."""
+    settings = _settings(engine=engine, **PIPELINE)
+    workload, service = leader_worker_set(settings, launch(settings))
+    assert workload["kind"] == "LeaderWorkerSet"
+    assert workload["spec"]["replicas"] == 5
+    group = workload["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == 2
+    for role in ("leaderTemplate", "workerTemplate"):
+        kubernetes_validate.validate(pod(group[role]), "1.33", strict=True)
+        spec = group[role]["spec"]
+        assert spec["nodeSelector"] == {"planner.io/hardware": "h100-sxm-80gb"}
+        (container,) = spec["containers"]
+        assert container["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    kubernetes_validate.validate(service, "1.33", strict=True)
+    assert service["spec"]["selector"] == {
+        "leaderworkerset.sigs.k8s.io/name": workload["metadata"]["name"],
+        "role": "leader",
+    }
+    leader = group["leaderTemplate"]["spec"]["containers"][0]
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert "readinessProbe" not in group["workerTemplate"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("file", ["lws-vllm-gpu.yaml", "lws-sglang.yaml"])
+def test_the_set_has_the_shape_of_the_projects_examples(file: str) -> None:
+    """The LeaderWorkerSet's API and kind, its spec's and group's fields, are those the
+    project's own example writes (its networkConfig aside: a Service is written instead)."""
+    kept = example(file)
+    settings = _settings(engine="vllm" if "vllm" in file else "sglang", **PIPELINE)
+    ours, _ = leader_worker_set(settings, launch(settings))
+    assert (ours["apiVersion"], ours["kind"]) == (kept["apiVersion"], kept["kind"])
+    assert set(ours["spec"]) <= set(kept["spec"])
+    group, theirs = ours["spec"]["leaderWorkerTemplate"], kept["spec"]["leaderWorkerTemplate"]
+    assert set(group) == set(theirs) and group["restartPolicy"] == theirs["restartPolicy"]
+
+
+def _flags(argv: list[str]) -> dict[str, str]:
+    return dict(zip(argv[::2], argv[1::2], strict=False))
+
+
+def test_sglangs_pods_meet_at_the_leader_as_the_example_does() -> None:
+    """Leader and workers run the same command, parsed against SGLang's own option list, with
+    the example's rendezvous: the leader's address at port 20,000, the group's size and each
+    pod's index, filled in by Kubernetes from the set's variables."""
+    settings = _settings(engine="sglang", **PIPELINE)
+    workload, _ = leader_worker_set(settings, launch(settings))
+    group = workload["spec"]["leaderWorkerTemplate"]
+    kept = example("lws-sglang.yaml")["spec"]["leaderWorkerTemplate"]
+    theirs = _flags(kept["leaderTemplate"]["spec"]["containers"][0]["command"][3:])
+    for role in ("leaderTemplate", "workerTemplate"):
+        container = group[role]["spec"]["containers"][0]
+        argv = (*container["command"], *container["args"])
+        flags = parsed("sglang", argv)
+        for flag in ("--dist-init-addr", "--nnodes", "--node-rank"):
+            assert flags[flag] == theirs[flag]
+        assert (flags["--tp-size"], flags["--pp-size"]) == ("8", "2")
+
+
+def test_vllms_leader_starts_ray_then_the_engine_and_workers_join() -> None:
+    """The leader runs the image's Ray script as the example does, then the engine's command
+    (parsed against vLLM's own options) as the shell's positional parameters; each worker joins
+    the leader's Ray head."""
+    settings = _settings(engine="vllm", **PIPELINE)
+    workload, _ = leader_worker_set(settings, launch(settings))
+    group = workload["spec"]["leaderWorkerTemplate"]
+    kept = example("lws-vllm-gpu.yaml")["spec"]["leaderWorkerTemplate"]
+    their_leader = kept["leaderTemplate"]["spec"]["containers"][0]["command"][2]
+    their_worker = kept["workerTemplate"]["spec"]["containers"][0]["command"][2]
+    assert f"bash {RAY_SCRIPT} leader --ray_cluster_size=" in their_leader
+    leader = group["leaderTemplate"]["spec"]["containers"][0]
+    assert leader["command"] == ["bash"]
+    assert leader["args"][:3] == ["-c", VLLM_LEADER, "engine"]
+    flags = parsed("vllm", tuple(leader["args"][3:]))
+    assert (flags["--tensor-parallel-size"], flags["--pipeline-parallel-size"]) == ("8", "2")
+    assert flags["model"] == "deepseek-ai/DeepSeek-V3"
+    worker = group["workerTemplate"]["spec"]["containers"][0]
+    assert " ".join(worker["command"] + worker["args"]) == their_worker
+    assert worker["command"] + worker["args"] == [
+        "bash", RAY_SCRIPT, "worker", "--ray_address=$(LWS_LEADER_ADDRESS)",
+    ]  # fmt: skip
+
+
+def test_the_leaders_shell_line_keeps_catalog_text_as_words(tmp_path: Path) -> None:
+    """The leader's line run by bash with the Ray script replaced by one that succeeds: the
+    engine's arguments, a model name written with shell syntax among them, reach the command
+    word for word, and nothing in them runs."""
+    name = "Evil $(touch pwned) `touch pwned2`; touch pwned3"
+    ray = tmp_path / "ray.sh"
+    ray.write_text("exit 0\n")
+    line = VLLM_LEADER.replace(RAY_SCRIPT, str(ray))
+    done = subprocess.run(
+        [BASH, "-c", line, "engine", "printf", "%s\\n", "--served-model-name", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LWS_GROUP_SIZE": "2"},
+        check=True,
+    )
+    assert done.stdout.splitlines() == ["--served-model-name", name]
+    assert not list(tmp_path.glob("pwned*"))
+
+
+def test_a_run_writes_the_set_where_an_engine_starts_over_nodes() -> None:
+    """The deploy folder of a pipeline line: its manifest the LeaderWorkerSet for vLLM and
+    SGLang, none for TensorRT-LLM (which starts its ranks with MPI), whose launch script says
+    how it is started; an expert-parallel replica of two nodes: SGLang's set, vLLM's none."""
+    for engine, written in (("vllm", True), ("sglang", True), ("tensorrt-llm", False)):
+        settings = _settings(engine=engine, **PIPELINE)
+        assert multinode_supported(settings) is written
+    experts = dataclasses.replace(
+        _settings(**PIPELINE), pipeline_parallel=1, tensor_parallel=16, expert_parallel=16
+    )
+    assert multinode_supported(dataclasses.replace(experts, engine="sglang"))
+    assert not multinode_supported(experts)
+    note = " ".join(launch(experts).notes)
+    assert "spans 2 nodes of 8 devices" in note and "pipeline" not in note
+
+
+def test_a_pipeline_lines_deploy_folder_holds_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """deploy_files writes LINE.yaml as the set where the settings span nodes."""
+    import planner.deploy as deploy
+
+    settings = _settings(engine="sglang", **PIPELINE)
+    monkeypatch.setattr(deploy, "line_settings", lambda catalog, lines: [settings])
+    files = deploy_files(None, [])  # type: ignore[arg-type]
+    kinds = [d["kind"] for d in yaml.safe_load_all(files["chat.yaml"])]
+    assert kinds == ["LeaderWorkerSet", "Service"]
+    tensorrt = dataclasses.replace(settings, engine="tensorrt-llm")
+    monkeypatch.setattr(deploy, "line_settings", lambda catalog, lines: [tensorrt])
+    assert "chat.yaml" not in deploy_files(None, [])  # type: ignore[arg-type]
