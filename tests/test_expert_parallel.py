@@ -303,6 +303,9 @@ def test_a_prompt_is_prefilled_on_its_rank_with_its_experts_spread(
     the arithmetic that stays with it and every device a share of its routed experts'."""
     got = prefill_compute_flops_per_s(8e15, 1e15, ep, routed, 8, 256, active)
     assert got == pytest.approx(rate, rel=1e-6)
+    # in a prefill pool every rank prefills: one device's rate under EP, the replica's without
+    pooled = prefill_compute_flops_per_s(8e15, 1e15, ep, routed, 8, 256, active, 1)
+    assert pooled == (8e15 if ep == 1 else 1e15)
 
 
 def test_a_prompt_of_an_expert_parallel_rank_by_hand() -> None:
@@ -318,3 +321,29 @@ def test_a_prompt_of_an_expert_parallel_rank_by_hand() -> None:
     assert prefill_s(1e15, 8e15, 0.001, 0.05, 4000, 5e-6, 0.002, 0.25) == pytest.approx(
         0.126 + 0.015 + 0.002, rel=1e-12
     )
+
+
+def test_expert_parallel_pools_are_simulated_as_pools_of_ranks() -> None:
+    """DeepSeek-V3 at EP 8 on H200s as a prefill pool and a decode pool: the open-loop document
+    analysis is sized by the pools' simulation (each pool's replicas as ranks serving an eighth
+    of the traffic), 8 devices a replica of either pool; the agent's tasks of several requests
+    are not, and the reason given is the pools', not the layout's all-to-all."""
+    from planner.serving.sizing import size_candidate
+
+    catalog = with_sizes([1, 8])
+    update = {"tensor_parallel_sizes": [8], "serving_layouts": ["aggregated", "disaggregated"]}
+    catalog = dataclasses.replace(
+        catalog, assumptions=catalog.assumptions.model_copy(update=update)
+    )
+    table = evaluate(catalog).table
+    for workload, simulated in (("document-analysis", True), ("agent", False)):
+        rows = deepseek(table, workload).reset_index()
+        row = rows[(rows["expert_parallel"] == 8) & (rows["disaggregated"] == 1)].iloc[0]
+        sized = size_candidate(catalog, row.to_dict(), n_requests=300)
+        if simulated:
+            assert sized["meets_targets_sim"] and sized["sim_prefill_pool_replicas"] >= 1
+            assert sized["sim_devices_needed"] == 8 * sized["sim_replicas_needed"]
+            assert sized["sim_reason"].startswith("meets targets with")
+        else:
+            assert sized["sim_bound"] == "layout" and sized["sim_runs"] == 0
+            assert "both pools" in sized["sim_reason"]

@@ -109,7 +109,7 @@ def test_an_expert_parallel_leader_planned_in_closed_form_is_not_sent_to_the_sim
     """Ranked first, an expert-parallel option whose all-to-all is hidden under its arithmetic
     (planned in closed form only) is passed over: the group's best simulable option, simulated
     already, settles it; unsimulated, it is picked. With its all-to-all added, the
-    expert-parallel option is simulated like any other; in disaggregated pools it is not."""
+    expert-parallel option is simulated like any other, in disaggregated pools too (open loop)."""
     ranks = pd.DataFrame(
         {
             "workload": ["chat"] * 3,
@@ -135,4 +135,5 @@ def test_an_expert_parallel_leader_planned_in_closed_form_is_not_sent_to_the_sim
     assert list(simulable(ep_contender)) == [True, True, False]
     assert contenders(ep_contender).empty
     pooled = added.assign(disaggregated=[1, 0, 0])
-    assert list(simulable(pooled)) == [False, True, True]
+    assert list(simulable(pooled)) == [True, True, True]
+    assert list(simulable(pooled.assign(concurrency=[64] * 3))) == [False, True, True]

@@ -468,19 +468,21 @@ def prefill_compute_flops_per_s(
     experts_per_token: Any,
     experts: Any,
     active_parameters: Any,
+    disaggregated: Any = 0,
 ) -> Any:
     """Compute a prompt is prefilled at [FLOP/s]: the replica's; under data-parallel
     attention (EP > 1) one device's for the part of its arithmetic that stays on its rank
     (attention, shared experts, dense layers) and every device's for the routed experts' share
     r of it, whose tokens are dispatched: device ÷ (1 − r + r ÷ EP), with r = routed
     parameters × k ÷ experts ÷ active parameters. DeepSeek-V3 at EP 8: r = 653.9e9 × 8 ÷ 256
-    ÷ 37.55e9 = 0.544, 1.91 devices' worth. The step is the rank's that prefills while the others
-    decode; where several prefill at once their routed arithmetic adds up, which this leaves
-    out."""
+    ÷ 37.55e9 = 0.544, 1.91 devices' worth. That is the step of a rank that prefills while the
+    others decode; where several prefill at once their routed arithmetic adds up, which this
+    leaves out. In a prefill pool every rank prefills: one device's rate."""
     routed = routed_expert_parameters * experts_per_token / maximum(experts, 1)
     share = minimum(routed / maximum(active_parameters, 1), 1)
     spread = device_compute_flops_per_s / (1 - share + share / maximum(expert_parallel, 1))
-    return where(expert_parallel > 1, spread, achieved_compute_flops_per_s)
+    rank = where(disaggregated > 0, device_compute_flops_per_s, spread)
+    return where(expert_parallel > 1, rank, achieved_compute_flops_per_s)
 
 
 @metric("", kind="bool", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)", group="latency")

@@ -37,12 +37,13 @@ NOT_MODELLED = [
     "past the prefix plus its promised maximum output.",
     "Expert parallelism, pipelines across nodes and disaggregated prefill/decode are tried "
     "where the assumptions ask for them. An expert-parallel replica is simulated as one of its "
-    "devices' schedulers (data-parallel attention: its own sequences, prompts prefilled at one "
-    "device's rate, the all-to-all of each step's tokens added), a pipeline as one of its "
-    "micro-batches' schedulers; an all-to-all hidden under the arithmetic (expert_overlap "
-    "above 0) is planned in closed form. Disaggregated pools are simulated together (a "
-    "prefill pool, a transfer queue per prefill replica, a decode pool) for open-loop "
-    "workloads of one request a task, else planned in closed form.",
+    "devices' schedulers (data-parallel attention: its own sequences and prompts, a prompt's "
+    "routed experts spread over every device, the all-to-all of each step's tokens added), in "
+    "disaggregated pools as pools of such schedulers; a pipeline as one of its micro-batches' "
+    "schedulers. An all-to-all hidden under the arithmetic (expert_overlap above 0) is "
+    "planned in closed form. Disaggregated pools are simulated together (a prefill pool, a "
+    "transfer queue per prefill replica, a decode pool) for open-loop workloads of one "
+    "request a task, else planned in closed form.",
     "Each engine's scheduler is modelled by its release's defaults (chunked prefill or whole "
     "prompts, the time per decoding sequence); a cost per request (scheduling and "
     "detokenising many short requests) is not, which makes very short requests at full load "

@@ -91,12 +91,11 @@ def screened(rows: pd.DataFrame, named: Mapping[str, str], others: int = 1) -> p
 def simulable(table: pd.DataFrame) -> pd.Series:
     """Rows the serving simulation can size: one pool of tensor-parallel replicas, or a
     disaggregated prefill pool and decode pool serving open-loop tasks of one request
-    (:mod:`planner.serving.pools`), or a pipeline of several stages or an expert-parallel
-    replica, each one pool (as one of its schedulers, :mod:`planner.serving.configs`); an
-    expert-parallel replica whose all-to-all is hidden under its arithmetic
-    (:func:`planner.model.parallel.expert_alltoall_hidden`) or in disaggregated pools, and
-    disaggregated pools under a closed loop or tasks of several requests, are planned in closed
-    form only."""
+    (:mod:`planner.serving.pools`), a pipeline of several stages, one pool, or an
+    expert-parallel replica, in one pool or two (each as one of its schedulers,
+    :mod:`planner.serving.configs`); an expert-parallel replica whose all-to-all is hidden under
+    its arithmetic (:func:`planner.model.parallel.expert_alltoall_hidden`), and disaggregated
+    pools under a closed loop or tasks of several requests, are planned in closed form only."""
 
     def column(name: str, default: float) -> pd.Series:
         if name not in table:
@@ -108,7 +107,7 @@ def simulable(table: pd.DataFrame) -> pd.Series:
     experts = column(EP_KEY, LAYOUT_DEFAULTS[EP_KEY]) != LAYOUT_DEFAULTS[EP_KEY]
     hidden = column("expert_alltoall_hidden", 0) > 0
     stages = column(PP_KEY, LAYOUT_DEFAULTS[PP_KEY]) != LAYOUT_DEFAULTS[PP_KEY]
-    ranks = ~experts | ~(hidden | pools | stages)
+    ranks = ~experts | ~(hidden | stages)
     return ranks & (~pools | open_single)
 
 

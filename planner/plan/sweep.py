@@ -449,20 +449,25 @@ def _start_notes(catalog: Catalog, table: pd.DataFrame) -> list[str]:
 
 
 def _layout_notes(table: pd.DataFrame) -> list[str]:
-    """Expert-parallel candidates whose all-to-all is hidden under their arithmetic or that
-    run in disaggregated pools, and disaggregated ones serving a closed loop or tasks of several
-    requests, are planned in closed form: the simulation sizes none of them."""
+    """Expert-parallel candidates whose all-to-all is hidden under their arithmetic, and
+    disaggregated ones serving a closed loop or tasks of several requests, are planned in closed
+    form: the simulation sizes none of them."""
     notes = []
     closed_form = ~simulable(table)
-    experts = table[EP_KEY] > 1 if EP_KEY in table else pd.Series(False, index=table.index)
-    if count := int((experts & closed_form).sum()):
+    none = pd.Series(False, index=table.index)
+    experts = table[EP_KEY] > 1 if EP_KEY in table else none
+    hidden = (
+        table["expert_alltoall_hidden"].astype(bool) if "expert_alltoall_hidden" in table else none
+    )
+    hidden = experts & hidden
+    if count := int(hidden.sum()):
         notes.append(
             f"{count:,} expert-parallel candidates are planned in closed form only: their "
-            "all-to-all is hidden under their arithmetic (expert_overlap above 0), or they run "
-            "in disaggregated pools, neither of which the simulation steps"
+            "all-to-all is hidden under their arithmetic (expert_overlap above 0), which the "
+            "simulation does not step"
         )
     pools = table[PD_KEY] > 0 if PD_KEY in table else pd.Series(False, index=table.index)
-    if count := int((pools & ~experts & closed_form).sum()):
+    if count := int((pools & ~hidden & closed_form).sum()):
         notes.append(
             f"{count:,} disaggregated candidates are planned in closed form only: they serve a "
             "closed loop or tasks of several requests, whose next request waits for an answer "

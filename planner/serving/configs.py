@@ -21,7 +21,10 @@ model's ``data_parallel``), with the all-to-all of the step's tokens added, a fi
 and a part a token (:func:`expert_alltoall_terms`). So at a rank's batch B its decode step is the
 closed form's :func:`planner.model.parallel.expert_parallel_itl_s` at a device batch of B. A
 rank prefills its own prompts: their attention on its device, their routed experts' arithmetic
-spread over every rank (:func:`planner.model.parallel.prefill_compute_flops_per_s`). An
+spread over every rank (:func:`planner.model.parallel.prefill_compute_flops_per_s`; in a
+prefill pool, where every rank prefills, one device's). Disaggregated pools of such replicas
+are simulated as pools of ranks: the workload's 1 ÷ E share served by as many prefill ranks
+and decode ranks as the pools have replicas, each rank of a pool like the others. An
 all-to-all hidden under the arithmetic (``expert_overlap`` above 0) is not stepped: such a
 replica is planned in closed form (:func:`planner.model.parallel.expert_alltoall_hidden`).
 """
@@ -62,10 +65,10 @@ DEFAULT_QUEUE_TIMEOUT_S = 60.0
 
 
 #: Why an expert-parallel row is not simulated: the simulation steps each rank with its
-#: all-to-all added, one pool of one stage (see the module docstring).
+#: all-to-all added (see the module docstring).
 EXPERT_PARALLEL_CLOSED_FORM = (
     "not simulated: an expert-parallel replica whose all-to-all is hidden under its arithmetic "
-    "(expert_overlap above 0), or in disaggregated pools, is planned in closed form"
+    "(expert_overlap above 0) is planned in closed form"
 )
 
 DELAY_SPREAD = 0.5

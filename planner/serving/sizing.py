@@ -297,7 +297,7 @@ def _not_simulated(
     """Why a row is not simulated at all, (bound, reason in words): a replica cannot hold one
     maximum-length request, or prefilling the requests would take too many steps, or its layout
     is planned in closed form only (:func:`planner.plan.selection.simulable`); else None."""
-    if float(row.get(EP_KEY, 1)) > 1 and not bool(simulable(pd.DataFrame([row])).iloc[0]):
+    if float(row.get(EP_KEY, 1)) > 1 and bool(row.get("expert_alltoall_hidden", False)):
         return "layout", EXPERT_PARALLEL_CLOSED_FORM
     if float(row.get(PD_KEY, 0)) > 0:
         refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
