@@ -151,28 +151,35 @@ def _plan_row_chunks(rows: PlanRows) -> Iterator[bytes]:
     columns = _columns_xml(rows)
     for start in range(0, rows.n_rows, _ROWS_PER_CHUNK):
         stop = min(rows.n_rows, start + _ROWS_PER_CHUNK)
-        cells: list[list[Any]] = [  # constants may be None (left out); cached values never
-            [constant_xml(v) for v in c.values[start:stop].tolist()]
-            if c.master is None
-            else _cached_column(c.values[start:stop])
-            for c in columns
+        rows_here = [str(r) for r in range(start + 2, stop + 2)]
+        # each column's cells as text, a column at a time; then joined row by row
+        texts = [_column_cells(c, start, stop, rows_here) for c in columns]
+        parts = [
+            f'<row r="{r}">{"".join(row)}</row>'
+            for r, row in zip(rows_here, zip(*texts, strict=True), strict=True)
         ]
-        parts: list[str] = []
-        for j in range(stop - start):
-            r = str(start + j + 2)
-            parts.append(f'<row r="{r}">')
-            for c, column_cells in zip(columns, cells, strict=True):
-                cell = column_cells[j]
-                if c.master is None:
-                    if cell is not None:
-                        parts.append(f'<c r="{c.letter}{r}"{c.style}{cell[0]}>{cell[1]}</c>')
-                    continue
-                formula = c.master if start + j == 0 else c.follower
-                parts.append(
-                    f'<c r="{c.letter}{r}"{c.style}{cell[0]}>{formula}<v>{cell[1]}</v></c>'
-                )
-            parts.append("</row>")
         yield "".join(parts).encode()
+
+
+def _column_cells(column: _ColumnXml, start: int, stop: int, rows: list[str]) -> list[str]:
+    """One column's cells of rows ``start`` to ``stop`` (0-based data rows; ``rows`` their
+    sheet row numbers) as XML, ``""`` for a constant left out."""
+    head, style = column.letter, column.style
+    if column.master is None:  # constants may be None (left out); cached values never
+        cells = (constant_xml(v) for v in column.values[start:stop].tolist())
+        return [
+            "" if cell is None else f'<c r="{head}{r}"{style}{cell[0]}>{cell[1]}</c>'
+            for r, cell in zip(rows, cells, strict=True)
+        ]
+    follower = column.follower
+    out = [
+        f'<c r="{head}{r}"{style}{kind}>{follower}<v>{text}</v></c>'
+        for r, (kind, text) in zip(rows, _cached_column(column.values[start:stop]), strict=True)
+    ]
+    if start == 0 and out:  # the shared formula's master, in the first data row
+        kind, text = _cached_column(column.values[0:1])[0]
+        out[0] = f'<c r="{head}{rows[0]}"{style}{kind}>{column.master}<v>{text}</v></c>'
+    return out
 
 
 def _plan_xml(frame: bytes, rows: PlanRows) -> Iterator[bytes]:
