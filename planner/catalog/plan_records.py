@@ -239,6 +239,11 @@ class Assumptions(Uncertain):
     serving_layouts: list[Literal["aggregated", "disaggregated"]] = Field(
         default=["aggregated"], min_length=1
     )
+    # the devices a disaggregated candidate's prefill pool may also run on (ids of
+    # hardware.yaml): each is tried beside the pool on the decode pool's own device, the prompts
+    # on one device type and the generation on another (compute-rich prefill, bandwidth-rich
+    # decode: DistServe, OSDI 2024, §3; Splitwise, ISCA 2024); [] tries the decode pool's own only
+    prefill_pool_hardware: list[Id] = Field(default_factory=list)
     # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated
     uncalibrated_band: Fraction = 0.30
     calibrated_band_floor: Fraction = 0.05

@@ -159,6 +159,25 @@ def _speculative(
     return problems
 
 
+def _prefill_pool_hardware(
+    folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
+) -> list[Problem]:
+    """Devices the prefill pools may run on that hardware.yaml lacks."""
+    assumptions = parsed["assumptions"].assumptions  # type: ignore[attr-defined]
+    valid = [h.id for h in parsed["hardware"].hardware]  # type: ignore[attr-defined]
+    return [
+        Problem(
+            display_path(folder, "assumptions"),
+            f"no hardware entry {ref!r} in hardware.yaml; expected one of: {', '.join(valid)}",
+            line=docs["assumptions"].line_of(("assumptions", "prefill_pool_hardware", i)),
+            entry="assumptions",
+            field="prefill_pool_hardware",
+        )
+        for i, ref in enumerate(assumptions.prefill_pool_hardware)
+        if ref not in valid
+    ]
+
+
 def dangling_references(
     folder: Path, parsed: dict[str, Record], docs: dict[str, Document]
 ) -> list[Problem]:
@@ -191,6 +210,7 @@ def dangling_references(
     problems.extend(_deployment(folder, parsed, docs))
     problems.extend(_calibration(folder, parsed, docs))
     problems.extend(_speculative(folder, parsed, docs))
+    problems.extend(_prefill_pool_hardware(folder, parsed, docs))
     if "scenarios" not in parsed:
         return problems
     for i, scenario in enumerate(parsed["scenarios"].scenarios):  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes, constants_for
-from planner.plan.labels import line_pools
+from planner.plan.labels import line_pools, prefill_device
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -212,8 +212,16 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
     common["long_prompt_tokens"] = _second_length(row, common)
     common["nodes_per_replica"] = nodes_spanned(pp, common["devices_per_replica"], hardware)
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
+    devices_of = {role: common for _, role in line_pools(row)}
+    if (other := prefill_device(row)) is not None:  # the prompts on another device
+        prompts = catalog.get("hardware", other)
+        devices_of["prefill"] = common | {
+            "hardware": prompts.id,
+            "device_resource": device_resource(prompts),
+            "nodes_per_replica": nodes_spanned(pp, common["devices_per_replica"], prompts),
+        }
     return [
-        LaunchSettings(line=name, role=role, replicas=counts[role], **common)
+        LaunchSettings(line=name, role=role, replicas=counts[role], **devices_of[role])
         for name, role in line_pools(row)
     ]
 

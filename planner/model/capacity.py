@@ -26,16 +26,21 @@ def candidate(
     expert_parallel: Any = 1,
     disaggregated: Any = 0,
     pipeline_parallel: Any = 1,
+    prefill_hardware: Any = "",
 ) -> Any:
     """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, then
     ``|ep8`` after an expert-parallel layout's, ``|pp2`` after a pipeline of two stages' and
-    ``|pd`` after a disaggregated one's.
+    ``|pd`` after a disaggregated one's, ``|pd-`` and the prefill pool's hardware where that is
+    another device (``h100|llama|bf16|chat|2|pd-h200``; ``prefill_hardware`` blank or the
+    row's own: ``|pd``).
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
     layout = where(expert_parallel > 1, concat("|ep", expert_parallel), "")
     stages = where(pipeline_parallel > 1, concat("|pp", pipeline_parallel), "")
-    pools = where(disaggregated > 0, "|pd", "")
+    other = concat("|pd-", prefill_hardware)
+    own = (prefill_hardware == "") | (prefill_hardware == hardware)
+    pools = where(disaggregated > 0, where(own, "|pd", other), "")
     keys = concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
     return concat(keys, layout, stages, pools)
 

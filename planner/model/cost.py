@@ -16,25 +16,35 @@ HOURS = "hours_per_month from assumptions (730 = 8,760 h ÷ 12)"
 
 
 @metric("nodes", source="devices_per_node of the hardware", group="cost")
-def nodes_needed(devices_needed: Any, devices_per_node: Any) -> Any:
-    """Server nodes for the devices: ⌈devices ÷ devices per node⌉ [nodes]."""
-    return ceil(devices_needed / devices_per_node)
+def nodes_needed(
+    devices_needed: Any,
+    devices_per_node: Any,
+    separate_prefill_devices: Any = 0,
+    prefill_hw_devices_per_node: Any = 1,
+) -> Any:
+    """Server nodes for the devices: ⌈devices ÷ devices per node⌉ [nodes]; a prefill pool on
+    another device on nodes of its own: ⌈decode devices ÷ their node⌉ + ⌈prefill devices ÷
+    theirs⌉ (:func:`planner.model.disaggregated.separate_prefill_devices`)."""
+    own = ceil((devices_needed - separate_prefill_devices) / devices_per_node)
+    return own + ceil(separate_prefill_devices / prefill_hw_devices_per_node)
 
 
 @metric("USD", source="purchase_usd of the hardware; node_overhead_usd assumption", group="cost")
 def capital_usd(
-    purchase_usd: Any, devices_needed: Any, node_overhead_usd: Any, nodes_needed: Any
+    purchase_usd_per_device: Any, devices_needed: Any, node_overhead_usd: Any, nodes_needed: Any
 ) -> Any:
-    """Capital cost: device price × devices + per-node overhead × nodes [USD]."""
-    return purchase_usd * devices_needed + node_overhead_usd * nodes_needed
+    """Capital cost: device price × devices + per-node overhead × nodes [USD] (the price of
+    each pool's devices where a prefill pool runs on another device:
+    :func:`planner.model.disaggregated.purchase_usd_per_device`)."""
+    return purchase_usd_per_device * devices_needed + node_overhead_usd * nodes_needed
 
 
 @metric("kWh/month", source=f"board power × utilisation × PUE; {HOURS}", group="cost")
 def energy_kwh_per_month(
-    power_w: Any, utilisation: Any, pue: Any, devices_needed: Any, hours_per_month: Any
+    power_w_per_device: Any, utilisation: Any, pue: Any, devices_needed: Any, hours_per_month: Any
 ) -> Any:
     """Facility energy per month: W × utilisation × PUE × devices × hours ÷ 1000 [kWh]."""
-    return power_w * utilisation * pue * devices_needed * hours_per_month / 1000
+    return power_w_per_device * utilisation * pue * devices_needed * hours_per_month / 1000
 
 
 @metric("USD/month", source="electricity_usd_per_kwh; hosting_usd_per_node_month", group="cost")
@@ -63,9 +73,11 @@ def owned_usd_per_month(tco_usd: Any, amortisation_months: Any) -> Any:
 
 
 @metric("USD/month", source=f"cloud_usd_per_hour of the hardware; {HOURS}", group="cost")
-def cloud_usd_per_month(cloud_usd_per_hour: Any, devices_needed: Any, hours_per_month: Any) -> Any:
+def cloud_usd_per_month(
+    cloud_usd_per_device_hour: Any, devices_needed: Any, hours_per_month: Any
+) -> Any:
     """Renting the same devices around the clock: price per device-hour × devices × hours [USD]."""
-    return cloud_usd_per_hour * devices_needed * hours_per_month
+    return cloud_usd_per_device_hour * devices_needed * hours_per_month
 
 
 @metric("tokens/month", source="forecast load", group="cost")

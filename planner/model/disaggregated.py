@@ -1,8 +1,9 @@
 """Disaggregated prefill and decode as a candidate's serving layout.
 
 A disaggregated candidate runs its prompts on a prefill pool and its generation on a decode
-pool, both of the candidate's hardware and replica layout (DistServe; vLLM's and SGLang's
-disaggregated serving). The prefill pool is sized by the prompt tokens a second it must
+pool, both of the candidate's replica layout, the prefill pool on the candidate's hardware or on
+another device (``prefill_hardware``: DistServe; Splitwise; vLLM's and SGLang's disaggregated
+serving). The prefill pool is sized by the prompt tokens a second it must
 process, with the room its queue needs for the time-to-first-token target; the decode pool by
 the sequences it must hold, as an aggregated replica is (:func:`planner.model.capacity.
 replicas_needed`, without the prompts). Each request's KV cache crosses the network from its
@@ -12,21 +13,30 @@ costs count both; the load's batch is the decode pool's (:func:`decode_pool_repl
 
 The plan's layout key ``disaggregated`` is 1 for such a candidate and 0 for one pool of
 replicas doing both, where every metric here is 0 or leaves the aggregated figure as it is.
+
+*The hardware the prompts run on.* A prompt's time reads the figures of the row's
+``prefill_hardware`` (:data:`PREFILL_SIDE_LOOKUPS`, looked up as ``prefill_hw_`` + the name, and
+the metrics of :data:`PREFILL_SIDE_METRICS` restated over them): the row's own hardware, so the
+same figures, but for a prefill pool on another device. Such a candidate's devices are priced
+each at its own pool's device's price and power (:func:`purchase_usd_per_device` and the two
+after it, the pools' mix as planned), its nodes counted pool by pool.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import floor, is_missing, log, maximum, where
-from planner.model.metric import metric
+import planner.model.calibration  # noqa: F401  (registers the metrics restated below)
+import planner.model.latency  # noqa: F401
+from planner.model.expr import floor, is_missing, log, maximum, minimum, where
+from planner.model.metric import REGISTRY, metric, rebound
 from planner.model.parallel import (
     kv_transfer_bytes,
     kv_transfer_s,
     prefill_replicas_needed,
     prompt_tokens_per_s_demanded,
 )
-from planner.model.sources import DISTSERVE, LITTLE, POPE, ROOFLINE, SARATHI
+from planner.model.sources import DISTSERVE, LITTLE, POPE, ROOFLINE, SARATHI, SPLITWISE
 
 #: The mean wait in a queue with Poisson arrivals and a fixed service time.
 POLLACZEK_KHINCHINE = "Pollaczek–Khinchine formula for the M/D/1 queue (Kleinrock 1975, §5.6)"
@@ -44,12 +54,17 @@ def request_kv_transfer_bytes(prompt_tokens_mean: Any, kv_bytes_per_token: Any) 
 
 @metric("s", source=DISTSERVE, group="latency")
 def request_kv_transfer_s(
-    disaggregated: Any, request_kv_transfer_bytes: Any, network_bytes_per_s: Any
+    disaggregated: Any,
+    request_kv_transfer_bytes: Any,
+    network_bytes_per_s: Any,
+    prefill_hw_network_bytes_per_s: Any = float("inf"),
 ) -> Any:
     """Time to move one request's KV cache from the prefill pool to the decode pool, each
-    device over its own share of the network: bytes ÷ network bandwidth [s]; 0 for one pool.
-    524,288,000 B at 50 GB/s: 10.49 ms. The link's microseconds of latency are left out."""
-    moved = kv_transfer_s(request_kv_transfer_bytes, network_bytes_per_s, 0)
+    device over its own share of the network, the slower of the two pools' links: bytes ÷
+    network bandwidth [s]; 0 for one pool. 524,288,000 B at 50 GB/s: 10.49 ms. The link's
+    microseconds of latency are left out."""
+    link = minimum(network_bytes_per_s, prefill_hw_network_bytes_per_s)
+    moved = kv_transfer_s(request_kv_transfer_bytes, link, 0)
     return where(disaggregated > 0, moved, 0)
 
 
@@ -64,22 +79,25 @@ def prefill_pool_prompts_per_step(max_num_batched_tokens: Any, prefill_tokens_me
 @metric("s", source=f"{DISTSERVE}; {ROOFLINE}", group="serving")
 def prefill_pool_s_per_prompt(
     prefill_flops: Any,
-    achieved_compute_flops_per_s: Any,
-    matmul_padding_s: Any,
-    weight_read_s: Any,
+    prefill_hw_achieved_compute_flops_per_s: Any,
+    prefill_hw_matmul_padding_s: Any,
+    prefill_hw_weight_read_s: Any,
     prefill_tokens_mean: Any,
-    allreduce_s_per_token: Any,
-    step_overhead_s: Any,
+    prefill_hw_allreduce_s_per_token: Any,
+    prefill_hw_step_overhead_s: Any,
     prefill_pool_prompts_per_step: Any,
 ) -> Any:
     """A prefill replica's time per prompt when it runs n prompts a step: max(the prompt's
-    arithmetic + padding ÷ n, weight read ÷ n) + its tokens' all-reduce + overhead ÷ n [s].
-    Short prompts share the step's weight read and overhead; long ones are compute-bound, as
-    :func:`planner.model.latency.prefill_s` for one (n = 1: the same)."""
+    arithmetic + padding ÷ n, weight read ÷ n) + its tokens' all-reduce + overhead ÷ n [s], on
+    the prefill pool's device. Short prompts share the step's weight read and overhead; long
+    ones are compute-bound, as :func:`planner.model.latency.prefill_s` for one (n = 1: the
+    same)."""
     n = prefill_pool_prompts_per_step
-    compute = prefill_flops / achieved_compute_flops_per_s + matmul_padding_s / n
-    reduce = prefill_tokens_mean * allreduce_s_per_token
-    return maximum(compute, weight_read_s / n) + reduce + step_overhead_s / n
+    compute = (
+        prefill_flops / prefill_hw_achieved_compute_flops_per_s + prefill_hw_matmul_padding_s / n
+    )
+    reduce = prefill_tokens_mean * prefill_hw_allreduce_s_per_token
+    return maximum(compute, prefill_hw_weight_read_s / n) + reduce + prefill_hw_step_overhead_s / n
 
 
 @metric("tokens/s", source=DISTSERVE, group="serving")
@@ -192,3 +210,158 @@ def decode_entry_s(ttft_s: Any, disaggregated: Any) -> Any:
     """Time a request holds its decode replica before its decode steps: its TTFT on a replica
     that also prefills; none on a decode pool, which receives the cache ready [s]."""
     return where(disaggregated > 0, 0, ttft_s)
+
+
+# The hardware the prompts run on ----------------------------------------------------------
+
+#: The prefix of a figure of the hardware the prompts run on.
+PREFILL_HW = "prefill_hw_"
+
+#: The hardware figures a prompt's time, a prefill pool's memory and its devices' costs read,
+#: each looked up again by the row's ``prefill_hardware`` as ``prefill_hw_`` + its name.
+PREFILL_SIDE_LOOKUPS = (
+    "memory_bytes",
+    "memory_bandwidth_bytes_per_s",
+    "interconnect_bytes_per_s",
+    "network_bytes_per_s",
+    "power_w",
+    "purchase_usd",
+    "cloud_usd_per_hour",
+    "devices_per_node",
+    "allreduce_fixed_s",
+    "allreduce_per_hop_s",
+    "matmul_half_tokens",
+    "matmul_plateau_fraction",
+    "calibrated_bandwidth_efficiency",
+    "calibrated_compute_efficiency",
+    "calibrated_step_overhead_s",
+    "compute_flops_per_s",
+)
+
+#: The metrics of a prompt's time that read the hardware, restated over the figures of the
+#: hardware the prompts run on as ``prefill_hw_`` + their name, each after those it reads.
+PREFILL_SIDE_METRICS = (
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "allreduce_latency_s_per_step",
+    "step_overhead_s",
+    "achieved_compute_flops_per_s",
+    "device_compute_flops_per_s",
+    "matmul_padding_s",
+    "weight_read_s",
+    "allreduce_s_per_token",
+    "expert_alltoall_s_per_token",
+)
+
+
+def _restate_on_prefill_hardware() -> None:
+    """Register each of :data:`PREFILL_SIDE_METRICS` over the prefill hardware's figures: the
+    same formula (:func:`planner.model.metric.rebound`), its hardware inputs renamed."""
+    renamed = {name: PREFILL_HW + name for name in PREFILL_SIDE_LOOKUPS}
+    for name in PREFILL_SIDE_METRICS:
+        inputs = {i: renamed[i] for i in REGISTRY[name].inputs if i in renamed}
+        rebound(
+            PREFILL_HW + name,
+            name,
+            inputs,
+            f"{name} on the hardware the prompts run on (the prefill pool's device; the row's "
+            "own hardware's figure where the prompts run on it).",
+        )
+        renamed[name] = PREFILL_HW + name
+
+
+_restate_on_prefill_hardware()
+
+
+@metric("", kind="text", source=f"{DISTSERVE}; {SPLITWISE}", group="keys")
+def prompts_hardware(prefill_hardware: Any, hardware: Any) -> Any:
+    """The hardware the prompts run on, whose figures the ``prefill_hw_`` columns look up: the
+    row's ``prefill_hardware`` (a prefill pool's other device), else its own hardware."""
+    return where(prefill_hardware == "", hardware, prefill_hardware)
+
+
+@metric("", kind="bool", source=f"{DISTSERVE}; {SPLITWISE}", group="keys")
+def separate_prefill_hardware(disaggregated: Any, prompts_hardware: Any, hardware: Any) -> Any:
+    """Whether the candidate's prefill pool runs on another device than its decode pool."""
+    return (disaggregated > 0) & (prompts_hardware != hardware)
+
+
+@metric("devices", source=SPLITWISE, group="cost")
+def separate_prefill_devices(
+    separate_prefill_hardware: Any, prefill_pool_planned: Any, tensor_parallel: Any
+) -> Any:
+    """Devices of a prefill pool on another device type than the decode pool's: its replicas
+    × devices a replica [devices]; 0 where the prompts run on the candidate's own hardware."""
+    return where(separate_prefill_hardware, prefill_pool_planned * tensor_parallel, 0)
+
+
+def _mix(own: Any, other: Any, separate_prefill_devices: Any, devices_needed: Any) -> Any:
+    """A figure per device over both pools' devices: the decode pool's own figure for its
+    devices and the prefill pool's device's for the separate prefill devices, ÷ all devices;
+    the own figure where there are none."""
+    separate = separate_prefill_devices
+    mixed = (own * (devices_needed - separate) + other * separate) / maximum(devices_needed, 1)
+    return where(separate > 0, mixed, own)
+
+
+@metric("USD", source="purchase_usd of each pool's hardware", group="cost")
+def purchase_usd_per_device(
+    purchase_usd: Any,
+    prefill_hw_purchase_usd: Any,
+    separate_prefill_devices: Any,
+    devices_needed: Any,
+) -> Any:
+    """Purchase price of the candidate's devices, on average [USD]: the hardware's own, or,
+    with a prefill pool on another device, each pool's devices at their own price ÷ all
+    devices (10 decode devices at 30,000 and 6 prefill devices at 20,000: 26,250). A schedule
+    that grows the candidate keeps the pools' mix as planned."""
+    return _mix(purchase_usd, prefill_hw_purchase_usd, separate_prefill_devices, devices_needed)
+
+
+@metric("W", source="board power of each pool's hardware", group="cost")
+def power_w_per_device(
+    power_w: Any, prefill_hw_power_w: Any, separate_prefill_devices: Any, devices_needed: Any
+) -> Any:
+    """Board power of the candidate's devices, on average [W] (as
+    :func:`purchase_usd_per_device`)."""
+    return _mix(power_w, prefill_hw_power_w, separate_prefill_devices, devices_needed)
+
+
+@metric("USD/h", source="cloud_usd_per_hour of each pool's hardware", group="cost")
+def cloud_usd_per_device_hour(
+    cloud_usd_per_hour: Any,
+    prefill_hw_cloud_usd_per_hour: Any,
+    separate_prefill_devices: Any,
+    devices_needed: Any,
+) -> Any:
+    """Rental price of the candidate's devices an hour, on average [USD/h] (as
+    :func:`purchase_usd_per_device`)."""
+    return _mix(
+        cloud_usd_per_hour, prefill_hw_cloud_usd_per_hour, separate_prefill_devices, devices_needed
+    )
+
+
+@metric("B", source="the plan's memory budget (runtime overhead and reserve)", group="memory")
+def prefill_hw_kv_budget_bytes(
+    prefill_hw_memory_bytes: Any,
+    weight_bytes_per_device: Any,
+    runtime_overhead_bytes: Any,
+    reserve_bytes: Any,
+) -> Any:
+    """KV cache a prefill pool's device holds beside its share of the weights: its memory −
+    weights − runtime overhead − reserve [B] (the engine's own budget rules are the decode
+    pool's; a prefill replica holds the prompts it runs, not a batch of sequences)."""
+    held = weight_bytes_per_device + runtime_overhead_bytes + reserve_bytes
+    return prefill_hw_memory_bytes - held
+
+
+@metric("", kind="bool", source="the plan's memory budget", group="memory")
+def prefill_pool_fits(
+    separate_prefill_hardware: Any, prefill_hw_kv_budget_bytes: Any, kv_bytes_per_sequence: Any
+) -> Any:
+    """Whether a prefill pool on another device holds its weights and one longest request's
+    cache (:func:`prefill_hw_kv_budget_bytes` ≥ the sequence's reserved cache); true where the
+    prompts run on the candidate's own hardware, whose memory the replica's fit already
+    checks."""
+    holds = prefill_hw_kv_budget_bytes >= kv_bytes_per_sequence
+    return where(separate_prefill_hardware, holds, True)

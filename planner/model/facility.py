@@ -20,10 +20,21 @@ RACK = "rack_power assumption; board power of the hardware"
 
 
 @metric("W", source=RACK, group="cost")
-def node_power_w(devices_needed: Any, devices_per_node: Any, power_w: Any) -> Any:
+def node_power_w(
+    devices_needed: Any,
+    devices_per_node: Any,
+    power_w: Any,
+    separate_prefill_devices: Any = 0,
+    prefill_hw_devices_per_node: Any = 1,
+    prefill_hw_power_w: Any = 0,
+) -> Any:
     """Peak board power of the option's fullest node: min(devices, devices per node) × board
-    power [W]."""
-    return minimum(devices_needed, devices_per_node) * power_w
+    power [W]; with a prefill pool on another device, on nodes of its own, the larger of each
+    pool's fullest node (6 B200s of 1,000 W and 2 MI300Xs of 750 W: 6,000 W)."""
+    separate = separate_prefill_devices
+    own = minimum(devices_needed - separate, devices_per_node) * power_w
+    other = minimum(separate, prefill_hw_devices_per_node) * prefill_hw_power_w
+    return where(separate > 0, maximum(own, other), own)
 
 
 @metric("nodes", source=RACK, group="cost")
@@ -41,9 +52,9 @@ def racks_needed(nodes_needed: Any, nodes_per_rack: Any) -> Any:
 
 
 @metric("kW", source="site_power assumption; board power × PUE", group="cost")
-def facility_peak_kw(devices_needed: Any, power_w: Any, pue: Any) -> Any:
+def facility_peak_kw(devices_needed: Any, power_w_per_device: Any, pue: Any) -> Any:
     """Peak power the option draws at the site: devices × board power × PUE ÷ 1000 [kW]."""
-    return devices_needed * power_w * pue / 1000
+    return devices_needed * power_w_per_device * pue / 1000
 
 
 @metric("", kind="bool", source="rack_power and site_power assumptions", group="cost")

@@ -326,16 +326,17 @@ def prefill_flops(
 def prefill_s(
     prefill_flops: Any,
     prefill_compute_flops_per_s: Any,
-    matmul_padding_s: Any,
-    weight_read_s: Any,
+    prefill_hw_matmul_padding_s: Any,
+    prefill_hw_weight_read_s: Any,
     prompt_tokens_mean: Any,
-    allreduce_s_per_token: Any,
-    step_overhead_s: Any,
+    prefill_hw_allreduce_s_per_token: Any,
+    prefill_hw_step_overhead_s: Any,
     prefix_hit_ratio: Any = 0,
-    expert_alltoall_s_per_token: Any = 0,
+    prefill_hw_expert_alltoall_s_per_token: Any = 0,
 ) -> Any:
     """Time to process the mean prompt: max(compute, one weight read) + its tokens'
-    communication + overhead [s].
+    communication + overhead [s], on the hardware the prompts run on (the ``prefill_hw_``
+    figures: the row's own hardware's, or its prefill pool's where that is another device).
 
     The compute is the prompt's arithmetic and the multiplications' padding at the rate a prompt
     is prefilled at (:func:`planner.model.parallel.prefill_compute_flops_per_s`). Long prompts
@@ -343,12 +344,12 @@ def prefill_s(
     all-reduced (tensor parallelism) or dispatched to its experts and back (expert parallelism);
     tokens found in the prefix cache (the hit ratio of the prompt) are neither.
     """
-    compute = prefill_flops / prefill_compute_flops_per_s + matmul_padding_s
-    per_token = allreduce_s_per_token + expert_alltoall_s_per_token
+    compute = prefill_flops / prefill_compute_flops_per_s + prefill_hw_matmul_padding_s
+    per_token = prefill_hw_allreduce_s_per_token + prefill_hw_expert_alltoall_s_per_token
     return (
-        maximum(compute, weight_read_s)
+        maximum(compute, prefill_hw_weight_read_s)
         + prompt_tokens_mean * (1 - prefix_hit_ratio) * per_token
-        + step_overhead_s
+        + prefill_hw_step_overhead_s
     )
 
 

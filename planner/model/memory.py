@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.model.expr import ceil, floor, is_number, maximum, minimum, where
+from planner.model.expr import ceil, floor, is_number, logical_not, maximum, minimum, where
 from planner.model.metric import derived, metric
 from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
@@ -257,10 +257,17 @@ def kv_bytes_at_concurrency(
 
 
 @metric("", source=PAGED, kind="bool", group="memory")
-def replica_fits(max_sequences: Any, engine_starts: Any, engine_accepts_requests: Any) -> Any:
+def replica_fits(
+    max_sequences: Any,
+    engine_starts: Any,
+    engine_accepts_requests: Any,
+    prefill_pool_fits: Any = True,
+) -> Any:
     """Whether one replica holds at least one sequence at its promised maximum length, in an
-    engine that starts with its ``max_model_len`` and accepts the workload's requests."""
-    return (max_sequences >= 1) & engine_starts & engine_accepts_requests
+    engine that starts with its ``max_model_len`` and accepts the workload's requests (and, for
+    a prefill pool on another device, whether that device holds its share too:
+    :func:`planner.model.disaggregated.prefill_pool_fits`)."""
+    return (max_sequences >= 1) & engine_starts & engine_accepts_requests & prefill_pool_fits
 
 
 @metric("", source=PAGED, kind="bool", group="memory")
@@ -282,6 +289,7 @@ def fit_reason(
     engine_accepts_requests: Any,
     engine_starts: Any,
     fits: Any,
+    prefill_pool_fits: Any = True,
 ) -> Any:
     """Why a candidate fits or not, in words."""
     return where(
@@ -291,18 +299,22 @@ def fit_reason(
             weight_bytes_per_device > memory_bytes,
             "weights exceed device memory",
             where(
-                engine_accepts_requests,
+                logical_not(prefill_pool_fits),
+                "the prefill pool's device cannot hold its weights and one request's cache",
                 where(
-                    max_sequences < 1,
-                    "no room for one maximum-length sequence",
+                    engine_accepts_requests,
                     where(
-                        engine_starts,
-                        "concurrency exceeds KV capacity of one replica",
-                        "the engine's max_model_len needs more KV cache than its pool holds "
-                        "(it would not start)",
+                        max_sequences < 1,
+                        "no room for one maximum-length sequence",
+                        where(
+                            engine_starts,
+                            "concurrency exceeds KV capacity of one replica",
+                            "the engine's max_model_len needs more KV cache than its pool holds "
+                            "(it would not start)",
+                        ),
                     ),
+                    "the workload's requests are longer than the engine's max_model_len",
                 ),
-                "the workload's requests are longer than the engine's max_model_len",
             ),
         ),
     )

@@ -461,8 +461,8 @@ def expert_alltoall_s_per_token(
 
 @metric("FLOP/s", source=f"{ROOFLINE}; {SGLANG_EP} (DP attention)", group="latency")
 def prefill_compute_flops_per_s(
-    achieved_compute_flops_per_s: Any,
-    device_compute_flops_per_s: Any,
+    prefill_hw_achieved_compute_flops_per_s: Any,
+    prefill_hw_device_compute_flops_per_s: Any,
     expert_parallel: Any,
     routed_expert_parameters: Any,
     experts_per_token: Any,
@@ -477,12 +477,14 @@ def prefill_compute_flops_per_s(
     parameters × k ÷ experts ÷ active parameters. DeepSeek-V3 at EP 8: r = 653.9e9 × 8 ÷ 256
     ÷ 37.55e9 = 0.544, 1.91 devices' worth. That is the step of a rank that prefills while the
     others decode; where several prefill at once their routed arithmetic adds up, which this
-    leaves out. In a prefill pool every rank prefills: one device's rate."""
+    leaves out. In a prefill pool every rank prefills: one device's rate. The rates are those
+    of the hardware the prompts run on (``prefill_hw_``: a prefill pool's own device)."""
+    device = prefill_hw_device_compute_flops_per_s
     routed = routed_expert_parameters * experts_per_token / maximum(experts, 1)
     share = minimum(routed / maximum(active_parameters, 1), 1)
-    spread = device_compute_flops_per_s / (1 - share + share / maximum(expert_parallel, 1))
-    rank = where(disaggregated > 0, device_compute_flops_per_s, spread)
-    return where(expert_parallel > 1, rank, achieved_compute_flops_per_s)
+    spread = device / (1 - share + share / maximum(expert_parallel, 1))
+    rank = where(disaggregated > 0, device, spread)
+    return where(expert_parallel > 1, rank, prefill_hw_achieved_compute_flops_per_s)
 
 
 @metric("", kind="bool", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)", group="latency")

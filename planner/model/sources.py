@@ -84,6 +84,8 @@ DEEPSEEK_V3 = "DeepSeek-AI 2024 (DeepSeek-V3)"
 DEEPEP = "DeepSeek-AI 2025 (DeepEP: FP8 dispatch, BF16 combine)"
 SGLANG_EP = "SGLang team 2025 (PD disaggregation and large-scale EP on 96 H100s)"
 DISTSERVE = "Zhong et al. 2024 (DistServe: disaggregated prefill and decode)"
+#: Prompts and generation on pools of different devices (prefill on H100s, decode on A100s).
+SPLITWISE = "Patel et al. 2024 (Splitwise: phase splitting on different hardware, ISCA)"
 
 PARALLEL_REFERENCES: dict[str, str] = {
     DEEPSEEK_V3: "DeepSeek-AI, DeepSeek-V3 Technical Report, arXiv:2412.19437, §3.4 (inference "

@@ -15,7 +15,7 @@ from planner.model.units import is_finite
 from planner.outputs.formatting import count, usd
 from planner.plan import recommend
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
-from planner.plan.labels import short_label
+from planner.plan.labels import prefill_device, short_label
 
 if TYPE_CHECKING:
     from planner.outputs.outlook import CacheWorth
@@ -138,6 +138,15 @@ def caching_lines(caching: dict[str, CacheWorth] | None, catalog: Catalog) -> li
     return [caching_text(worth, catalog) for worth in (caching or {}).values()]
 
 
+def named_label(row: Any, catalog: Catalog) -> str:
+    """What a line deploys, its devices named as the catalog names them (each pool's where
+    its prompts run on another device): :func:`planner.plan.labels.short_label`."""
+    hardware = catalog.get("hardware", row["hardware"]).label
+    prompts = prefill_device(row)
+    prefill = None if prompts is None else catalog.get("hardware", prompts).label
+    return short_label(row, hardware=hardware, prefill=prefill)
+
+
 def ask_context(
     ask: Ask, catalog: Catalog, caching: dict[str, CacheWorth] | None = None
 ) -> dict[str, Any]:
@@ -148,14 +157,14 @@ def ask_context(
     lines = []
     for line in ask.lines:
         row = line.row
-        hardware = catalog.get("hardware", row["hardware"]).label
+        named = named_label(row, catalog)
         lines.append(
             {
                 "workload": catalog.get("workloads", line.workload).label,
                 "model": catalog.get("models", line.model).label,
                 "chosen_by": line.chosen_by,
                 "advice": line.advice,
-                "what": "hosted API" if line.advice == API else short_label(row, hardware=hardware),
+                "what": "hosted API" if line.advice == API else named,
                 "option": short_label(row),
                 "ids": (
                     line.workload,

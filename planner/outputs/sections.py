@@ -27,7 +27,7 @@ from planner.outputs.advice import (
 from planner.outputs.formatting import binary_decimal, count, duration, memory, usd
 from planner.plan.columns import LAYOUT_DEFAULTS, PP_KEY
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
-from planner.plan.labels import option_label, replicas_in_words, short_label
+from planner.plan.labels import option_label, prefill_device, replicas_in_words, short_label
 from planner.plan.recommend import GROUP, ORDER, recommendations
 from planner.plan.selection import closest
 
@@ -122,11 +122,15 @@ def _plural(n: Any, word: str) -> str:
 
 def _option_words(row: pd.Series, catalog: Catalog) -> str:
     """An option in words: ``Llama 3.1 70B on 4 devices × NVIDIA B200 (1 node; 2 replicas of
-    tensor parallel 2 at nvfp4)`` (:func:`planner.plan.labels.replicas_in_words`)."""
+    tensor parallel 2 at nvfp4)`` (:func:`planner.plan.labels.replicas_in_words`); with the
+    prompts on another device, ``on 2 devices × AMD Instinct MI300X and 6 × NVIDIA B200``."""
     hardware = catalog.get("hardware", row["hardware"]).label
     model = catalog.get("models", row["model"]).label
+    other, prompts = prefill_device(row), row.get("separate_prefill_devices", 0)
+    if other is not None:
+        hardware += f" and {count(prompts)} × {catalog.get('hardware', other).label}"
     return (
-        f"{model} on {_plural(row['devices_needed'], 'device')} × {hardware} "
+        f"{model} on {_plural(row['devices_needed'] - prompts, 'device')} × {hardware} "
         f"({_plural(row['nodes_needed'], 'node')}; {replicas_in_words(row, replicas(row))}"
         f" at {row['precision']})"
     )

@@ -12,6 +12,7 @@ from planner.outputs.formatting import count, usd
 from planner.plan.deployment import Ask
 from planner.plan.fleet import Fleet, Option, one_node_down
 from planner.plan.fleet_schedule import FleetSchedule, TypeSchedule
+from planner.plan.labels import prefill_device
 
 #: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
 NO_SAVING_USD = 1.0
@@ -139,8 +140,26 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
              f"each workload on devices of its own ({usd(fleet.alone_usd)})")  # fmt: skip
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
             "leads": leads, "total": total,
-            "api": api, "how": how, "none": "", "summary": _summary(fleet, ask),
+            "api": api + _two_types(ask, catalog, label), "how": how, "none": "",
+            "summary": _summary(fleet, ask),
             "down": _node_down(fleet, catalog, label)}  # fmt: skip
+
+
+def _two_types(ask: Ask, catalog: Catalog, label: dict[str, str]) -> list[str]:
+    """The ask's lines whose prompts run on another device type than their generation, which
+    the fleet does not pack (one device type an option), each in words."""
+    texts = []
+    for line in ask.lines:
+        other = None if line.row is None else prefill_device(line.row)
+        if other is not None:
+            texts.append(
+                f"{label.get(line.workload, line.workload)}: alone, it prefills on "
+                f"{catalog.get('hardware', other).label} and decodes on "
+                f"{catalog.get('hardware', str(line.row['hardware'])).label}; the fleet packs one "
+                "device type an option, so it serves the workload on one type, in its "
+                "figures as in the comparison with each workload on devices of its own"
+            )
+    return texts
 
 
 def _node_down(fleet: Fleet, catalog: Catalog, label: dict[str, str]) -> str:

@@ -73,10 +73,10 @@ def ask_table(page: dict[str, Any]) -> Table:
     table.add_column("Workload", footer="Total", no_wrap=True)
     table.add_column("Model", no_wrap=True)
     table.add_column("Advice", no_wrap=True)
-    table.add_column("Devices", footer=page["devices"], no_wrap=True)
-    table.add_column("Capital", justify="right", footer=page["capital"])
-    table.add_column("Monthly", justify="right", footer=page["monthly"])
-    table.add_column(f"{months} months", justify="right", footer=page["period"])
+    table.add_column("Devices", footer=page["devices"])  # a long layout wraps, not the sums
+    table.add_column("Capital", justify="right", footer=page["capital"], no_wrap=True)
+    table.add_column("Monthly", justify="right", footer=page["monthly"], no_wrap=True)
+    table.add_column(f"{months} months", justify="right", footer=page["period"], no_wrap=True)
     for line in page["lines"]:  # ids: short, and as in the catalogs
         workload, model, what = (escape(text) for text in line["ids"])
         table.add_row(

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
-from planner.plan.columns import EP_KEY, PD_KEY, PLAN_KEYS, PP_KEY, TP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PLAN_KEYS, PP_KEY, TP_KEY
 
 
 def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
@@ -52,10 +52,11 @@ def skipped_pairs(catalog: Catalog) -> list[str]:
 class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
     precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
-    expert-parallel size itself (1: a tensor-parallel replica), its pipeline stages (1: one)
-    and its serving layout (0: one pool, 1: a prefill pool and a decode pool), in plan order.
-    Eight small integers a candidate, so that millions of them fit where their ids as text
-    would not; :meth:`table` gives a slice as the table of ids."""
+    expert-parallel size itself (1: a tensor-parallel replica), its pipeline stages (1: one),
+    its serving layout (0: one pool, 1: a prefill pool and a decode pool) and the hardware its
+    prompts run on (a position into ``ids["hardware"]``: its own but for a prefill pool on
+    another device), in plan order. Nine small integers a candidate, so that millions of them
+    fit where their ids as text would not; :meth:`table` gives a slice as the table of ids."""
 
     codes: np.ndarray
     ids: dict[str, np.ndarray]
@@ -77,6 +78,7 @@ class Candidates:
                 EP_KEY: rows[:, 5].astype(np.int64),
                 PP_KEY: rows[:, 6].astype(np.int64),
                 PD_KEY: rows[:, 7].astype(np.int64),
+                PF_KEY: np.where(rows[:, 8] == rows[:, 3], "", self.ids["hardware"][rows[:, 8]]),
             },
             columns=PLAN_KEYS,
         )
@@ -122,6 +124,7 @@ class _Allowed:
     nodes: np.ndarray  # devices per node of each hardware
     stages: np.ndarray  # pipeline stages above 1 to try, a node of the hardware each
     pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
+    prefill: np.ndarray  # hardware a prefill pool may also run on (positions)
 
     @classmethod
     def of(cls, catalog: Catalog) -> _Allowed:
@@ -147,6 +150,9 @@ class _Allowed:
             nodes=nodes,
             stages=stages,
             pools=np.array(sorted({LAYOUT_CODES[x] for x in a.serving_layouts}), np.int32),
+            prefill=np.array(
+                [i for i, h in enumerate(hardware) if h.id in a.prefill_pool_hardware], np.int32
+            ),
         )
 
     def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
@@ -155,12 +161,30 @@ class _Allowed:
         tensor-parallel size, then (after each combination's) every expert-parallel size above 1
         whose replica fits one node of a linked device and splits the model's routed experts;
         each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
-        only, each pipeline of more than one stage, a node of a linked device a stage."""
+        only, each pipeline of more than one stage, a node of a linked device a stage. Each
+        prompts on its own hardware; a disaggregated one also with its prefill pool on each
+        device of :attr:`prefill` that can run it (:meth:`_mixed`)."""
         rows = self._layouts(workload, models, precisions, hardware)
         rows = np.column_stack([rows, 1 + 0 * rows[:, 0]])
         rows = np.concatenate([np.column_stack([rows, 0 * rows[:, 0] + d]) for d in self.pools])
         rows = np.concatenate([rows, self._pipelines(workload, models, precisions, hardware)])
+        rows = np.column_stack([rows, rows[:, 3]])
+        rows = np.concatenate([rows, self._mixed(rows)])
         return rows[_plan_order(rows)]
+
+    def _mixed(self, rows: np.ndarray) -> np.ndarray:
+        """The disaggregated rows of ``rows`` again with their prefill pool on each other device
+        of :attr:`prefill` that runs the precision and holds the replica's layout (linked
+        devices above one a replica; an expert-parallel replica within one node)."""
+        pools = rows[rows[:, 7] == 1]
+        found = []
+        for p in self.prefill:
+            size, experts = self.sizes[pools[:, 4]], pools[:, 5]
+            keep = (pools[:, 3] != p) & self.runs[p, pools[:, 2]]
+            keep &= (size <= 1) | self.linked[p]
+            keep &= (experts <= 1) | (experts <= self.nodes[p])
+            found.append(np.column_stack([pools[keep, :8], np.full(int(keep.sum()), p)]))
+        return np.concatenate(found).astype(rows.dtype) if found else rows[:0]
 
     def _pipelines(self, workload: int, models: np.ndarray, precisions: np.ndarray,
                    hardware: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -205,8 +229,11 @@ def _plan_order(rows: np.ndarray) -> np.ndarray:
     """The order of candidate codes: by workload, model, precision and hardware, then each
     combination's layouts: aggregated before disaggregated, tensor-parallel sizes before
     expert-parallel ones, smaller before larger, one stage before a pipeline of as many
-    devices."""
-    return np.lexsort((rows[:, 6], rows[:, 4], rows[:, 5], rows[:, 7], *rows[:, 3::-1].T))
+    devices, a prefill pool on the decode pool's own device before one on another (in catalog
+    order)."""
+    other = rows[:, 8] != rows[:, 3]
+    keys = (rows[:, 8], other, rows[:, 6], rows[:, 4], rows[:, 5], rows[:, 7], *rows[:, 3::-1].T)
+    return np.lexsort(keys)
 
 
 def candidate_codes(catalog: Catalog) -> Candidates:
@@ -226,7 +253,7 @@ def candidate_codes(catalog: Catalog) -> Candidates:
         )
         for workload in lists["workload"]:
             codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 8), dtype=np.int32)
+    rows = np.concatenate(codes) if codes else np.zeros((0, 9), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
         rows = rows[_plan_order(rows)]

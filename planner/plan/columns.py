@@ -51,15 +51,35 @@ PD_KEY = "disaggregated"
 #: The layout keys' values for one pool of tensor-parallel replicas, today's layout.
 LAYOUT_DEFAULTS = {EP_KEY: 1, PP_KEY: 1, PD_KEY: 0}
 
-#: The key columns of a plan table: the five of :data:`ALL_KEYS` and the layout.
-PLAN_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY]
+#: The device a disaggregated candidate's prefill pool runs on where that is another device
+#: than its own hardware (``prefill_pool_hardware`` assumption); blank everywhere else. A
+#: Plan row copied for another device, its ``hardware`` retyped, then prompts on that device.
+PF_KEY = "prefill_hardware"
+
+#: The hardware the prompts run on, looked up in the Hardware sheet as ``hardware`` is: the
+#: row's :data:`PF_KEY`, else its own hardware (a metric of the keys).
+PROMPTS_KEY = "prompts_hardware"
+
+#: The key columns of a plan table: the five of :data:`ALL_KEYS`, the layout and the prefill
+#: pool's hardware.
+PLAN_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PF_KEY]
+
+
+def prefill_hardware_of(row: Any) -> str:
+    """A row's :data:`PF_KEY` (a results row or any mapping): the other device its prefill pool
+    runs on, ``""`` where its prompts run on its own hardware (or it has no such column)."""
+    value = row.get(PF_KEY) if hasattr(row, "get") else None
+    if not isinstance(value, str) or value == str(row["hardware"]):
+        return ""
+    return value
+
 
 #: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.
 CANDIDATE = "candidate"
 
 SIMULATED = "Simulated"
 
-SHEET_OF_KEY = {**KEYS, CANDIDATE: SIMULATED}
+SHEET_OF_KEY = {**KEYS, PROMPTS_KEY: KEYS["hardware"], CANDIDATE: SIMULATED}
 
 TFLOPS = 1e12
 

@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 
 from planner.model.units import is_finite
-from planner.plan.columns import pipeline_stages
+from planner.plan.columns import PF_KEY, pipeline_stages
 
-__all__ = ["option_label", "short_label"]
+__all__ = ["option_label", "prefill_device", "short_label"]
 
 #: A results row, or any mapping with its key columns.
 Option = Mapping[Any, Any] | pd.Series
@@ -33,24 +33,37 @@ def short_label(
     *,
     devices: bool = True,
     hardware: str | None = None,
+    prefill: str | None = None,
 ) -> str:
-    """What an option deploys: ``4 × h100-sxm-80gb (TP 2) · fp8``.
+    """What an option deploys: ``4 × h100-sxm-80gb (TP 2) · fp8``; with its prompts on another
+    device, each pool's devices: ``2 × mi300x-192gb + 6 × b200-180gb (TP 1, prefill 6 on
+    b200-180gb + decode 2) · fp8``.
 
     ``option`` is a results row (or any mapping with ``hardware``, ``precision``,
     ``tensor_parallel`` and, for the count, ``devices_needed``); ``devices=False`` leaves the
-    count out; ``hardware`` names the device for its reader (the catalog's label) in place of
-    its id."""
-    text = f"{hardware or option['hardware']} ({_layout(option)}) · "
-    text += str(option["precision"])
+    count out; ``hardware`` (and ``prefill``, the prompts' device) name the devices for their
+    reader (the catalog's labels) in place of their ids."""
+    other = prefill_device(option)
+    prefill = prefill or other
+    name = hardware or str(option["hardware"])
+    text = f" ({_layout(option, prefill)}) · {option['precision']}"
     if not devices or "devices_needed" not in option:
-        return text
+        return name + text
     count = option["devices_needed"]
-    return f"{int(float(count)):,} × {text}" if is_finite(count) else f"? × {text}"
+    if not is_finite(count):
+        return f"? × {name}{text}"
+    prompts = option.get("separate_prefill_devices", math.nan)
+    if other is not None and is_finite(prompts):
+        decode = int(float(count) - float(prompts))
+        return f"{decode:,} × {name} + {int(float(prompts)):,} × {prefill}{text}"
+    return f"{int(float(count)):,} × {name}{text}"
 
 
-def _layout(option: Option) -> str:
+def _layout(option: Option, prefill: str | None = None) -> str:
     """A replica's layout, ``TP 2``, ``EP 8`` or ``TP 8 × PP 2`` (two stages of eight
-    devices), and the pools of a disaggregated option: ``TP 2, prefill 2 + decode 3``."""
+    devices), and the pools of a disaggregated option: ``TP 2, prefill 2 + decode 3``, or
+    ``TP 2, prefill 2 on b200-180gb + decode 3`` where its prompts run on another device
+    (``prefill``: that device's name, else its id)."""
     expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"EP {int(expert)}"
@@ -60,17 +73,28 @@ def _layout(option: Option) -> str:
         layout = f"TP {int(option['tensor_parallel'])}"
     if not (is_finite(pools := option.get("disaggregated", 0)) and pools > 0):
         return layout
-    prefill = _prefill(option)
-    replicas = option.get("replicas_planned", math.nan)
-    if not (is_finite(prefill) and is_finite(replicas)):
-        return f"{layout}, disaggregated"
-    return f"{layout}, prefill {int(prefill)} + decode {int(replicas) - int(prefill)}"
+    replicas, prompts = option.get("replicas_planned", math.nan), _prefill(option)
+    other = prefill_device(option)
+    on = "" if other is None else f" on {prefill or other}"
+    if not (is_finite(prompts) and is_finite(replicas)):
+        return f"{layout}, disaggregated" + (f", prefill{on}" if on else "")
+    return f"{layout}, prefill {int(prompts)}{on} + decode {int(replicas) - int(prompts)}"
+
+
+def prefill_device(option: Option) -> str | None:
+    """The device a disaggregated option's prefill pool runs on where that is not its own
+    hardware (None: its own, or one pool)."""
+    pools, other = option.get("disaggregated", 0), option.get(PF_KEY)
+    if not (is_finite(pools) and pools > 0) or not isinstance(other, str) or not other:
+        return None
+    return None if other == str(option["hardware"]) else other
 
 
 def replicas_in_words(option: Option, replicas: Any) -> str:
     """The replicas of an option in words: ``2 replicas of tensor parallel 2``, ``1 replica of
     expert parallel 8``, ``1 replica of 2 pipeline stages of tensor parallel 8``, or for a
-    disaggregated option ``5 replicas of tensor parallel 1 for prompts and 9 for decoding``."""
+    disaggregated option ``5 replicas of tensor parallel 1 for prompts and 9 for decoding``
+    (``for prompts on b200-180gb`` where they run on another device)."""
     expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"expert parallel {int(expert)}"
@@ -85,7 +109,8 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
         return f"? replicas of {layout}"
     if is_finite(pools) and pools > 0 and is_finite(prefill):
         decode = int(replicas) - int(prefill)
-        return f"{_count(prefill, 'replica')} of {layout} for prompts and {decode} for decoding"
+        on = "" if (other := prefill_device(option)) is None else f" on {other}"
+        return f"{_count(prefill, 'replica')} of {layout} for prompts{on} and {decode} for decoding"
     return f"{_count(replicas, 'replica')} of {layout}"
 
 

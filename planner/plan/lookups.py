@@ -4,12 +4,14 @@ units, exactly as the workbook's Plan reads them with INDEX/MATCH.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planner.model.calibrated import CALIBRATED_FIGURES
+from planner.model.disaggregated import PREFILL_HW, PREFILL_SIDE_LOOKUPS
 from planner.model.targets import TARGETS
 from planner.model.units import GB, GIB, MIB
-from planner.plan.columns import TFLOPS, Lookup
+from planner.plan.columns import PROMPTS_KEY, TFLOPS, Lookup
 from planner.plan.speculative import LOOKUPS as SPECULATIVE_LOOKUPS
 
 
@@ -318,4 +320,17 @@ LOOKUPS = [
     ),
     *(_lk(t.column, "workload", t.column, 1, "s", f"{t.label} p95 target") for t in TARGETS),
     *SPECULATIVE_LOOKUPS,
+]
+
+#: The hardware figures of the hardware the prompts run on (the row's ``prompts_hardware``: its
+#: own hardware, or its prefill pool's other device), looked up as ``hardware``'s are.
+LOOKUPS += [
+    replace(
+        lk,
+        name=PREFILL_HW + lk.name,
+        key=PROMPTS_KEY,
+        description=f"{lk.description}, of the hardware the prompts run on",
+    )
+    for lk in LOOKUPS
+    if lk.key == "hardware" and lk.name in PREFILL_SIDE_LOOKUPS
 ]

@@ -38,10 +38,19 @@ OPTIONS_PER_TYPE = 3
 TYPES_PER_WORKLOAD = 4
 
 
+def one_device_type(table: pd.DataFrame) -> pd.Series:
+    """The rows whose devices are all of their hardware: every row but a disaggregated one's
+    whose prefill pool runs on another device, which the fleet does not pack (its nodes are of
+    one device type an option)."""
+    if "separate_prefill_hardware" not in table:
+        return pd.Series(True, index=table.index)
+    return ~table["separate_prefill_hardware"].astype(bool)
+
+
 def served_rows(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:
     """The eligible rows of each workload of ``models`` (workload → the model that serves it)
-    that hold a replica."""
-    rows = table[table["eligible"].astype(bool)]
+    that hold a replica, on devices of one type (:func:`one_device_type`)."""
+    rows = table[table["eligible"].astype(bool) & one_device_type(table)]
     served = rows["workload"].astype(str).map(models)
     rows = rows[served.to_numpy() == rows["model"].astype(str).to_numpy()]
     return rows[rows["replicas_planned"] > 0]
@@ -167,7 +176,7 @@ def node_types(
     powers no device is left out."""
     types = {}
     for h in dict.fromkeys(hardware):
-        row = table[table["hardware"].astype(str) == h].iloc[0]
+        row = table[(table["hardware"].astype(str) == h) & one_device_type(table)].iloc[0]
         devices = rack_devices(catalog, row)
         if devices < 1:
             continue

@@ -28,7 +28,7 @@ import pandas as pd
 from planner.catalog import Catalog
 from planner.executor import Executor, InProcess
 from planner.plan.candidates import Candidates, candidate_codes
-from planner.plan.columns import ALL_KEYS, LAYOUT_DEFAULTS, PLAN_KEYS, TP_KEY
+from planner.plan.columns import ALL_KEYS, LAYOUT_DEFAULTS, PF_KEY, PLAN_KEYS, TP_KEY
 from planner.plan.export import csv_text
 from planner.plan.recommend import GROUP, ORDER, rank
 from planner.plan.sweep import CHUNK_ROWS, Results, evaluate_plan, row_bounds
@@ -221,6 +221,12 @@ def _in_plan_order(plan: Candidates, leaders: pd.DataFrame) -> pd.DataFrame:
         layout = leaders[key].astype(np.int64) if key in leaders else default
         every = every * span + plan.codes[:, column]
         wanted = wanted * span + np.asarray(layout)
+    devices = pd.Index(plan.ids["hardware"])
+    own = leaders["hardware"].astype(str)
+    other = leaders[PF_KEY].fillna("").astype(str) if PF_KEY in leaders else own
+    prompts = own.where(other == "", other)
+    every = every * len(devices) + plan.codes[:, 8]
+    wanted = wanted * len(devices) + devices.get_indexer(pd.Index(prompts.astype(str)))
     chosen = np.flatnonzero(np.isin(every, wanted))
     return Candidates(plan.codes[chosen], plan.ids, plan.sizes).table()
 
@@ -231,6 +237,7 @@ def _key_index(frame: pd.DataFrame) -> pd.MultiIndex:
     keys = frame[list(ALL_KEYS)].copy()
     for key, default in {TP_KEY: 0, **LAYOUT_DEFAULTS}.items():
         keys[key] = frame[key].astype(np.int64) if key in frame else default
+    keys[PF_KEY] = frame[PF_KEY].fillna("") if PF_KEY in frame else ""
     return pd.MultiIndex.from_frame(keys.astype(str))
 
 

@@ -19,7 +19,7 @@ from planner.catalog.engines import series_warning
 from planner.catalog.workloads import length_summary
 from planner.model.metric import Metric, MetricError, metrics, ordered
 from planner.plan.candidates import candidates, skipped_pairs
-from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PLAN_KEYS, PP_KEY
+from planner.plan.columns import EP_KEY, LAYOUT_DEFAULTS, PD_KEY, PF_KEY, PLAN_KEYS, PP_KEY
 from planner.plan.selection import simulable
 from planner.plan.tables import (
     ALL_KEYS,
@@ -82,7 +82,7 @@ def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(K
     sequence; else all). An expert-parallel layout is one size: it is always kept. A pipeline
     of several nodes is one more size of the tensor-parallel layout, its devices: tried where
     no replica within a node meets the targets (or holds a sequence)."""
-    layouts = [k for k in LAYOUT_DEFAULTS if k in table and k != PP_KEY]
+    layouts = [k for k in [*LAYOUT_DEFAULTS, PF_KEY] if k in table and k != PP_KEY]
     keys = [table[k] for k in [*combination, *layouts]]
     tp = table[TP_KEY].astype(float)
     first_meeting = tp.where(table["meets_targets"].astype(bool)).groupby(keys).transform("min")
@@ -205,7 +205,9 @@ def evaluate_subset(
         rows = evaluate_plan(catalog, plan.reset_index(drop=True)).table
         one_stage = rows[PP_KEY] == 1
         tp = int(rows.loc[useful_parallelism(rows) & one_stage][TP_KEY].max())
-    single = pd.DataFrame([(hardware, model, precision, workload, tp, 1, 1, 0)], columns=PLAN_KEYS)
+    single = pd.DataFrame(
+        [(hardware, model, precision, workload, tp, 1, 1, 0, "")], columns=PLAN_KEYS
+    )
     return evaluate_plan(catalog, single)
 
 
@@ -215,6 +217,7 @@ def _with_candidate_ids(simulated: pd.DataFrame | None) -> pd.DataFrame | None:
     out = simulated.copy()
     m = metrics()[CANDIDATE]
     layout = {k: np.full(len(out), v, np.int64) for k, v in LAYOUT_DEFAULTS.items()}
+    layout[PF_KEY] = np.full(len(out), "", dtype=object)
     columns = (out[k].to_numpy(dtype=object) if k in out else layout[k] for k in m.inputs)
     out[CANDIDATE] = m.func(*columns)
     return out
@@ -379,7 +382,10 @@ def _useful_rows(chunk: Mapping[str, Any]) -> np.ndarray:
     frame = pd.DataFrame(
         {
             "combination": _runs(*(chunk[k] for k in KEYS)),
-            **{k: chunk[k] for k in (TP_KEY, *LAYOUT_DEFAULTS, "meets_targets", "replica_fits")},
+            **{
+                k: chunk[k]
+                for k in (TP_KEY, *LAYOUT_DEFAULTS, PF_KEY, "meets_targets", "replica_fits")
+            },
         }
     )
     return useful_parallelism(frame, ["combination"]).to_numpy()
@@ -407,6 +413,11 @@ def evaluate_plan(
     keys = {k: plan[k].to_numpy() for k in ALL_KEYS}
     for layout, default in LAYOUT_DEFAULTS.items():  # a table of tensor-parallel layouts only
         keys[layout] = plan[layout].to_numpy() if layout in plan else np.full(len(plan), default)
+    keys[PF_KEY] = (
+        plan[PF_KEY].to_numpy(dtype=object)
+        if PF_KEY in plan
+        else np.full(len(plan), "", dtype=object)
+    )
     bounds = chunk_bounds(plan)
     out = {
         name: _Column(len(plan), _dtype(keys.get(name), order.kinds.get(name))) for name in names

@@ -45,6 +45,7 @@ from planner.catalog.engines import (
     prefills_in_chunks,
     step_overhead_per_sequence,
 )
+from planner.model.disaggregated import PREFILL_HW, PREFILL_SIDE_LOOKUPS, PREFILL_SIDE_METRICS
 from planner.model.metric import metrics
 from planner.model.pipeline import stage_send_s
 from planner.model.units import is_finite
@@ -195,6 +196,18 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
         data_parallel=float(ranks),
         prefill_compute_flops_per_s=prefill,
     )
+
+
+def on_prefill_hardware(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row as the hardware its prompts run on sees it: each hardware figure and each metric
+    of a prompt's time over them (:data:`~planner.model.disaggregated.PREFILL_SIDE_LOOKUPS` and
+    :data:`~planner.model.disaggregated.PREFILL_SIDE_METRICS`) replaced by its ``prefill_hw_``
+    value, the same where the prompts run on the row's own hardware. :func:`step_model` of it
+    gives a prefill pool's step times on its own device."""
+    names = (*PREFILL_SIDE_LOOKUPS, *PREFILL_SIDE_METRICS)
+    view = dict(row)
+    view.update({n: row[PREFILL_HW + n] for n in names if PREFILL_HW + n in row})
+    return view
 
 
 def _row_figure(row: Mapping[str, Any], column: str) -> float:

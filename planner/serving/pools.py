@@ -57,6 +57,7 @@ __all__ = [
     "PrefillRun",
     "fewest_pools",
     "pool_sizes",
+    "pools_link_bytes_per_s",
     "prefill_pool",
     "simulable_pools",
     "simulate_pools",
@@ -195,13 +196,16 @@ def simulate_pools(
     decode_replicas: int,
     kv_bytes_per_token: float,
     network_bytes_per_s: float,
+    prefill_step: StepModel | None = None,
 ) -> SimResult:
     """Simulate a disaggregated deployment serving ``cfg``'s workload at its whole rate: the
     prefill pool, the transfers, and one of ``decode_replicas`` decode replicas (see the module
     docstring). ``cfg`` is one-pool simulation's configuration at one replica (the workload's
     open-loop arrivals, tasks of one request); ``kv_bytes_per_token`` is what one device of a
     prefill replica sends its decode counterpart per prompt token [B] and
-    ``network_bytes_per_s`` its link [B/s]. The result is the decode replica's, with the
+    ``network_bytes_per_s`` its link [B/s]; ``prefill_step`` the prefill replicas' step times
+    where they run on another device than the decode pool's (:func:`planner.serving.configs.
+    on_prefill_hardware`; none: ``cfg``'s). The result is the decode replica's, with the
     prefill pool's utilisation and prefix hit ratio."""
     if cfg.arrivals.kind == "closed" or cfg.requests_per_task != 1:
         raise ValueError("the pools' simulation needs open-loop tasks of one request")
@@ -214,7 +218,7 @@ def simulate_pools(
     send = whole.arrivals.start_times_s(_rngs(whole.seed)[0], n_tasks)
     entry = send + np.asarray(preprocess)
     pool = prefill_pool(
-        whole.step,
+        whole.step if prefill_step is None else prefill_step,
         entry,
         own,
         cached,
@@ -272,6 +276,14 @@ def fewest_pools(
     d = max(d, decode)
     p = fewest(lambda count: simulate_at(count, d), prefill, ample)
     return max(p if p is not None else ample, prefill), d
+
+
+def pools_link_bytes_per_s(row: Mapping[str, Any]) -> float:
+    """The link a request's cache crosses between the pools of a disaggregated row: the slower
+    of the decode device's network and the prefill device's [B/s]
+    (:func:`planner.model.disaggregated.request_kv_transfer_s`)."""
+    network = float(row["network_bytes_per_s"])
+    return min(network, float(row.get("prefill_hw_network_bytes_per_s", network)))
 
 
 def pool_sizes(row: Mapping[str, Any]) -> tuple[int, int]:

@@ -100,10 +100,11 @@ from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.units import GB, GIB
-from planner.plan.columns import EP_KEY, PD_KEY, PP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY, prefill_hardware_of
 from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
+from planner.serving import pools
 from planner.serving.configs import (
     DEFAULT_QUEUE_TIMEOUT_S,
     EXPERT_PARALLEL_CLOSED_FORM,
@@ -112,11 +113,11 @@ from planner.serving.configs import (
     best_case_config,
     chunk_tokens,
     kv_budget_tokens,
+    on_prefill_hardware,
     queue_timeout_s,
     sim_config,
     step_model,
 )
-from planner.serving.pools import fewest_pools, pool_sizes, simulable_pools, simulate_pools
 from planner.serving.search import Miss, fewest, floors_missed, miss_ratio_of, misses
 from planner.serving.simulate import SimConfig, SimResult, simulate
 
@@ -150,8 +151,9 @@ pool (and 16 replicas at least) [-]."""
 
 
 #: The key columns of :func:`simulate_candidates`: the candidate's five, its expert-parallel
-#: size, its pipeline stages and its serving layout (1: disaggregated pools).
-SIZED_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY]
+#: size, its pipeline stages, its serving layout (1: disaggregated pools) and the hardware its
+#: prompts run on.
+SIZED_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PF_KEY]
 
 
 def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,6 +163,7 @@ def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
         EP_KEY: int(row.get(EP_KEY, 1)),
         PP_KEY: int(row.get(PP_KEY, 1)),
         PD_KEY: int(row.get(PD_KEY, 0)),
+        PF_KEY: prefill_hardware_of(row),
     }
     return {**{k: row[k] for k in ALL_KEYS}, **layout}
 
@@ -300,7 +303,7 @@ def _not_simulated(
     if float(row.get(EP_KEY, 1)) > 1 and bool(row.get("expert_alltoall_hidden", False)):
         return "layout", EXPERT_PARALLEL_CLOSED_FORM
     if float(row.get(PD_KEY, 0)) > 0:
-        refused = simulable_pools(workload.arrival is None, workload.requests_per_task)
+        refused = pools.simulable_pools(workload.arrival is None, workload.requests_per_task)
         if refused is not None:
             return "layout", refused
     a = catalog.assumptions
@@ -460,13 +463,13 @@ def _size_pools(
     sizes planned."""
     ceiling = catalog.assumptions.max_rejected_fraction
     cfg = sim_config(catalog, workload, row, 1, n_requests, seed)
+    prefill_step = step_model(on_prefill_hardware(row), catalog.assumptions)
+    kv_bytes, link = float(row["kv_bytes_per_token"]), pools.pools_link_bytes_per_s(row)
     at: dict[tuple[int, int], tuple[list[Miss], SimResult]] = {}
 
     def judged(p: int, d: int) -> tuple[list[Miss], SimResult]:
         if (p, d) not in at:
-            result = simulate_pools(
-                cfg, p, d, float(row["kv_bytes_per_token"]), float(row["network_bytes_per_s"])
-            )
+            result = pools.simulate_pools(cfg, p, d, kv_bytes, link, prefill_step)
             at[p, d] = (misses(result, workload, ceiling), result)
         return at[p, d]
 
@@ -485,13 +488,13 @@ def _size_pools(
             "sim_reason": f"{label} {floor:.3f} s with no queue > {target:.3f} s target at "
             "any replica count",
         }
-    prefill, decode = pool_sizes(row)
+    prefill, decode = pools.pool_sizes(row)
     tp = int(row["tensor_parallel"])
     # each decode replica the search tries adds the prefill pool's requests of one more
     # (:func:`planner.serving.pools.simulate_pools`): the search stops at a multiple of the
     # closed form's pool, where the closed form would be far off
     limit = min(max_replicas, max(POOL_SEARCH_MULTIPLE * decode, 16))
-    sizes = fewest_pools(simulate_at, least, prefill, decode, limit)
+    sizes = pools.fewest_pools(simulate_at, least, prefill, decode, limit)
     if sizes is None:
         worst = at[2 * prefill + 1, limit]
         return {
