@@ -89,7 +89,9 @@ class ProcessPool:
             initargs=(shared, os.getpid()),
         )
         try:
-            yield from pool.map(_call, [function] * len(items), items, chunksize=1)
+            with cleanup.frozen_for_fork():  # the workers are forked as the units are sent
+                results = pool.map(_call, [function] * len(items), items, chunksize=1)
+            yield from results
         except BaseException:  # stopped or failed: drop the queued units
             pool.shutdown(wait=False, cancel_futures=True)
             raise
