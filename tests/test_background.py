@@ -21,6 +21,32 @@ def test_a_value_worked_out_in_the_child_comes_back() -> None:
     assert pid != os.getpid()  # it was worked out in the child
 
 
+def test_the_child_starts_with_the_run_s_objects_frozen_and_collects_less_often() -> None:
+    import gc
+
+    job = Forked(lambda: (gc.get_freeze_count(), gc.get_threshold()[0]), "looking").start()
+    frozen, threshold = job.result()
+    assert frozen > 1000  # the run's objects, inherited frozen
+    assert threshold == background.CHILD_GC_ALLOCATIONS == 20_000
+    assert gc.get_freeze_count() == 0  # the run itself: as before
+    assert gc.get_threshold()[0] != 20_000
+
+
+def test_a_caller_s_own_freeze_is_left_as_it_was() -> None:
+    import gc
+
+    from planner.cleanup import frozen_for_fork
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        with frozen_for_fork():
+            assert gc.get_freeze_count() == before
+        assert gc.get_freeze_count() == before  # not undone by the block
+    finally:
+        gc.unfreeze()
+
+
 def test_a_value_that_cannot_travel_is_worked_out_again_in_process() -> None:
     import os
 

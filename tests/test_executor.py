@@ -92,3 +92,21 @@ def test_the_progress_says_how_many_workers_share_a_stage() -> None:
     text = shown.getvalue()
     assert "simulating on 2 workers" in text
     assert "writing the run folder" in text and "writing the run folder on" not in text
+
+
+def _freeze_count(shared: object, item: int) -> tuple[int, int]:
+    import gc
+    import os
+
+    return os.getpid(), gc.get_freeze_count()
+
+
+def test_pool_workers_start_with_the_run_s_objects_frozen() -> None:
+    """Forked with the run's objects frozen: the workers' collector leaves them (and the pages
+    they share with the run) alone; the run's collector is as before once the pool is made."""
+    import gc
+    import os
+
+    seen = list(ProcessPool(2).map(_freeze_count, None, [1, 2, 3, 4]))
+    assert all(pid != os.getpid() and frozen > 1000 for pid, frozen in seen)
+    assert gc.get_freeze_count() == 0
