@@ -185,11 +185,14 @@ def test_the_cache_moves_at_the_slower_link() -> None:
     """A prefill device with a 25 GB/s network sends the cache at 25 GB/s, not the decode
     device's 50: Llama 3.1 8B's FP8 cache, 32 layers × 8 KV heads × 128 × 2 × 1 B = 65,536 B a
     token, 24,000 tokens 1,572,864,000 B: 62.91 ms, against 31.46 at 50 GB/s."""
-    from planner.model.disaggregated import request_kv_transfer_s
+    from planner.model.disaggregated import pools_link_bytes_per_s, request_kv_transfer_s
 
     moved = 24_000 * 65_536
-    assert request_kv_transfer_s(1, moved, 50e9, 25e9) == pytest.approx(0.06291456, rel=1e-12)
-    assert request_kv_transfer_s(1, moved, 50e9, 50e9) == pytest.approx(0.03145728, rel=1e-12)
+    assert pools_link_bytes_per_s(50e9, 25e9) == pools_link_bytes_per_s(25e9, 50e9) == 25e9
+    assert pools_link_bytes_per_s(50e9) == 50e9  # one device for both pools
+    slower = pools_link_bytes_per_s(50e9, 25e9)
+    assert request_kv_transfer_s(1, moved, slower) == pytest.approx(0.06291456, rel=1e-12)
+    assert request_kv_transfer_s(1, moved, 50e9) == pytest.approx(0.03145728, rel=1e-12)
 
 
 def test_a_prefill_device_that_cannot_hold_the_weights(mixed: pd.DataFrame) -> None:

@@ -52,19 +52,25 @@ def request_kv_transfer_bytes(prompt_tokens_mean: Any, kv_bytes_per_token: Any) 
     return kv_transfer_bytes(prompt_tokens_mean, kv_bytes_per_token)
 
 
+@metric("B/s", source=f"{DISTSERVE}; {SPLITWISE}", group="serving")
+def pools_link_bytes_per_s(
+    network_bytes_per_s: Any, prefill_hw_network_bytes_per_s: Any = float("inf")
+) -> Any:
+    """The link a request's KV cache crosses from the prefill pool to the decode pool, each
+    device over its own share of the network: the slower of the decode device's network and
+    the prefill device's (the same device for both pools: its own) [B/s]. 50 GB/s beside
+    100 GB/s: 50 GB/s."""
+    return minimum(network_bytes_per_s, prefill_hw_network_bytes_per_s)
+
+
 @metric("s", source=DISTSERVE, group="latency")
 def request_kv_transfer_s(
-    disaggregated: Any,
-    request_kv_transfer_bytes: Any,
-    network_bytes_per_s: Any,
-    prefill_hw_network_bytes_per_s: Any = float("inf"),
+    disaggregated: Any, request_kv_transfer_bytes: Any, pools_link_bytes_per_s: Any
 ) -> Any:
-    """Time to move one request's KV cache from the prefill pool to the decode pool, each
-    device over its own share of the network, the slower of the two pools' links: bytes ÷
-    network bandwidth [s]; 0 for one pool. 524,288,000 B at 50 GB/s: 10.49 ms. The link's
-    microseconds of latency are left out."""
-    link = minimum(network_bytes_per_s, prefill_hw_network_bytes_per_s)
-    moved = kv_transfer_s(request_kv_transfer_bytes, link, 0)
+    """Time to move one request's KV cache from the prefill pool to the decode pool over the
+    pools' link: bytes ÷ its bandwidth [s]; 0 for one pool. 524,288,000 B at 50 GB/s:
+    10.49 ms. The link's microseconds of latency are left out."""
+    moved = kv_transfer_s(request_kv_transfer_bytes, pools_link_bytes_per_s, 0)
     return where(disaggregated > 0, moved, 0)
 
 

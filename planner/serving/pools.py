@@ -57,7 +57,6 @@ __all__ = [
     "PrefillRun",
     "fewest_pools",
     "pool_sizes",
-    "pools_link_bytes_per_s",
     "prefill_pool",
     "simulable_pools",
     "simulate_pools",
@@ -276,14 +275,6 @@ def fewest_pools(
     d = max(d, decode)
     p = fewest(lambda count: simulate_at(count, d), prefill, ample)
     return max(p if p is not None else ample, prefill), d
-
-
-def pools_link_bytes_per_s(row: Mapping[str, Any]) -> float:
-    """The link a request's cache crosses between the pools of a disaggregated row: the slower
-    of the decode device's network and the prefill device's [B/s]
-    (:func:`planner.model.disaggregated.request_kv_transfer_s`)."""
-    network = float(row["network_bytes_per_s"])
-    return min(network, float(row.get("prefill_hw_network_bytes_per_s", network)))
 
 
 def pool_sizes(row: Mapping[str, Any]) -> tuple[int, int]:

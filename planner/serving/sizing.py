@@ -464,7 +464,7 @@ def _size_pools(
     ceiling = catalog.assumptions.max_rejected_fraction
     cfg = sim_config(catalog, workload, row, 1, n_requests, seed)
     prefill_step = step_model(on_prefill_hardware(row), catalog.assumptions)
-    kv_bytes, link = float(row["kv_bytes_per_token"]), pools.pools_link_bytes_per_s(row)
+    kv_bytes, link = float(row["kv_bytes_per_token"]), float(row["pools_link_bytes_per_s"])
     at: dict[tuple[int, int], tuple[list[Miss], SimResult]] = {}
 
     def judged(p: int, d: int) -> tuple[list[Miss], SimResult]:
