@@ -41,6 +41,21 @@ def test_duration_in_ms_below_a_second(seconds, expected):
 
 
 @pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        (0.149, 0.76, ("149 ms", "760 ms")),  # apart at three digits: as duration writes them
+        (0.021613, 0.021632, ("21.61 ms", "21.63 ms")),  # alike at three, apart at four
+        (1.00004, 1.00001, ("1.00004 s", "1.00001 s")),  # apart at six
+        (1.2345671, 1.2345679, ("1.23457 s", "1.23457 s")),  # six digits at most
+        (1.5, 1.5, ("1.5 s", "1.5 s")),  # equal: three digits
+        (math.nan, 0.5, ("n/a", "500 ms")),
+    ],
+)
+def test_two_durations_are_written_far_enough_to_tell_apart(first, second, expected):
+    assert formatting.durations_apart(first, second) == expected
+
+
+@pytest.mark.parametrize(
     ("function", "value", "expected"),
     [
         (formatting.usd, 27759.4, "27,759"),

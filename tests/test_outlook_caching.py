@@ -101,3 +101,17 @@ def test_the_latency_page_names_the_cache_and_the_speculation_figures():
     plain = row.copy()
     plain[["prefix_hit_ratio", "shared_prefix_kv_bytes", "speculative_tokens"]] = 0
     assert engine_features(plain) == ""
+
+
+def test_the_sentence_tells_two_close_ttfts_apart(shipped):
+    """chat's line prefills 304 tokens with the cache and 800 without: its prompts are nearly
+    bound by one read of the weights, so the TTFTs differ in the fourth digit, and the sentence
+    writes them that far, not as the same number; the agent's are apart at three digits."""
+    catalog, derived = shipped
+    text = ask_context(derived.plan, catalog, derived.caching)["caching"]
+    chat = derived.caching["chat"]
+    with_it, without = (float(line.row["ttft_s"]) for line in (chat.cached, chat.uncached))
+    assert with_it < without and f"{with_it * 1e3:.3g}" == f"{without * 1e3:.3g}"
+    said = next(t for t in text if t.startswith("Prefix caching for Employee assistant"))
+    expected = f"TTFT {with_it * 1e3:.4g} ms with it, {without * 1e3:.4g} ms without"
+    assert said.endswith(expected) and f"{with_it * 1e3:.4g}" != f"{without * 1e3:.4g}"

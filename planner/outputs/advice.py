@@ -12,7 +12,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.model.units import is_finite
-from planner.outputs.formatting import count, usd
+from planner.outputs.formatting import count, durations_apart, usd
 from planner.plan import recommend
 from planner.plan.deployment import API, BUY, RENT, Ask, Line, advice
 from planner.plan.labels import prefill_device, short_label
@@ -119,10 +119,8 @@ def caching_text(worth: CacheWorth, catalog: Catalog) -> str:
         return f"{head}: without it nothing would qualify{closed}"
     with_it = f"{_devices(cached.devices)}, {_money(cached.monthly_usd)} USD a month"
     without = f"{_devices(uncached.devices)}, {_money(uncached.monthly_usd)} USD a month"
-    ttft = (
-        f"; TTFT {float(cached.row['ttft_s']):.3g} s with it, "
-        f"{float(uncached.row['ttft_s']):.3g} s without"
-    )
+    with_ttft, without_ttft = durations_apart(cached.row["ttft_s"], uncached.row["ttft_s"])
+    ttft = f"; TTFT {with_ttft} with it, {without_ttft} without"
     if worth.devices_saved == 0 and worth.monthly_usd_saved == 0:
         return f"{head}: the line is the same without it ({with_it}){closed}{ttft}"
     changed = "" if _deployed(cached) == _deployed(uncached) else f" ({_deployed(uncached)})"

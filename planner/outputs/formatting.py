@@ -39,10 +39,26 @@ def duration(value: Any) -> str:
     """A duration in ms below one second, else in s, three significant digits (``20 ms``)."""
     if not is_finite(value):
         return NOT_AVAILABLE
-    seconds = float(value)
+    return _duration(float(value), 3)
+
+
+def durations_apart(first: Any, second: Any) -> tuple[str, str]:
+    """Two durations as :func:`duration` writes them, with more significant digits (up to six)
+    where three would write two different durations alike (``21.61 ms``, ``21.63 ms``)."""
+    if not (is_finite(first) and is_finite(second)):
+        return duration(first), duration(second)
+    digits = 3
+    while True:
+        pair = tuple(_duration(float(v), digits) for v in (first, second))
+        if digits == 6 or float(first) == float(second) or pair[0] != pair[1]:
+            return pair[0], pair[1]
+        digits += 1
+
+
+def _duration(seconds: float, digits: int) -> str:
     if abs(seconds) < 1:
-        return f"{seconds * 1e3:,.3g} ms"
-    return f"{seconds:,.3g} s"
+        return f"{seconds * 1e3:,.{digits}g} ms"
+    return f"{seconds:,.{digits}g} s"
 
 
 def binary_decimal(n_bytes: float) -> tuple[str, str]:
