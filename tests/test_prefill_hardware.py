@@ -361,3 +361,37 @@ def test_the_report_names_each_pools_devices(mixed: pd.DataFrame) -> None:
         "Long-document analysis: alone, it prefills on NVIDIA B200 180GB and decodes on AMD "
         "Instinct MI300X 192GB; the fleet packs one device type an option"
     )
+
+
+def test_a_schedule_says_its_nodes_blend_both_pools(mixed: pd.DataFrame) -> None:
+    """A schedule counts nodes of one device type: for pools on two types it says that its node
+    is a blend of both at the decode device's node size, and that the Plan counts nodes pool by
+    pool. A one-device option's node is said as before."""
+    from planner.catalog.records import Forecast
+    from planner.outputs.decision import schedule_sections
+    from planner.plan.deployment import Line
+    from planner.plan.schedule import workload_schedule
+
+    catalog = with_prefill_devices(PREFILL_DEVICES)
+    grown = tuple(
+        w.model_copy(update={"forecast": Forecast(months=12, growth_per_month=0.05)})
+        if w.id == "document-analysis"
+        else w
+        for w in catalog.workloads
+    )
+    catalog = dataclasses.replace(catalog, workloads=grown)
+    said = {}
+    for prefill in ("b200-180gb", "mi300x-192gb"):
+        row = option(mixed, "mi300x-192gb", prefill)
+        found = workload_schedule(
+            catalog, Line("document-analysis", "llama-3.1-70b", row, "buy", "named")
+        )
+        assert found is not None
+        (section,) = schedule_sections([found])
+        said[prefill] = section["per_node"]
+    assert said["b200-180gb"].startswith(
+        "A node holds 8 devices (a blend of the prefill pool's b200-180gb and the decode pool's "
+        "mi300x-192gb, in their planned mix at the decode device's node size: the Plan counts "
+        "nodes pool by pool, so it may count more) and costs"
+    )
+    assert "blend" not in said["mi300x-192gb"]

@@ -19,10 +19,22 @@ from planner.outputs.advice import margin_text
 from planner.outputs.formatting import count, duration, usd
 from planner.outputs.sections import was_simulated
 from planner.plan.deployment import API, Ask
-from planner.plan.labels import short_label
+from planner.plan.labels import prefill_device, short_label
 from planner.plan.schedule import HOURS, PLANS, GrowthCase, WorkloadSchedule, break_even_hours
 from planner.plan.sensitivity import SWING, Bar
 from planner.plan.uncertainty import Bands, leading_options
+
+
+def _blend(found: WorkloadSchedule) -> str:
+    """What a node of a schedule holds where the option's pools run on two device types."""
+    other = prefill_device(found.line.row)
+    if other is None:
+        return ""
+    return (
+        f" (a blend of the prefill pool's {other} and the decode pool's "
+        f"{found.line.row['hardware']}, in their planned mix at the decode device's node size: "
+        "the Plan counts nodes pool by pool, so it may count more)"
+    )
 
 
 def schedule_sections(
@@ -77,7 +89,7 @@ def schedule_sections(
                 "spare": forecast.spare_nodes,
                 "per_node": (
                     f"A node holds {count(found.node_devices)} "
-                    f"device{'s' if found.node_devices != 1 else ''} and costs "
+                    f"device{'s' if found.node_devices != 1 else ''}{_blend(found)} and costs "
                     f"{usd(costs.owned_usd_per_month)} a month owned "
                     f"({usd(costs.capital_usd)} over {costs.amortisation_months} months, plus "
                     f"{usd(costs.running_usd_per_month)} to run) against "
