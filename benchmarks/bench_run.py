@@ -14,6 +14,8 @@ often, and the ratios of the medians are printed: both measured under the same l
 ``--suite`` the test suite is timed too, the fast default set (``pytest``) and every test (the
 README's command, ``pytest --all``). With ``--stages`` a run's stages are timed in this process
 first (the simulation in process too): where its CPU goes, from the run's own progress reports.
+Each figure held to a target is printed beside it, met or missed: a run's CPU at most 20 s, its
+wall time at most half aiconfigurator's, the fast test set within 5 minutes.
 
 The figures depend on what else the machine runs: read them beside the load average printed
 first, and compare runs only within one session.
@@ -48,6 +50,11 @@ AICONFIGURATOR_DEFAULT = (
     "--system",
     "h200_sxm",
 )
+#: The targets the run and the suite are held to: a run's CPU (its workers included) [s], its
+#: wall time as a share of aiconfigurator's default search measured beside it, and the fast
+#: test set's wall time on two cores [s].
+TARGET_RUN_CPU_S, TARGET_WALL_SHARE, TARGET_FAST_SUITE_S = 20.0, 0.5, 300.0
+
 #: The test suite's fast default set, and every test (the README's test command).
 FAST_SUITE = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 FULL_SUITE = (*FAST_SUITE, "--all")
@@ -182,6 +189,12 @@ def line(label: str, timings: Sequence[Timing]) -> str:
     return f"{label:<34} {middle.wall_s:>8.1f} {middle.cpu_s:>8.1f}   ({each})"
 
 
+def verdict(what: str, measured: float, target: float) -> str:
+    """One target beside the figure measured: ``target run CPU s ≤ 20.00: 24.01, missed``."""
+    met = "met" if measured <= target else "missed"
+    return f"target {what} ≤ {target:.2f}: {measured:.2f}, {met}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command (default 3)")
@@ -215,11 +228,15 @@ def main() -> None:
             f"planner ÷ aiconfigurator: wall {mine.wall_s / other.wall_s:.2f}, "
             f"CPU {mine.cpu_s / other.cpu_s:.2f}"
         )
+        print(verdict("wall ÷ aiconfigurator's", mine.wall_s / other.wall_s, TARGET_WALL_SHARE))
+    print(verdict("run CPU s", median(ours).cpu_s, TARGET_RUN_CPU_S))
     if args.suite:
         for label, suite in (("pytest (fast set)", FAST_SUITE), ("pytest --all", FULL_SUITE)):
             timing, done = run_timed([sys.executable, *suite], REPO)
             outcome = (done.stdout.strip().splitlines() or [f"exit {done.returncode}"])[-1]
             print(f"{line(label, [timing])}  {outcome}", flush=True)
+            if suite is FAST_SUITE:
+                print(verdict("fast set wall s", timing.wall_s, TARGET_FAST_SUITE_S))
 
 
 if __name__ == "__main__":
