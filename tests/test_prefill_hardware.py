@@ -206,8 +206,25 @@ def test_a_prefill_device_that_cannot_hold_the_weights(mixed: pd.DataFrame) -> N
     assert row["prefill_hw_kv_budget_bytes"] < row["kv_bytes_per_sequence"]
     assert not row["prefill_pool_fits"] and not row["fits"] and not row["replica_fits"]
     assert row["fit_reason"] == (
-        "the prefill pool's device cannot hold its weights and one request's cache"
+        "the prefill pool's device cannot hold its weights, the shared prefix and one request's "
+        "cache"
     )
+
+
+def test_a_prefill_device_holds_the_shared_prefix_too() -> None:
+    """A prefill device's cache hits read the shared prefix, so it holds the prefix once beside
+    one request's cache: a 20 GiB budget holds a 16 GiB request (Llama 3.1 8B's BF16 cache,
+    131,072 B a token, 131,072 tokens) and 4 GiB of prefix (32,768 tokens) exactly, and not
+    one token more of either; a device of the candidate's own is not checked here."""
+    from planner.model.disaggregated import prefill_pool_fits
+
+    request, prefix, token = 131_072 * 131_072, 32_768 * 131_072, 131_072
+    assert request == 16 * 2**30 and prefix == 4 * 2**30
+    assert prefill_pool_fits(1, 20 * 2**30, request, prefix)
+    assert not prefill_pool_fits(1, 20 * 2**30, request, prefix + token)
+    assert not prefill_pool_fits(1, 20 * 2**30, request + token, prefix)
+    assert prefill_pool_fits(1, 20 * 2**30, request + token, 0)  # no prefix cached
+    assert prefill_pool_fits(0, 0, request, prefix)  # the prompts on the row's own device
 
 
 def test_a_prefill_device_the_catalog_lacks(tmp_path: Path) -> None:

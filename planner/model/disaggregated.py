@@ -363,11 +363,15 @@ def prefill_hw_kv_budget_bytes(
 
 @metric("", kind="bool", source="the plan's memory budget", group="memory")
 def prefill_pool_fits(
-    separate_prefill_hardware: Any, prefill_hw_kv_budget_bytes: Any, kv_bytes_per_sequence: Any
+    separate_prefill_hardware: Any,
+    prefill_hw_kv_budget_bytes: Any,
+    kv_bytes_per_sequence: Any,
+    shared_prefix_kv_bytes: Any = 0,
 ) -> Any:
-    """Whether a prefill pool on another device holds its weights and one longest request's
-    cache (:func:`prefill_hw_kv_budget_bytes` ≥ the sequence's reserved cache); true where the
-    prompts run on the candidate's own hardware, whose memory the replica's fit already
-    checks."""
-    holds = prefill_hw_kv_budget_bytes >= kv_bytes_per_sequence
+    """Whether a prefill pool on another device holds its weights, the shared prefix its
+    cache hits read (held once, as on the decode device) and one longest request's cache
+    (:func:`prefill_hw_kv_budget_bytes` ≥ the prefix's and the sequence's reserved cache);
+    true where the prompts run on the candidate's own hardware, whose memory the replica's fit
+    already checks."""
+    holds = prefill_hw_kv_budget_bytes >= shared_prefix_kv_bytes + kv_bytes_per_sequence
     return where(separate_prefill_hardware, holds, True)

@@ -300,7 +300,8 @@ def fit_reason(
             "weights exceed device memory",
             where(
                 logical_not(prefill_pool_fits),
-                "the prefill pool's device cannot hold its weights and one request's cache",
+                "the prefill pool's device cannot hold its weights, the shared prefix and one "
+                "request's cache",
                 where(
                     engine_accepts_requests,
                     where(
