@@ -36,9 +36,9 @@ T = TypeVar("T")
 
 #: Allocations between two collections of the youngest generation in a child (Python's default
 #: is 700). The report's layout allocates hundreds of thousands of small objects that live until
-#: its pages are drawn, so most collections find nothing to free: at 20,000 the report's child
-#: takes about a tenth less CPU on the shipped catalogs (benchmarks/bench_child_gc.py), for a few
-#: MB more at most.
+#: its pages are drawn, so most collections find nothing to free: at 20,000, with the run's
+#: objects frozen at the fork, the report's child takes about a sixth less CPU on the shipped
+#: catalogs (0.84×, benchmarks/bench_child_gc.py), for a few MB more at most.
 CHILD_GC_ALLOCATIONS = 20_000
 
 
