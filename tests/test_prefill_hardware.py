@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_disaggregated import pair
 
 from planner.catalog import Catalog, CatalogError, load_catalog
 from planner.model.cost import nodes_needed
@@ -94,17 +95,13 @@ def mixed() -> pd.DataFrame:
 
 def option(table: pd.DataFrame, hardware: str, prefill: str, model: str = "llama-3.1-70b",
            workload: str = "document-analysis", layout: int = 1) -> pd.Series:  # fmt: skip
-    """The TP 1 FP8 row of ``model`` for ``workload`` on ``hardware``, its prompts on
-    ``prefill``."""
-    rows = table[
-        (table["workload"] == workload)
-        & (table["model"] == model)
-        & (table["hardware"] == hardware)
-        & (table["precision"] == "fp8")
-        & (table["tensor_parallel"] == 1)
-        & (table["expert_parallel"] == 1)
-        & (table["disaggregated"] == layout)
-        & (table["prompts_hardware"] == prefill)
+    """The TP 1 FP8 row of ``model`` for ``workload`` on ``hardware`` (:func:`pair`'s), its
+    layout ``layout``, its prompts on ``prefill``."""
+    rows = pair(table, workload, model, hardware)
+    rows = rows[
+        (rows["expert_parallel"] == 1)
+        & (rows["disaggregated"] == layout)
+        & (rows["prompts_hardware"] == prefill)
     ]
     assert len(rows) == 1, rows["candidate"].tolist()
     return rows.iloc[0]

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.model.units import is_finite
-from planner.plan.columns import PF_KEY, pipeline_stages
+from planner.plan.columns import pipeline_stages, prefill_hardware_of
 
 __all__ = ["option_label", "prefill_device", "short_label"]
 
@@ -83,11 +83,11 @@ def _layout(option: Option, prefill: str | None = None) -> str:
 
 def prefill_device(option: Option) -> str | None:
     """The device a disaggregated option's prefill pool runs on where that is not its own
-    hardware (None: its own, or one pool)."""
-    pools, other = option.get("disaggregated", 0), option.get(PF_KEY)
-    if not (is_finite(pools) and pools > 0) or not isinstance(other, str) or not other:
+    hardware (None: its own, or one pool; :func:`planner.plan.columns.prefill_hardware_of`)."""
+    pools = option.get("disaggregated", 0)
+    if not (is_finite(pools) and pools > 0):
         return None
-    return None if other == str(option["hardware"]) else other
+    return prefill_hardware_of(option) or None
 
 
 def replicas_in_words(option: Option, replicas: Any) -> str:
