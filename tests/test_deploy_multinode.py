@@ -20,6 +20,8 @@ from planner.deploy import deploy_files
 from planner.deploy.engines import launch
 from planner.deploy.multinode import (
     RAY_SCRIPT,
+    VLLM_DP_RPC_PORT,
+    VLLM_DP_WORKER,
     VLLM_LEADER,
     leader_worker_set,
     multinode_supported,
@@ -171,7 +173,7 @@ def test_the_leaders_shell_line_keeps_catalog_text_as_words(tmp_path: Path) -> N
 def test_a_run_writes_the_set_where_an_engine_starts_over_nodes() -> None:
     """The deploy folder of a pipeline line: its manifest the LeaderWorkerSet for vLLM and
     SGLang, none for TensorRT-LLM (which starts its ranks with MPI), whose launch script says
-    how it is started; an expert-parallel replica of two nodes: SGLang's set, vLLM's none."""
+    how it is started; an expert-parallel replica of two nodes: SGLang's set and vLLM's."""
     for engine, written in (("vllm", True), ("sglang", True), ("tensorrt-llm", False)):
         settings = _settings(engine=engine, **PIPELINE)
         assert multinode_supported(settings) is written
@@ -179,7 +181,8 @@ def test_a_run_writes_the_set_where_an_engine_starts_over_nodes() -> None:
         _settings(**PIPELINE), pipeline_parallel=1, tensor_parallel=16, expert_parallel=16
     )
     assert multinode_supported(dataclasses.replace(experts, engine="sglang"))
-    assert not multinode_supported(experts)
+    assert multinode_supported(experts)
+    assert not multinode_supported(dataclasses.replace(experts, engine="tensorrt-llm"))
     note = " ".join(launch(experts).notes)
     assert "spans 2 nodes of 8 devices" in note and "pipeline" not in note
 
@@ -196,3 +199,76 @@ def test_a_pipeline_lines_deploy_folder_holds_its_set(monkeypatch: pytest.Monkey
     tensorrt = dataclasses.replace(settings, engine="tensorrt-llm")
     monkeypatch.setattr(deploy, "line_settings", lambda catalog, lines: [tensorrt])
     assert "chat.yaml" not in deploy_files(None, [])  # type: ignore[arg-type]
+
+
+#: An expert-parallel replica of four 8-device nodes (EP 32, data-parallel attention), two
+#: replicas: SGLang's prefill layout of DeepSeek-V3 on H100s, served by vLLM.
+EXPERTS = PIPELINE | {
+    "pipeline_parallel": 1,
+    "tensor_parallel": 32,
+    "expert_parallel": 32,
+    "devices_per_replica": 32,
+    "nodes_per_replica": 4,
+    "replicas": 2,
+}
+
+
+def _guide() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The flags of vLLM's own two-node start-up (the guide's node 0 and node 1), parsed."""
+    text = (FIXTURES / "vllm-data-parallel-deployment.md").read_text()
+    block = text.split("```bash\n")[1].split("```")[0].replace("\\\n", " ")
+    nodes = [line.split() for line in block.splitlines() if line.startswith("vllm serve")]
+    head, other = (parsed("vllm", ("vllm", "serve", *words[2:])) for words in nodes)
+    assert head.pop("model") == other.pop("model") == "$MODEL"
+    return head, other
+
+
+def test_vllms_expert_parallel_ranks_start_over_nodes_as_its_guide_does() -> None:
+    """Every pod runs ``vllm serve`` (parsed against vLLM's own options) with the flags of the
+    guide's node 0 (the leader) or node 1 (a worker): the replica's data-parallel size, its
+    node's 8 ranks, the leader's address and the guide's RPC port; a worker headless, from the
+    rank its index gives. No Ray."""
+    head, other = _guide()
+    assert set(head) == {"--data-parallel-size", "--data-parallel-size-local",
+                         "--data-parallel-address", "--data-parallel-rpc-port"}  # fmt: skip
+    assert set(other) == set(head) | {"--headless", "--data-parallel-start-rank"}
+    assert head["--data-parallel-rpc-port"] == str(VLLM_DP_RPC_PORT)
+    settings = _settings(engine="vllm", **EXPERTS)
+    workload, _ = leader_worker_set(settings, launch(settings))
+    group = workload["spec"]["leaderWorkerTemplate"]
+    assert (workload["spec"]["replicas"], group["size"]) == (2, 4)
+    leader = group["leaderTemplate"]["spec"]["containers"][0]
+    flags = parsed("vllm", (*leader["command"], *leader.get("args", [])))
+    assert set(head) <= set(flags) and "--headless" not in flags
+    assert flags["--data-parallel-size"] == "32" and flags["--data-parallel-size-local"] == "8"
+    assert flags["--data-parallel-address"] == "$(LWS_LEADER_ADDRESS)"
+    assert "--enable-expert-parallel" in flags
+    worker = group["workerTemplate"]["spec"]["containers"][0]
+    words = [*worker["command"], *worker.get("args", [])]
+    assert words[:5] == ["bash", "-c", VLLM_DP_WORKER, "engine", "8"]
+    theirs = parsed("vllm", tuple(words[5:]))
+    assert set(other) - {"--data-parallel-start-rank"} <= set(theirs)
+    assert {k: theirs[k] for k in head} == {k: flags[k] for k in head}
+    for template in (group["leaderTemplate"], group["workerTemplate"]):
+        assert template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
+
+
+@pytest.mark.parametrize(("index", "rank"), [(1, "8"), (3, "24")])
+def test_a_vllm_workers_first_rank_is_its_index_times_its_nodes_ranks(
+    tmp_path: Path, index: int, rank: str
+) -> None:
+    """The worker's shell line run by bash, the engine replaced by printf: the engine's words
+    arrive as they are (a model name written with shell syntax runs nothing), then the start
+    rank, the group index × 8."""
+    name = "Evil $(touch pwned) `touch pwned2`; touch pwned3"
+    done = subprocess.run(
+        [BASH, "-c", VLLM_DP_WORKER, "engine", "8", "printf", "%s\\n", "--served-model-name", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LWS_WORKER_INDEX": str(index)},
+        check=True,
+    )
+    start = ["--data-parallel-start-rank", rank]
+    assert done.stdout.splitlines() == ["--served-model-name", name, *start]
+    assert not list(tmp_path.glob("pwned*"))

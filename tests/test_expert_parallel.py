@@ -55,12 +55,14 @@ def test_all_to_all_of_one_step_at_ep_8() -> None:
     # 64 sequences a device, k = 8, hidden 7,168, EP 8 in one node at 450 GB/s, imbalance 1:
     # dispatch 64 × 8 × 7,168 × 1.03125 × 7/8 = 3,311,616 B; combine at 2 B: 6,422,528 B.
     # Each over 450e9 B/s + 10 µs: 17.359 µs and 24.272 µs; 61 layers × 41.631 µs = 2.5395 ms.
-    step = expert_alltoall_s_per_step(64, 8, 7168, 1 + 4 / 128, 2.0, 1.0, 8, 8, 450e9, 10e-6, 61)
+    step = expert_alltoall_s_per_step(
+        64, 8, 7168, 1 + 4 / 128, 2.0, 1.0, 8, 8, 450e9, 10e-6, 61, 50e9
+    )
     dispatch = 3_311_616 / 450e9 + 10e-6
     combine = 6_422_528 / 450e9 + 10e-6
     assert step == pytest.approx(61 * (dispatch + combine))
     assert step == pytest.approx(2.5395e-3, rel=1e-3)
-    assert expert_alltoall_s_per_step(64, 8, 7168, 1.03, 2.0, 1.0, 1, 8, 450e9, 1e-5, 61) == 0
+    assert expert_alltoall_s_per_step(64, 8, 7168, 1.03, 2.0, 1.0, 1, 8, 450e9, 1e-5, 61, 50e9) == 0
 
 
 def test_each_device_decodes_its_own_share_of_the_batch() -> None:
@@ -166,14 +168,14 @@ def cut_catalog(folder: Path, keep: dict[str, set[str]], assumptions: dict[str, 
 
 def small_catalog(folder: Path) -> Path:
     """The shipped catalogs cut to a mixture-of-experts and a dense model on one device at one
-    precision for one workload, trying EP 8 beside TP 1 and 8."""
+    precision for one workload, trying EP 8 (one node) and 16 (two) beside TP 1 and 8."""
     keep = {
         "models": {"qwen3-30b-a3b", "llama-3.1-8b"},
         "hardware": {"h200-sxm-141gb"},
         "precisions": {"fp8"},
         "workloads": {"chat", "document-analysis"},
     }
-    sizes = {"tensor_parallel_sizes": [1, 8], "expert_parallel_sizes": [1, 8]}
+    sizes = {"tensor_parallel_sizes": [1, 8], "expert_parallel_sizes": [1, 8, 16]}
     return cut_catalog(folder, keep, sizes)
 
 
@@ -193,6 +195,7 @@ def test_spreadsheet_engines_compute_the_expert_parallel_layout(
     results = evaluate(load_catalog(small_catalog(tmp_path / "catalogs")))
     table = results.table
     assert set(table.loc[table["expert_parallel"] == 8, "model"]) == {"qwen3-30b-a3b"}
+    assert set(table.loc[table["expert_parallel"] == 16, "nodes_needed"]) >= {2}
     book = write_workbook(results, tmp_path / "ep.xlsx")
     (out,) = recalculate_many([book], tmp_path / f"recalculated-{engine}", engine=engine)
     assert_plan_equals(computed_values(out, "Plan"), results)
@@ -209,16 +212,17 @@ def test_a_rank_of_an_expert_parallel_replica_all_to_all_by_hand() -> None:
     catalog = with_sizes([1, 8])
     a = catalog.assumptions
     assert (a.expert_dispatch_bytes_per_value, a.expert_imbalance) == (1.03125, 1.18)
-    per_token = expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 61)
+    per_token = expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 61, 50e9)
     assert per_token == pytest.approx(61 * (61_057.92 + 118_415.36) / 450e9, rel=1e-12)
     assert per_token == pytest.approx(24.3286e-6, rel=1e-5)
-    assert expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 1, 8, 450e9, 61) == 0
+    assert expert_alltoall_s_per_token(8, 7168, 1.03125, 2.0, 1.18, 1, 8, 450e9, 61, 50e9) == 0
     row = {
         "expert_parallel": 8,
         "experts_per_token": 8,
         "hidden_size": 7168,
         "devices_per_node": 8,
         "interconnect_bytes_per_s": 450e9,
+        "network_bytes_per_s": 50e9,
         "allreduce_fixed_s": 8e-6,
         "layers": 61,
         "expert_alltoall_s_per_token": per_token,
@@ -226,7 +230,7 @@ def test_a_rank_of_an_expert_parallel_replica_all_to_all_by_hand() -> None:
     fixed, each = expert_alltoall_terms(row, a)
     assert (fixed, each) == (pytest.approx(976e-6, rel=1e-12), per_token)
     # a step of 64 tokens: the step's formula, fixed part and tokens alike
-    step = expert_alltoall_s_per_step(64, 8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 8e-6, 61)
+    step = expert_alltoall_s_per_step(64, 8, 7168, 1.03125, 2.0, 1.18, 8, 8, 450e9, 8e-6, 61, 50e9)
     assert fixed + 64 * each == pytest.approx(step, rel=1e-12)
     assert expert_alltoall_terms({**row, "expert_parallel": 1}, a) == (0, 0)
 
@@ -347,3 +351,94 @@ def test_expert_parallel_pools_are_simulated_as_pools_of_ranks() -> None:
         else:
             assert sized["sim_bound"] == "layout" and sized["sim_runs"] == 0
             assert "both pools" in sized["sim_reason"]
+
+
+# Expert parallelism over several nodes ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def across_nodes() -> pd.DataFrame:
+    """The shipped catalogs with EP 8, 16 and 32 tried beside TP 8 (8-device nodes)."""
+    catalog = with_sizes([1, 8, 16, 32])
+    assumptions = catalog.assumptions.model_copy(update={"tensor_parallel_sizes": [8]})
+    return evaluate(dataclasses.replace(catalog, assumptions=assumptions)).table
+
+
+def test_an_expert_parallel_replica_spans_whole_nodes(across_nodes: pd.DataFrame) -> None:
+    """DeepSeek-V3 in FP8 on H200s at EP 16 and 32: two and four nodes a replica, each device
+    holding the 18,971,006,464 B outside the routed experts and 1 ÷ EP of their
+    653,908,770,816 B: 40,869,298,176 B at EP 16 (59,840,304,640 B a device), 20,434,649,088 B
+    at EP 32 (39,405,655,552 B)."""
+    rows = deepseek(across_nodes, "chat")
+    for ep, nodes, weights in ((16, 2, 59_840_304_640), (32, 4, 39_405_655_552)):
+        row = rows.loc[(ep, ep)]
+        assert row["candidate"].endswith(f"|ep{ep}")
+        assert row["weight_bytes_per_device"] == pytest.approx(weights)
+        assert row["devices_needed"] == ep * row["replicas_planned"]
+        assert row["nodes_needed"] == nodes * row["replicas_planned"]
+
+
+@pytest.mark.parametrize(
+    ("ep", "per_token_us"),
+    [
+        # 8 × 7,168 × 1.03125 × 15/16 × 1.18 = 65,419.2 B dispatched and 8 × 7,168 × 2 × 15/16
+        # × 1.18 = 126,873.6 B combined a token a layer; 8 of 15 peers on the other node over
+        # 50 GB/s (the H200's network, one CX7 card a device): 61 × 192,292.8 × 8/15 ÷ 50e9 =
+        # 125.1185 µs, the 7 in the node over NVLink 12.16 µs (the slower counts).
+        (16, 125.1185152),
+        # × 31/32: 67,599.84 + 131,102.72 B; 24 of 31 peers remote: 61 × 198,702.56 × 24/31 ÷
+        # 50e9 = 187.6778 µs.
+        (32, 187.6777728),
+    ],
+)
+def test_the_all_to_all_crosses_the_network_to_the_other_nodes(
+    across_nodes: pd.DataFrame, ep: int, per_token_us: float
+) -> None:
+    row = deepseek(across_nodes, "chat").loc[(ep, ep)]
+    assert row["network_bytes_per_s"] == 50e9 and row["interconnect_bytes_per_s"] == 450e9
+    assert row["expert_alltoall_s_per_token"] == pytest.approx(per_token_us * 1e-6, rel=1e-9)
+    inside = deepseek(across_nodes, "chat").loc[(8, 8)]
+    # within one node the network is not used: 61 × 179,473.28 ÷ 450e9 = 24.3286 µs
+    assert inside["expert_alltoall_s_per_token"] == pytest.approx(24.3286e-6, rel=1e-5)
+
+
+@pytest.mark.parametrize(("per_node", "sizes"), [(4, {8, 16, 32}), (6, set()), (12, {8})])
+def test_a_replica_larger_than_a_node_takes_whole_nodes(per_node: int, sizes: set[int]) -> None:
+    """The H200 in nodes of 4, 6 or 12 devices: EP 8, 16 and 32 are each tried where they fill
+    whole nodes or fit in one (never part of a node beside another replica)."""
+    catalog = with_sizes([1, 8, 16, 32])
+    hardware = [
+        h.model_copy(update={"devices_per_node": per_node}) if h.id == "h200-sxm-141gb" else h
+        for h in catalog.hardware
+    ]
+    table = evaluate(dataclasses.replace(catalog, hardware=hardware)).table
+    rows = table[(table["model"] == "deepseek-v3") & (table["hardware"] == "h200-sxm-141gb")]
+    assert set(rows["expert_parallel"]) - {1} == sizes
+
+
+def test_a_rank_across_nodes_steps_as_the_closed_form(across_nodes: pd.DataFrame) -> None:
+    """A simulated rank of an EP 16 or 32 replica: its decode step at the row's device batch is
+    the closed form's ITL, the all-to-all over the network included."""
+    from planner.serving.configs import step_model
+
+    assumptions = with_sizes([1, 8, 16, 32]).assumptions
+    rows = across_nodes[
+        (across_nodes["expert_parallel"] >= 16)
+        & across_nodes["replica_fits"].astype(bool)
+        & (across_nodes["device_batch"] >= 1)
+    ]
+    assert len(rows) > 50
+    for _, row in rows.iterrows():
+        step = step_model(row.to_dict(), assumptions)
+        assert step.data_parallel == row["expert_parallel"]
+        batch = float(row["device_batch"])
+        own = batch * (float(row["mean_context_tokens"]) - step.shared_prefix_tokens)
+        assert step.decode_step_s(batch, own) == pytest.approx(row["itl_s"], rel=1e-12)
+
+
+def test_the_words_say_the_nodes_a_replica_spans(across_nodes: pd.DataFrame) -> None:
+    from planner.plan.labels import replicas_in_words
+
+    rows = deepseek(across_nodes, "chat").reset_index().set_index("expert_parallel", drop=False)
+    assert replicas_in_words(rows.loc[32], 2) == "2 replicas of expert parallel 32 over 4 nodes"
+    assert replicas_in_words(rows.loc[8], 1) == "1 replica of expert parallel 8"

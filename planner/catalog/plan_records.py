@@ -217,7 +217,8 @@ class Assumptions(Uncertain):
     # expert parallelism with data-parallel attention: 1 is today's tensor-parallel replica only;
     # a size above 1 also tries that many devices a replica, each holding 1/size of the routed
     # experts and serving sequences of its own, for a mixture-of-experts model whose experts
-    # divide by it. The imbalance is SGLang's EP 32 prefill, 59,337 ÷ 50,302 tokens/s a node with
+    # divide by it, within one node or over whole nodes (the all-to-all to the other nodes over
+    # the network). The imbalance is SGLang's EP 32 prefill, 59,337 ÷ 50,302 tokens/s a node with
     # perfect balance against DeepSeek-V3's default placement (lmsys.org, 2025-05-05), 1.1796 to
     # two places; the dispatch is DeepEP's FP8 with one FP32 scale per 128 values (1 + 4/128);
     # overlap 1 is DeepSeek-V3's two micro-batches (§3.4), 0 adds the all-to-all to the step

@@ -11,7 +11,7 @@ manifest and a measurement kit, all from the settings the line was planned with
   hardware) and a Service; for a replica of several nodes (a pipeline's stages, an
   expert-parallel replica larger than a node), which one pod cannot hold, a LeaderWorkerSet of
   one pod a node (:mod:`planner.deploy.multinode`), where the engine's multi-node launch is
-  written (SGLang's; vLLM's pipelines), else none (its launch script says how it is started);
+  written (SGLang's and vLLM's), else none (its launch script says how it is started);
 - ``measure-LINE.sh``: the measurement kit (:mod:`planner.deploy.kit`);
 - ``settings.json``: every pool's settings, which ``planner measure check`` compares
   measurements with.

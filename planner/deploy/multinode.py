@@ -10,14 +10,19 @@ address (``LWS_LEADER_ADDRESS``), the group's size (``LWS_GROUP_SIZE``) and its 
 
 - SGLang: every pod runs the same command with ``--nnodes``, ``--node-rank`` and
   ``--dist-init-addr`` (the leader's address); the leader serves.
-- vLLM: a Ray cluster, the leader its head (the image's ``multi-node-serving.sh leader``, which
-  waits for the workers to join), then the server on the leader; each worker joins the head
-  (``multi-node-serving.sh worker``). Pipelines only: vLLM's data parallelism across nodes
-  takes other flags, not written.
+- vLLM, a pipeline: a Ray cluster, the leader its head (the image's ``multi-node-serving.sh
+  leader``, which waits for the workers to join), then the server on the leader; each worker
+  joins the head (``multi-node-serving.sh worker``).
+- vLLM, an expert-parallel replica (data-parallel attention over nodes): ``vllm serve`` on every
+  pod with the replica's data-parallel size, the ranks of its own node
+  (``--data-parallel-size-local``) and the leader's address and RPC port; the leader serves,
+  each worker runs ``--headless`` from its first rank, index × ranks a node
+  (``--data-parallel-start-rank``), as vLLM's data-parallel deployment guide starts one over
+  two nodes (``tests/fixtures/deploy/vllm-data-parallel-deployment.md``).
 - TensorRT-LLM starts its ranks with MPI over ssh between the pods, which needs an image of its
   own: not written.
 
-The leader's shell line is a constant of this module, and the engine's arguments follow it as
+The shell lines are constants of this module, and the engine's arguments follow them as
 positional parameters (``"$@"``), so no catalog text is ever shell syntax. A Service selects each
 group's leader.
 """
@@ -56,13 +61,19 @@ VLLM_LEADER = f'bash {RAY_SCRIPT} leader --ray_cluster_size="$LWS_GROUP_SIZE" &&
 #: The port SGLang's ranks meet on at the leader.
 SGLANG_INIT_PORT = 20000
 
+#: The port vLLM's data-parallel ranks reach the leader's coordinator on (the guide's).
+VLLM_DP_RPC_PORT = 13345
+
+#: A vLLM worker's shell line for an expert-parallel replica: its first data-parallel rank is
+#: its index in the group × the ranks a node (the first positional parameter, a number the
+#: plan writes), then the engine's command as the remaining parameters (never parsed).
+VLLM_DP_WORKER = 'n="$1"; shift; exec "$@" --data-parallel-start-rank "$((LWS_WORKER_INDEX * n))"'
+
 
 def multinode_supported(settings: LaunchSettings) -> bool:
-    """Whether a LeaderWorkerSet is written for a replica of several nodes: SGLang's, and
-    vLLM's pipelines."""
-    if settings.engine == "sglang":
-        return True
-    return settings.engine == "vllm" and settings.expert_parallel <= 1
+    """Whether a LeaderWorkerSet is written for a replica of several nodes: SGLang's and
+    vLLM's (a pipeline over Ray, or an expert-parallel replica's data-parallel ranks)."""
+    return settings.engine in ("sglang", "vllm")
 
 
 def _commands(settings: LaunchSettings, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -72,6 +83,13 @@ def _commands(settings: LaunchSettings, argv: list[str]) -> tuple[list[str], lis
         meet = ["--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{SGLANG_INIT_PORT}"]
         both = [*argv, *meet, *ranks]
         return both, both
+    if settings.expert_parallel > 1:
+        local = settings.devices_per_replica // settings.nodes_per_replica
+        meet = ["--data-parallel-size-local", str(local)]
+        meet += ["--data-parallel-address", "$(LWS_LEADER_ADDRESS)"]
+        meet += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
+        worker = ["bash", "-c", VLLM_DP_WORKER, "engine", str(local), *argv, "--headless", *meet]
+        return [*argv, *meet], worker
     leader = ["bash", "-c", VLLM_LEADER, "engine", *argv]
     return leader, ["bash", RAY_SCRIPT, "worker", "--ray_address=$(LWS_LEADER_ADDRESS)"]
 

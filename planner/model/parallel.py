@@ -370,28 +370,31 @@ def expert_alltoall_s_per_step(
     interconnect_bytes_per_s: Any,
     allreduce_fixed_s: Any,
     layers: Any,
+    network_bytes_per_s: Any,
 ) -> Any:
-    """All-to-all of one decode step of an expert-parallel replica inside a node: every layer
-    dispatches (FP8 with scales) and combines (activations) the device's tokens, each over the
-    interconnect at the busiest device's imbalance, + the collective's fixed latency [s]; 0 at
-    EP 1. Every layer is counted as a mixture-of-experts layer (dense first layers are not in
-    the catalog), which overstates DeepSeek-V3's 58 of 61 by 5 %."""
-    return _node_alltoall_s(
+    """All-to-all of one decode step of an expert-parallel replica: every layer dispatches
+    (FP8 with scales) and combines (activations) the device's tokens at the busiest device's
+    imbalance, the peers in its node over the interconnect and those in the replica's other
+    nodes over the network (:func:`alltoall_s`: the slower of the two), + the collective's
+    fixed latency [s]; 0 at EP 1. Every layer is counted as a mixture-of-experts layer (dense
+    first layers are not in the catalog), which overstates DeepSeek-V3's 58 of 61 by 5 %."""
+    return _replica_alltoall_s(
         device_batch,
         (experts_per_token, hidden_size, expert_imbalance, layers),
         (expert_dispatch_bytes_per_value, activation_bytes),
-        (expert_parallel, devices_per_node, interconnect_bytes_per_s, allreduce_fixed_s),
+        (expert_parallel, devices_per_node, interconnect_bytes_per_s, network_bytes_per_s),
+        allreduce_fixed_s,
     )
 
 
-def _node_alltoall_s(tokens: Any, model: tuple, values: tuple, link: tuple) -> Any:
-    """Every layer's dispatch and combine of ``tokens`` a device inside a node [s]:
-    ``model`` (k, hidden, imbalance, layers), ``values`` (bytes a value dispatched and
-    combined), ``link`` (EP, devices a node, interconnect [B/s], latency a collective [s])."""
+def _replica_alltoall_s(tokens: Any, model: tuple, values: tuple, link: tuple, latency: Any) -> Any:
+    """Every layer's dispatch and combine of ``tokens`` a device [s]: ``model`` (k, hidden,
+    imbalance, layers), ``values`` (bytes a value dispatched and combined), ``link`` (EP,
+    devices a node, interconnect and network [B/s]), ``latency`` a collective's [s]."""
     k, hidden, imbalance, layers = model
-    ep, per_node, rate, latency = link
+    ep, per_node, scale_up, scale_out = link
     sent = [alltoall_bytes_per_device(tokens, k, hidden, v, ep, imbalance) for v in values]
-    dispatch, combine = (alltoall_s(b, ep, per_node, rate, rate, latency) for b in sent)
+    dispatch, combine = (alltoall_s(b, ep, per_node, scale_up, scale_out, latency) for b in sent)
     return where(ep > 1, alltoall_s_per_step(layers, dispatch, combine), 0)
 
 
@@ -445,17 +448,21 @@ def expert_alltoall_s_per_token(
     devices_per_node: Any,
     interconnect_bytes_per_s: Any,
     layers: Any,
+    network_bytes_per_s: Any,
 ) -> Any:
     """All-to-all time each token of a step adds on an expert-parallel replica: every layer
     dispatches and combines it, as :func:`expert_alltoall_s_per_step` does each of a device's
     tokens, without the collectives' fixed latency, which a step pays once [s/token]; 0 at EP 1.
     DeepSeek-V3 at EP 8 over 450 GB/s, imbalance 1.18: 61 × (61,057.92 + 118,415.36 B) ÷
-    450e9 = 24.33 µs."""
-    return _node_alltoall_s(
+    450e9 = 24.33 µs. At EP 16 over two such nodes, 50 GB/s a device between them, 8 of 15
+    peers are remote: 61 × (65,419.2 + 126,873.6 B) × 8/15 ÷ 50e9 = 125.12 µs, against
+    12.16 µs for the 7 in its node over NVLink."""
+    return _replica_alltoall_s(
         1,
         (experts_per_token, hidden_size, expert_imbalance, layers),
         (expert_dispatch_bytes_per_value, activation_bytes),
-        (expert_parallel, devices_per_node, interconnect_bytes_per_s, 0),
+        (expert_parallel, devices_per_node, interconnect_bytes_per_s, network_bytes_per_s),
+        0,
     )
 
 

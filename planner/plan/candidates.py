@@ -159,7 +159,8 @@ class _Allowed:
               hardware: np.ndarray) -> np.ndarray:  # fmt: skip
         """The rows of one workload's cross product that can run, as codes: every
         tensor-parallel size, then (after each combination's) every expert-parallel size above 1
-        whose replica fits one node of a linked device and splits the model's routed experts;
+        whose replica is one node of a linked device or whole nodes of one (:meth:`spans`) and
+        splits the model's routed experts;
         each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
         only, each pipeline of more than one stage, a node of a linked device a stage. Each
         prompts on its own hardware; a disaggregated one also with its prefill pool on each
@@ -172,17 +173,25 @@ class _Allowed:
         rows = np.concatenate([rows, self._mixed(rows)])
         return rows[_plan_order(rows)]
 
+    def spans(self, devices: np.ndarray, hardware: np.ndarray | int) -> np.ndarray:
+        """Whether an expert-parallel replica of ``devices`` devices can be laid out on nodes of
+        ``hardware``: within one node, or over whole nodes (every node's devices one rank each,
+        as SGLang's EP 32 over 4 × 8 H100 and DeepSeek's over 18 nodes), never part of a node
+        shared with another replica."""
+        per_node = self.nodes[hardware]
+        return (devices <= per_node) | (devices % per_node == 0)
+
     def _mixed(self, rows: np.ndarray) -> np.ndarray:
         """The disaggregated rows of ``rows`` again with their prefill pool on each other device
         of :attr:`prefill` that runs the precision and holds the replica's layout (linked
-        devices above one a replica; an expert-parallel replica within one node)."""
+        devices above one a replica; an expert-parallel replica in whole nodes of it)."""
         pools = rows[rows[:, 7] == 1]
         found = []
         for p in self.prefill:
             size, experts = self.sizes[pools[:, 4]], pools[:, 5]
             keep = (pools[:, 3] != p) & self.runs[p, pools[:, 2]]
             keep &= (size <= 1) | self.linked[p]
-            keep &= (experts <= 1) | (experts <= self.nodes[p])
+            keep &= (experts <= 1) | self.spans(experts, p)
             found.append(np.column_stack([pools[keep, :8], np.full(int(keep.sum()), p)]))
         return np.concatenate(found).astype(rows.dtype) if found else rows[:0]
 
@@ -214,7 +223,7 @@ class _Allowed:
         m, p, h, e = (a.ravel() for a in grid)
         size = self.experts[e]
         keep = self.runs[h, p] & self.stores[m, p] & self.linked[h] & self.splits[m, e]
-        keep &= size <= self.nodes[h]
+        keep &= self.spans(size, h)
         t = np.searchsorted(self.sizes, size).astype(np.int32)
         w = np.full(int(keep.sum()), workload, dtype=np.int32)
         layouts = np.stack([w, m[keep], p[keep], h[keep], t[keep], size[keep]], axis=1)

@@ -92,12 +92,13 @@ def prefill_device(option: Option) -> str | None:
 
 def replicas_in_words(option: Option, replicas: Any) -> str:
     """The replicas of an option in words: ``2 replicas of tensor parallel 2``, ``1 replica of
-    expert parallel 8``, ``1 replica of 2 pipeline stages of tensor parallel 8``, or for a
+    expert parallel 8`` (``expert parallel 32 over 4 nodes`` where a replica spans several),
+    ``1 replica of 2 pipeline stages of tensor parallel 8``, or for a
     disaggregated option ``5 replicas of tensor parallel 1 for prompts and 9 for decoding``
     (``for prompts on b200-180gb`` where they run on another device)."""
     expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
-        layout = f"expert parallel {int(expert)}"
+        layout = f"expert parallel {int(expert)}{_over_nodes(option, int(expert))}"
     elif stages > 1:
         per_stage = int(option["tensor_parallel"]) // stages
         layout = f"{stages} pipeline stages of tensor parallel {per_stage}"
@@ -112,6 +113,15 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
         on = "" if (other := prefill_device(option)) is None else f" on {other}"
         return f"{_count(prefill, 'replica')} of {layout} for prompts{on} and {decode} for decoding"
     return f"{_count(replicas, 'replica')} of {layout}"
+
+
+def _over_nodes(option: Option, devices: int) -> str:
+    """`` over N nodes`` where a replica of ``devices`` devices fills several of the option's
+    nodes, else nothing."""
+    per_node = option.get("devices_per_node", math.nan)
+    if not (is_finite(per_node) and devices > per_node > 0):
+        return ""
+    return f" over {-(-devices // int(per_node))} nodes"
 
 
 def _prefill(option: Option) -> Any:
