@@ -221,7 +221,8 @@ class Assumptions(Uncertain):
     # the network). The imbalance is SGLang's EP 32 prefill, 59,337 ÷ 50,302 tokens/s a node with
     # perfect balance against DeepSeek-V3's default placement (lmsys.org, 2025-05-05), 1.1796 to
     # two places; the dispatch is DeepEP's FP8 with one FP32 scale per 128 values (1 + 4/128);
-    # overlap 1 is DeepSeek-V3's two micro-batches (§3.4), 0 adds the all-to-all to the step
+    # overlap 1 is DeepSeek-V3's two micro-batches (§3.4), hiding the all-to-all under a decode
+    # step's and a prompt's arithmetic; 0 adds it to them
     expert_parallel_sizes: list[Count] = Field(default=[1], min_length=1)
     expert_imbalance: Annotated[float, Field(strict=True, ge=1)] = 1.18
     expert_dispatch_bytes_per_value: Positive = 1 + 4 / 128

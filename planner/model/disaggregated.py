@@ -29,6 +29,7 @@ from typing import Any
 import planner.model.calibration  # noqa: F401  (registers the metrics restated below)
 import planner.model.latency  # noqa: F401
 from planner.model.expr import floor, is_missing, log, maximum, minimum, where
+from planner.model.latency import overlapped_s
 from planner.model.metric import REGISTRY, metric, rebound
 from planner.model.parallel import (
     kv_transfer_bytes,
@@ -36,7 +37,15 @@ from planner.model.parallel import (
     prefill_replicas_needed,
     prompt_tokens_per_s_demanded,
 )
-from planner.model.sources import DISTSERVE, LITTLE, POPE, ROOFLINE, SARATHI, SPLITWISE
+from planner.model.sources import (
+    DISTSERVE,
+    LITTLE,
+    POPE,
+    ROOFLINE,
+    SARATHI,
+    SGLANG_EP,
+    SPLITWISE,
+)
 
 #: The mean wait in a queue with Poisson arrivals and a fixed service time.
 POLLACZEK_KHINCHINE = "Pollaczek–Khinchine formula for the M/D/1 queue (Kleinrock 1975, §5.6)"
@@ -82,28 +91,40 @@ def prefill_pool_prompts_per_step(max_num_batched_tokens: Any, prefill_tokens_me
     return maximum(1, floor(max_num_batched_tokens / maximum(prefill_tokens_mean, 1)))
 
 
-@metric("s", source=f"{DISTSERVE}; {ROOFLINE}", group="serving")
+@metric("s", source=f"{DISTSERVE}; {ROOFLINE}; {SGLANG_EP}", group="serving")
 def prefill_pool_s_per_prompt(
     prefill_flops: Any,
-    prefill_hw_achieved_compute_flops_per_s: Any,
+    prefill_compute_flops_per_s: Any,
     prefill_hw_matmul_padding_s: Any,
     prefill_hw_weight_read_s: Any,
     prefill_tokens_mean: Any,
     prefill_hw_allreduce_s_per_token: Any,
     prefill_hw_step_overhead_s: Any,
     prefill_pool_prompts_per_step: Any,
+    prefill_hw_expert_alltoall_s_per_token: Any = 0,
+    expert_parallel: Any = 1,
+    expert_overlap: Any = 0,
 ) -> Any:
-    """A prefill replica's time per prompt when it runs n prompts a step: max(the prompt's
-    arithmetic + padding ÷ n, weight read ÷ n) + its tokens' all-reduce + overhead ÷ n [s], on
-    the prefill pool's device. Short prompts share the step's weight read and overhead; long
-    ones are compute-bound, as :func:`planner.model.latency.prefill_s` for one (n = 1: the
-    same)."""
+    """A prefill replica's time per prompt when each of its schedulers runs n prompts a step
+    [s], on the prefill pool's device: a scheduler's max(the prompt's arithmetic + padding ÷
+    n, weight read ÷ n) + its tokens' communication + overhead ÷ n, ÷ the schedulers prefilling
+    side by side. Short prompts share the step's weight read and overhead; long ones are
+    compute-bound, as :func:`planner.model.latency.prefill_s` for one (n = 1: the same).
+
+    A tensor-parallel replica is one scheduler at the replica's rate, its tokens all-reduced.
+    An expert-parallel one is EP ranks, each prefilling its own prompts at one device's rate
+    (:func:`planner.model.parallel.prefill_compute_flops_per_s`), each token dispatched to its
+    experts and back (added, or hidden under the arithmetic,
+    :func:`planner.model.latency.overlapped_s`). At EP 32, 2 prompts a step of 4,096 tokens at
+    0.36 s each and 4,096 × 188 µs = 0.77 s of all-to-all: 1.13 s ÷ 32 = 35.4 ms a prompt
+    added, 0.77 s ÷ 32 = 24.1 ms overlapped."""
     n = prefill_pool_prompts_per_step
-    compute = (
-        prefill_flops / prefill_hw_achieved_compute_flops_per_s + prefill_hw_matmul_padding_s / n
-    )
+    compute = prefill_flops / prefill_compute_flops_per_s + prefill_hw_matmul_padding_s / n
+    reads = maximum(compute, prefill_hw_weight_read_s / n)
+    exchange = prefill_tokens_mean * prefill_hw_expert_alltoall_s_per_token
     reduce = prefill_tokens_mean * prefill_hw_allreduce_s_per_token
-    return maximum(compute, prefill_hw_weight_read_s / n) + reduce + prefill_hw_step_overhead_s / n
+    rank = overlapped_s(reads, exchange, expert_overlap) + reduce + prefill_hw_step_overhead_s / n
+    return rank / maximum(expert_parallel, 1)
 
 
 @metric("tokens/s", source=DISTSERVE, group="serving")

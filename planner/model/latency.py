@@ -322,6 +322,14 @@ def prefill_flops(
     return linear + attention + 4 * layers * new * cached * attention_heads * head_dim
 
 
+def overlapped_s(compute_s: Any, communication_s: Any, overlap: Any) -> Any:
+    """A step's time given its compute and its communication: their sum, or the longer of the
+    two where two micro-batches overlap them (``overlap`` above 0) [s] (DeepSeek-V3 §3.4; the
+    ``expert_overlap`` assumption). 30 ms of arithmetic and 20 ms of all-to-all: 50 ms, or
+    30 ms overlapped."""
+    return where(overlap > 0, maximum(compute_s, communication_s), compute_s + communication_s)
+
+
 @metric("s", source=f"{ROOFLINE}; {POPE}", group="latency")
 def prefill_s(
     prefill_flops: Any,
@@ -333,6 +341,7 @@ def prefill_s(
     prefill_hw_step_overhead_s: Any,
     prefix_hit_ratio: Any = 0,
     prefill_hw_expert_alltoall_s_per_token: Any = 0,
+    expert_overlap: Any = 0,
 ) -> Any:
     """Time to process the mean prompt: max(compute, one weight read) + its tokens'
     communication + overhead [s], on the hardware the prompts run on (the ``prefill_hw_``
@@ -341,14 +350,18 @@ def prefill_s(
     The compute is the prompt's arithmetic and the multiplications' padding at the rate a prompt
     is prefilled at (:func:`planner.model.parallel.prefill_compute_flops_per_s`). Long prompts
     are compute-bound; tiny ones are bound by reading the weights once. Each token is
-    all-reduced (tensor parallelism) or dispatched to its experts and back (expert parallelism);
-    tokens found in the prefix cache (the hit ratio of the prompt) are neither.
+    all-reduced (tensor parallelism) or dispatched to its experts and back (expert parallelism:
+    added, or hidden under the compute where two micro-batches overlap them,
+    :func:`overlapped_s`); tokens found in the prefix cache (the hit ratio of the prompt) are
+    neither.
     """
     compute = prefill_flops / prefill_compute_flops_per_s + prefill_hw_matmul_padding_s
-    per_token = prefill_hw_allreduce_s_per_token + prefill_hw_expert_alltoall_s_per_token
+    new = prompt_tokens_mean * (1 - prefix_hit_ratio)
+    exchange = new * prefill_hw_expert_alltoall_s_per_token
+    reads = maximum(compute, prefill_hw_weight_read_s)
     return (
-        maximum(compute, prefill_hw_weight_read_s)
-        + prompt_tokens_mean * (1 - prefix_hit_ratio) * per_token
+        overlapped_s(reads, exchange, expert_overlap)
+        + new * prefill_hw_allreduce_s_per_token
         + prefill_hw_step_overhead_s
     )
 

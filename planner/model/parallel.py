@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.model.expr import ceil, floor, maximum, minimum, where
-from planner.model.latency import decode_compute_s, decode_memory_s
+from planner.model.latency import decode_compute_s, decode_memory_s, overlapped_s
 from planner.model.metric import Metric, metric, rebound
 from planner.model.sources import (
     DEEPEP,
@@ -210,11 +210,11 @@ def expert_parallel_flops_per_token(
     return 2 * (active_parameters + routed_active * (imbalance - 1))
 
 
-@parallel_metric("s", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)")
-def overlapped_s(compute_s: Any, communication_s: Any, overlap: Any) -> Any:
-    """A step's time given its compute and its communication: their sum, or the longer of the
-    two where two micro-batches overlap them (``overlap`` 1) [s]."""
-    return where(overlap > 0, maximum(compute_s, communication_s), compute_s + communication_s)
+#: :func:`planner.model.latency.overlapped_s`, the rule every step under EP follows, among
+#: this module's formulas.
+overlapped_s = parallel_metric("s", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)")(
+    overlapped_s
+)
 
 
 @parallel_metric("s", source=f"{ROOFLINE}; {POPE}; {DEEPEP}")
