@@ -16,7 +16,12 @@ from typing import Any
 
 import pytest
 from test_calibration import GPT_OSS_H100_TP8, _calibrated, _errors
-from test_expert_parallel import sglang_prefill_pool_errors, sglang_prefill_pool_rows
+from test_expert_parallel import (
+    sglang_decode_pool_error,
+    sglang_decode_pool_row,
+    sglang_prefill_pool_errors,
+    sglang_prefill_pool_rows,
+)
 from test_measure import measured_catalog  # noqa: F401  (the fixture this module uses)
 from test_parallel import (
     BENCHMARKS,
@@ -426,6 +431,9 @@ SGLANG_DECODE_SET = "DeepSeek-V3 FP8, SGLang EP 72 decode pool, 9 × 8 H100 (two
 SGLANG_PREFILL_ROW_SET = (
     "DeepSeek-V3 FP8, SGLang EP 32 prefill pool, 4 × 8 H100, as planned (its row, overlapped)"
 )
+SGLANG_DECODE_ROW_SET = (
+    "DeepSeek-V3 FP8, SGLang EP 72 decode pool, 9 × 8 H100, as planned (EP 64's row, added)"
+)
 DEEPEP_SET = "DeepEP low-latency kernels, H800 + CX7 400 Gb/s, EP 8–256, 128 tokens"
 RECORDED = {
     ("gpt-oss-120b MXFP4, 8 × H100 TP 8, vLLM 0.11", "ITL (mean TPOT)"): 0.064,
@@ -461,6 +469,7 @@ RECORDED = {
     (SGLANG_PREFILL_SET, "prompt throughput per node"): 0.055,
     (SGLANG_DECODE_SET, "output throughput per node"): 0.964,
     (SGLANG_PREFILL_ROW_SET, "prompt throughput per node"): 0.213,
+    (SGLANG_DECODE_ROW_SET, "output throughput per node"): 0.080,
     (DEEPEP_SET, "dispatch and combine time"): 0.221,
     (PIPELINE_SET, "TPOT (mean)"): 0.325,
     (PIPELINE_SET, "TTFT (mean)"): 0.159,
@@ -608,6 +617,13 @@ def _sets(catalog_folder: Path) -> list[SetError]:
             "less than max(step, all-to-all) says (added: +32 %)",
             "output throughput per node",
             tuple(_sglang_decode_errors()),
+        ),
+        SetError(
+            SGLANG_DECODE_ROW_SET,
+            f"{SGLANG_EP_SOURCE}: the planner's own row, shipped assumptions, EP 64 for EP 72 "
+            "(4 experts a device either way), 241 sequences a device on its budget",
+            "output throughput per node",
+            (sglang_decode_pool_error(sglang_decode_pool_row(catalog_folder.parent / "ep72")),),
         ),
         SetError(
             DEEPEP_SET,
