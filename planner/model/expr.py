@@ -378,10 +378,12 @@ def concat(*parts: Any) -> Any:
         return node
     texts = [_texts(p) for p in parts]
     shape = np.broadcast_shapes(*(t.shape for t in texts))
-    joined = np.broadcast_to(texts[0], shape).copy()
-    for text in texts[1:]:  # element-wise str + str (a 0-d sum is a plain str: keep an array)
-        joined = np.asarray(joined + np.broadcast_to(text, shape), dtype=object)
-    return joined.item() if joined.ndim == 0 else joined
+    if not shape:  # every part one value: a plain str
+        return "".join(str(t.item()) for t in texts)
+    columns = [np.broadcast_to(t, shape).ravel().tolist() for t in texts]
+    joined = np.empty(int(np.prod(shape)), dtype=object)
+    joined[:] = ["".join(row) for row in zip(*columns, strict=True)]
+    return joined.reshape(shape)
 
 
 #: Whole numbers below this are written without ".0" through an integer (exact in a float).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -92,22 +92,29 @@ def useful_parallelism(table: pd.DataFrame, combination: Sequence[str] = tuple(K
 
 
 def _per_row_column(
-    long: pd.Series, ids: np.ndarray, prefixes: np.ndarray, suffix: str
+    grid: tuple[np.ndarray, dict[str, int]], at: np.ndarray, prefixes: np.ndarray, suffix: str
 ) -> np.ndarray:
-    """For each row, the value at (id, prefix + suffix) of ``long`` (a sheet stacked: a Series
-    keyed by id and column); NaN where there is none."""
-    wanted = pd.MultiIndex.from_arrays([ids, [f"{p}{suffix}" for p in prefixes]])
-    return pd.to_numeric(long.reindex(wanted), errors="coerce").to_numpy(dtype=float)
+    """For each row, the value in sheet row ``at`` (-1: none) of the column named prefix +
+    suffix, from ``grid`` (the sheet's numbers and the position of each column); NaN where
+    there is none."""
+    numbers, position = grid
+    names, codes = np.unique(np.asarray(prefixes, dtype=object).astype(str), return_inverse=True)
+    column = np.array([position.get(f"{p}{suffix}", -1) for p in names], dtype=np.int64)[codes]
+    found = (at >= 0) & (column >= 0)
+    values = np.full(len(at), np.nan)
+    values[found] = numbers[at[found], column[found]]
+    return values
 
 
 class SheetCache:
-    """The input sheets keyed by id (and stacked), made once for all the chunks of a plan, and
-    for the current chunk the sheet row of each plan row per sheet and key (-1: none)."""
+    """The input sheets keyed by id (and as a grid of numbers), made once for all the chunks of
+    a plan, and for the current chunk the sheet row of each plan row per sheet and key (-1:
+    none)."""
 
     def __init__(self, inputs: InputTables) -> None:
         self.inputs = inputs
         self.keyed: dict[str, pd.DataFrame] = {}
-        self.stacked: dict[str, pd.Series] = {}
+        self.grids: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self.rows: dict[tuple[str, str], np.ndarray] = {}
 
     def sheet(self, name: str) -> pd.DataFrame:
@@ -115,11 +122,25 @@ class SheetCache:
             self.keyed[name] = self.inputs.sheets[name].set_index("id")
         return self.keyed[name]
 
-    def long(self, name: str) -> pd.Series:
-        # The sheet's columns are one level, so stacking them gives a Series (id, column) -> value.
-        if name not in self.stacked:
-            self.stacked[name] = cast("pd.Series", self.sheet(name).stack(future_stack=True))
-        return self.stacked[name]
+    def grid(self, name: str) -> tuple[np.ndarray, dict[str, int]]:
+        """The sheet's cells as numbers (NaN where a cell is not one) and each column's
+        position."""
+        if name not in self.grids:
+            sheet = self.sheet(name)
+            numbers = [pd.to_numeric(sheet[c], errors="coerce").to_numpy(float) for c in sheet]
+            grid = np.column_stack(numbers) if numbers else np.empty((len(sheet), 0))
+            self.grids[name] = (grid, {str(c): i for i, c in enumerate(sheet.columns)})
+        return self.grids[name]
+
+    def at(self, sheet: str, key: str, ids: np.ndarray) -> np.ndarray:
+        """The sheet row of each of ``ids`` (-1: none), matched once a chunk per sheet and
+        key."""
+        found = self.rows.get((sheet, key))
+        if found is None:  # each distinct id matched once, then spread over the rows
+            codes, distinct = pd.factorize(ids)
+            known = self.sheet(sheet).index.get_indexer(pd.Index(distinct, dtype=object))
+            found = self.rows[(sheet, key)] = np.append(known, -1)[codes]
+        return found
 
 
 def lookup_values(
@@ -136,10 +157,8 @@ def lookup_values(
     ids = np.asarray(plan[lookup.key])
     if lookup.column_from is None and sheet.empty:
         return np.full(len(ids), np.nan, dtype=object if lookup.kind == "text" else float)
+    at = cache.at(lookup.sheet, lookup.key, ids)
     if lookup.column_from is None:
-        at = cache.rows.get((lookup.sheet, lookup.key))
-        if at is None:
-            at = cache.rows[(lookup.sheet, lookup.key)] = sheet.index.get_indexer(pd.Index(ids))
 
         def column(name: str) -> np.ndarray:
             values = sheet[name].to_numpy()
@@ -150,11 +169,11 @@ def lookup_values(
         if lookup.fallback_column is not None:
             values = np.where(pd.isna(values), column(lookup.fallback_column), values)
     else:
-        long = cache.long(lookup.sheet)
-        values = _per_row_column(long, ids, np.asarray(plan[lookup.column_from]), lookup.column)
+        grid = cache.grid(lookup.sheet)
+        values = _per_row_column(grid, at, np.asarray(plan[lookup.column_from]), lookup.column)
         if lookup.fallback_from:
             fallback = _per_row_column(
-                long, ids, np.asarray(plan[lookup.fallback_from]), lookup.column
+                grid, at, np.asarray(plan[lookup.fallback_from]), lookup.column
             )
             values = np.where(np.isnan(values), fallback, values)
     if lookup.kind == "text":
