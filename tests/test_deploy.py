@@ -258,6 +258,21 @@ def test_expert_parallel_and_speculative_settings_reach_each_engine() -> None:
     sglang = parsed("sglang", launch(dataclasses.replace(settings, engine="sglang")).argv)
     assert sglang["--ep-size"] == "8" and sglang["--enable-dp-attention"]
     assert sglang["--speculative-num-draft-tokens"] == "4"
+    assert "--enable-eplb" not in vllm and "--enable-eplb" not in sglang
+
+
+def test_redundant_expert_slots_reach_each_engine() -> None:
+    """EP 72 with 32 redundant slots (SGLang's decode of DeepSeek-V3): vLLM's load balancer
+    with 32 redundant experts in its JSON config, SGLang's; TensorRT-LLM's says it is not
+    written."""
+    settings = _settings(expert_parallel=72, devices_per_replica=72, redundant_experts=32)
+    vllm = parsed("vllm", launch(settings).argv)
+    assert vllm["--enable-eplb"] and vllm["--enable-expert-parallel"]
+    assert json.loads(vllm["--eplb-config"]) == {"num_redundant_experts": 32}
+    sglang = parsed("sglang", launch(dataclasses.replace(settings, engine="sglang")).argv)
+    assert sglang["--ep-num-redundant-experts"] == "32" and sglang["--enable-eplb"]
+    tensorrt = launch(dataclasses.replace(settings, engine="tensorrt-llm"))
+    assert any("32 redundant expert slots" in n for n in tensorrt.notes)
 
 
 #: Settings that change a command's flags: features off, expert parallelism, speculation by an
@@ -266,6 +281,7 @@ VARIANTS = [
     {},
     {"prefix_caching": False, "chunked_prefill": False, "cuda_graphs": False},
     {"expert_parallel": 8, "devices_per_replica": 8},
+    {"expert_parallel": 72, "devices_per_replica": 72, "redundant_experts": 32},
     {"speculative_method": "eagle", "speculative_tokens": 3, "draft_model": "eagle-head"},
     {"speculative_method": "mtp", "speculative_tokens": 1},
     {"speculative_method": "draft", "speculative_tokens": 4, "draft_model": "llama-3.2-1b"},

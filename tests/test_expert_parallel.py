@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from planner.catalog import Catalog, load_catalog
+from planner.model.memory import routed_share_per_device
 from planner.model.parallel import (
     device_batch,
     expert_alltoall_s_per_step,
@@ -48,7 +49,11 @@ def test_weights_per_device_of_a_671b_moe_at_ep_8() -> None:
     # 17,091,229,184 others and 653,908,770,816 ÷ 8 = 81,738,596,352 routed: 98,829,825,536 B.
     routed = 58 * 256 * 3 * 7168 * 2048
     assert routed == 653_908_770_816
-    assert expert_parallel_weight_bytes(671e9, routed, 1.0, 8) == pytest.approx(98_829_825_536)
+    share = routed_share_per_device(8, 8, 256, 0)
+    assert share == 1 / 8
+    assert expert_parallel_weight_bytes(671e9, routed, 1.0, share, 8) == pytest.approx(
+        98_829_825_536
+    )
 
 
 def test_all_to_all_of_one_step_at_ep_8() -> None:
@@ -551,17 +556,16 @@ SGLANG_EP72_DECODE_PER_NODE = 22_282
 
 
 def sglang_decode_pool_row(folder: Path) -> pd.Series:
-    """The planner's own row for SGLang's decode pool. EP 72 needs EPLB's 32 redundant expert
-    slots (288 ÷ 72 = 4 a device), which planner does not place; EP 64 holds the same 4 experts
-    a device (256 ÷ 64) and sends 56 of 63 peers' copies over the network against 64 of 71, so
-    its device decodes as one of EP 72's. DeepSeek-V3 with FP8 weights and a BF16 cache (as
-    SGLang ran it) on the shipped H100 SXM, disaggregated on SGLang, the shipped assumptions
-    (the all-to-all added); 1,900-token prompts and 200 out (2,000 cached tokens on average),
-    as many users as 256 a device would be."""
+    """The planner's own row for SGLang's decode pool: EP 72 with EPLB's 32 redundant expert
+    slots (288 ÷ 72 = 4 a device), DeepSeek-V3 with FP8 weights and a BF16 cache (as SGLang
+    ran it) on the shipped H100 SXM, disaggregated on SGLang, the shipped assumptions (the
+    all-to-all added); 1,900-token prompts and 200 out (2,000 cached tokens on average), as
+    many users as 256 a device would be."""
     keep = {"models": {"deepseek-v3"}, "hardware": {"h100-sxm-80gb"}, "precisions": {"fp8"}}
     sizes = {
         "tensor_parallel_sizes": [8],
-        "expert_parallel_sizes": [64],
+        "expert_parallel_sizes": [72],
+        "redundant_experts": 32,
         "serving_layouts": ["disaggregated"],
         "engine": {"name": "sglang", "version": "0.4"},
     }
@@ -580,12 +584,12 @@ def sglang_decode_pool_row(folder: Path) -> pd.Series:
             "prompt_tokens": {"mean": 1900, "p95": 1900, "max": 1900},
             "output_tokens": {"mean": 200, "p95": 200, "max": 200},
             "max_output_tokens": 200,
-            "concurrency": 256 * 64,
+            "concurrency": 256 * 72,
         }
     ]
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     table = evaluate(load_catalog(folder)).table
-    return table[table["expert_parallel"] == 64].iloc[0]
+    return table[table["expert_parallel"] == 72].iloc[0]
 
 
 def sglang_decode_pool_error(row: pd.Series) -> float:
@@ -596,16 +600,55 @@ def sglang_decode_pool_error(row: pd.Series) -> float:
 
 
 def test_sglangs_decode_pool_as_planned(tmp_path: Path) -> None:
-    """Each device holds the 18,971,006,464 B outside the routed experts and 653,908,770,816 ÷
-    64 = 10,217,324,544 B of experts: 29,188,331,008 B, as an EP 72 device's 4 of 288 slots. Its
-    cache budget takes 241 sequences of 2,100 tokens (SGLang ran 256 on its own budget), and
-    with the shipped efficiencies, overheads and imbalance, the all-to-all added, the pool
-    decodes within 25 % of SGLang's 22,282 tokens a second a node (8 % low)."""
+    """Each device holds the 18,971,006,464 B outside the routed experts and 4 of 256 experts'
+    653,908,770,816 B, 10,217,324,544 B: 29,188,331,008 B. Its cache budget takes 241 sequences
+    of 2,100 tokens (SGLang ran 256 on its own budget), and with the shipped efficiencies,
+    overheads and imbalance, the all-to-all added, the pool decodes within 25 % of SGLang's
+    22,282 tokens a second a node."""
     text = Path(__file__).parent / "fixtures" / "benchmarks" / "expert-parallel-deepseek-v3.md"
     assert "| Throughput (per node) | 14,800        | 18,598           | 22,282" in text.read_text()
     row = sglang_decode_pool_row(tmp_path / "decode")
     assert row["weight_bytes_per_device"] == 29_188_331_008
     assert row["kv_bytes_per_token"] == 61 * 576 * 2
-    assert row["nodes_needed"] == 8 * row["replicas_planned"]
+    assert row["nodes_needed"] == 9 * row["replicas_planned"]
     assert 200 < row["device_batch"] <= 256
     assert abs(sglang_decode_pool_error(row)) < 0.25
+
+
+@pytest.mark.parametrize(
+    ("tp", "ep", "experts", "redundant", "share"),
+    [
+        (8, 1, 256, 0, 1 / 8),  # tensor parallel: an eighth of every expert
+        (2, 1, 0, 32, 1 / 2),  # a dense model: its weights ÷ TP, slots or not
+        (8, 8, 256, 0, 32 / 256),  # EP 8: 32 whole experts a device
+        (72, 72, 256, 32, 4 / 256),  # SGLang's EP 72: 288 slots, 4 a device
+        (144, 144, 256, 32, 2 / 256),  # DeepSeek's decode at EP 144: 2 a device
+        (32, 32, 256, 32, 9 / 256),  # DeepSeek's prefill at EP 32: 9 a device
+    ],
+)
+def test_the_share_of_the_routed_experts_a_device_holds(
+    tp: int, ep: int, experts: int, redundant: int, share: float
+) -> None:
+    assert routed_share_per_device(tp, ep, experts, redundant) == pytest.approx(share, rel=1e-15)
+
+
+def test_redundant_slots_let_the_expert_parallel_size_divide_them() -> None:
+    """32 redundant slots beside DeepSeek-V3's 256 experts: 288 slots divide by 8, 16, 32 and
+    72 (9 nodes) but not by 64; Qwen3-30B-A3B's 128 + 32 = 160 by 8, 16 and 32 only. At EP 72
+    each device holds 18,971,006,464 B of shared weights and 4 of 256 experts' 653,908,770,816
+    B, 10,217,324,544 B: 29,188,331,008 B; at EP 8, 36 experts (91,955,920,896 B): 110,926,927,360
+    B."""
+    catalog = with_sizes([1, 8, 16, 32, 64, 72])
+    update = {"tensor_parallel_sizes": [8], "redundant_experts": 32}
+    catalog = dataclasses.replace(
+        catalog, assumptions=catalog.assumptions.model_copy(update=update)
+    )
+    table = evaluate(catalog).table
+    chat = table[(table["workload"] == "chat") & (table["hardware"] == "h200-sxm-141gb")]
+    tried = chat.groupby("model")["expert_parallel"].agg(lambda s: sorted(set(s) - {1}))
+    assert tried["deepseek-v3"] == [8, 16, 32, 72]
+    assert tried["qwen3-30b-a3b"] == [8, 16, 32]
+    rows = deepseek(table, "chat")
+    assert rows.loc[(72, 72), "weight_bytes_per_device"] == 29_188_331_008
+    assert rows.loc[(72, 72), "nodes_needed"] == 9 * rows.loc[(72, 72), "replicas_planned"]
+    assert rows.loc[(8, 8), "weight_bytes_per_device"] == 110_926_927_360

@@ -119,7 +119,7 @@ def test_a_mixture_s_batch_is_refined_with_the_experts_its_batch_touches():
         decoder_weight_bytes_per_device=np.array([10e9]),
         routed_expert_parameters=np.array([8e9]),
         weight_bytes_per_param=np.array([1.0]),
-        tensor_parallel=np.array([1.0]),
+        routed_share_per_device=np.array([1.0]),
     )
     once = open_loop_batch_refined(open_loop_batch_bound=np.array([bound]), **moe, **line)[0]
     expected = (1 + 100 * (2e9 + 8e9 * (1 - 0.75**bound)) / 1e12) / 0.89

@@ -432,7 +432,7 @@ SGLANG_PREFILL_ROW_SET = (
     "DeepSeek-V3 FP8, SGLang EP 32 prefill pool, 4 × 8 H100, as planned (its row, overlapped)"
 )
 SGLANG_DECODE_ROW_SET = (
-    "DeepSeek-V3 FP8, SGLang EP 72 decode pool, 9 × 8 H100, as planned (EP 64's row, added)"
+    "DeepSeek-V3 FP8, SGLang EP 72 decode pool, 9 × 8 H100, as planned (its row, added)"
 )
 DEEPEP_SET = "DeepEP low-latency kernels, H800 + CX7 400 Gb/s, EP 8–256, 128 tokens"
 RECORDED = {
@@ -469,7 +469,7 @@ RECORDED = {
     (SGLANG_PREFILL_SET, "prompt throughput per node"): 0.055,
     (SGLANG_DECODE_SET, "output throughput per node"): 0.964,
     (SGLANG_PREFILL_ROW_SET, "prompt throughput per node"): 0.213,
-    (SGLANG_DECODE_ROW_SET, "output throughput per node"): 0.080,
+    (SGLANG_DECODE_ROW_SET, "output throughput per node"): 0.090,
     (DEEPEP_SET, "dispatch and combine time"): 0.221,
     (PIPELINE_SET, "TPOT (mean)"): 0.325,
     (PIPELINE_SET, "TTFT (mean)"): 0.159,
@@ -620,8 +620,8 @@ def _sets(catalog_folder: Path) -> list[SetError]:
         ),
         SetError(
             SGLANG_DECODE_ROW_SET,
-            f"{SGLANG_EP_SOURCE}: the planner's own row, shipped assumptions, EP 64 for EP 72 "
-            "(4 experts a device either way), 241 sequences a device on its budget",
+            f"{SGLANG_EP_SOURCE}: the planner's own row, shipped assumptions, 32 redundant "
+            "expert slots (4 a device), 241 sequences a device on its budget",
             "output throughput per node",
             (sglang_decode_pool_error(sglang_decode_pool_row(catalog_folder.parent / "ep72")),),
         ),

@@ -227,6 +227,12 @@ class Assumptions(Uncertain):
     expert_imbalance: Annotated[float, Field(strict=True, ge=1)] = 1.18
     expert_dispatch_bytes_per_value: Positive = 1 + 4 / 128
     expert_overlap: Annotated[float, Field(strict=True, ge=0, le=1)] = 0.0
+    # redundant expert slots of an expert-parallel replica: the load balancer (EPLB) places
+    # copies of the busiest experts in them, so each device holds (experts + redundant) ÷ EP
+    # experts and EP need only divide that sum (DeepSeek-V3 §3.4; SGLang's EP 72 ran 256 + 32
+    # = 288 slots, 4 a device; SGLang --ep-num-redundant-experts, vLLM's eplb-config
+    # num_redundant_experts); 0: one copy of each expert
+    redundant_experts: Annotated[int, Field(strict=True, ge=0, le=4096)] = 0
     # pipeline parallelism across nodes: 1 is one stage only; a size above 1 also tries a
     # replica of that many nodes of a linked device, tensor parallel within each node and the
     # layers split between the nodes, each token passing them in turn over the network (vLLM's

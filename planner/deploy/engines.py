@@ -78,6 +78,9 @@ def _vllm(s: LaunchSettings) -> Launch:
     if s.expert_parallel > 1:  # experts spread, attention data parallel
         argv += ["--tensor-parallel-size", "1", "--data-parallel-size", str(s.expert_parallel)]
         argv += ["--enable-expert-parallel"]
+        if s.redundant_experts:  # EPLB places copies of the busiest experts in the spare slots
+            balance = {"num_redundant_experts": s.redundant_experts}
+            argv += ["--enable-eplb", "--eplb-config", json.dumps(balance, sort_keys=True)]
     else:
         argv += ["--tensor-parallel-size", str(s.tensor_parallel)]
     if s.pipeline_parallel > 1:  # a node a stage, over Ray (vLLM's multi-node serving)
@@ -117,6 +120,8 @@ def _sglang(s: LaunchSettings) -> Launch:
     if s.expert_parallel > 1:
         ep = str(s.expert_parallel)
         argv += ["--tp-size", ep, "--ep-size", ep, "--dp-size", ep, "--enable-dp-attention"]
+        if s.redundant_experts:
+            argv += ["--ep-num-redundant-experts", str(s.redundant_experts), "--enable-eplb"]
     else:
         argv += ["--tp-size", str(s.tensor_parallel)]
     if s.pipeline_parallel > 1:
@@ -188,6 +193,11 @@ def _tensorrt(s: LaunchSettings) -> Launch:
         notes.append(
             "disaggregated pools are started by trtllm-serve disaggregated with a configuration "
             "of both pools, which is not written: start each pool with this command and its role"
+        )
+    if s.redundant_experts:
+        notes.append(
+            f"the {s.redundant_experts} redundant expert slots planned are set in TensorRT-LLM's "
+            "MoE load balancer configuration, which is not written"
         )
     return Launch(tuple(argv), options, tuple(notes))
 

@@ -119,6 +119,9 @@ class LaunchSettings:
     nodes_per_replica: int = 1
     """Nodes one replica spans: its pipeline stages, a node each, or its devices over a node's
     (an expert-parallel replica larger than a node); 1: one node."""
+    redundant_experts: int = 0
+    """Redundant expert slots of an expert-parallel replica, which the engine's load balancer
+    (EPLB) fills with copies of its busiest experts (0: none)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,6 +191,7 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "engine_version": engine.version,
         "tensor_parallel": tp,
         "expert_parallel": ep,
+        "redundant_experts": catalog.assumptions.redundant_experts if ep > 1 else 0,
         "pipeline_parallel": pp,
         "devices_per_replica": max(devices, ep),
         "device_resource": device_resource(hardware),

@@ -132,12 +132,12 @@ def decode_weight_bytes_per_step(
     routed_expert_parameters: Any,
     weight_bytes_per_param: Any,
     experts_touched_fraction: Any,
-    tensor_parallel: Any,
+    routed_share_per_device: Any,
 ) -> Any:
-    """Weight bytes a decode step reads per device: the decoder's weights less untouched
-    experts [B]."""
+    """Weight bytes a decode step reads per device: the decoder's weights less the untouched
+    experts of its share (:func:`planner.model.memory.routed_share_per_device`) [B]."""
     untouched = routed_expert_parameters * weight_bytes_per_param * (1 - experts_touched_fraction)
-    return decoder_weight_bytes_per_device - untouched / tensor_parallel
+    return decoder_weight_bytes_per_device - untouched * routed_share_per_device
 
 
 @metric("tokens", source="mean context while generating half the mean output", group="latency")

@@ -147,7 +147,7 @@ def open_loop_batch_refined(
     decoder_weight_bytes_per_device: Any,
     routed_expert_parameters: Any,
     weight_bytes_per_param: Any,
-    tensor_parallel: Any,
+    routed_share_per_device: Any,
     decode_batch: Any,
     forecast_requests_per_s: Any,
     decode_pool_replicas: Any,
@@ -190,7 +190,7 @@ def open_loop_batch_refined(
         routed_expert_parameters,
         weight_bytes_per_param,
         touched,
-        tensor_parallel,
+        routed_share_per_device,
     )
     return _open_loop_batch(
         decode_batch,

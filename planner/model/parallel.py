@@ -335,13 +335,17 @@ def expert_parallel_weight_bytes(
     weight_bytes: Any,
     routed_expert_parameters: Any,
     weight_bytes_per_param: Any,
+    routed_share_per_device: Any,
     expert_parallel: Any,
 ) -> Any:
     """Weights each device of an expert-parallel replica holds: everything but the routed
-    experts whole, and 1 ÷ EP of the routed experts (no redundant copies) [B]
-    (:func:`expert_parallel_weight_bytes_per_device`)."""
+    experts whole, and its slots' share of the routed experts
+    (:func:`planner.model.memory.routed_share_per_device`: 1 ÷ EP without redundant slots) [B]
+    (:func:`expert_parallel_weight_bytes_per_device`); the whole payload for a replica without
+    expert parallelism (EP 1: every expert on each device)."""
     routed = routed_expert_parameters * weight_bytes_per_param
-    return weight_bytes - routed + routed / expert_parallel
+    share = where(expert_parallel > 1, routed_share_per_device, 1)
+    return weight_bytes - routed + routed * share
 
 
 @metric("sequences", source=f"{SGLANG_EP} (DP attention)", group="latency")

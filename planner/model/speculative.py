@@ -157,7 +157,7 @@ def plain_itl_s(
     weight_bytes_per_param: Any,
     experts: Any,
     experts_per_token: Any,
-    tensor_parallel: Any,
+    routed_share_per_device: Any,
     decode_batch: Any,
     kv_read_bytes_per_sequence_step: Any,
     memory_bandwidth_bytes_per_s: Any,
@@ -178,7 +178,7 @@ def plain_itl_s(
         routed_expert_parameters,
         weight_bytes_per_param,
         touched,
-        tensor_parallel,
+        routed_share_per_device,
     )
     memory = latency.decode_memory_s(
         weights,

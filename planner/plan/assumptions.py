@@ -380,4 +380,12 @@ GLOBALS = [
         "expert parallelism: 1 overlaps the all-to-all with compute (two micro-batches), 0 adds it",
         lambda a: a.expert_overlap,
     ),
+    _g(
+        "redundant_experts",
+        "redundant_experts",
+        1,
+        "experts",
+        "expert parallelism: redundant expert slots of a replica (EPLB), beside one of each expert",
+        lambda a: a.redundant_experts,
+    ),
 ]

@@ -120,7 +120,7 @@ class _Allowed:
     sizes: np.ndarray
     tensor: np.ndarray  # positions in ``sizes`` of the tensor-parallel sizes
     experts: np.ndarray  # expert-parallel sizes, 1 first
-    splits: np.ndarray  # splits[model, e]: the model's routed experts divide by experts[e]
+    splits: np.ndarray  # splits[model, e]: the model's expert slots divide by experts[e]
     nodes: np.ndarray  # devices per node of each hardware
     stages: np.ndarray  # pipeline stages above 1 to try, a node of the hardware each
     pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
@@ -136,9 +136,10 @@ class _Allowed:
         stages = np.array(sorted({*a.pipeline_parallel_sizes} - {1}), np.int64)
         spans = {int(n * s) for n in nodes for s in stages}
         sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:], *spans}), np.int64)
-        splits = [
-            [m.moe is not None and m.moe.experts % e == 0 for e in experts] for m in catalog.models
+        slots = [
+            None if m.moe is None else m.moe.experts + a.redundant_experts for m in catalog.models
         ]
+        splits = [[n is not None and n % e == 0 for e in experts] for n in slots]
         return cls(
             runs=np.array(runs, dtype=bool).reshape(len(hardware), -1),
             stores=np.array(stores, dtype=bool).reshape(len(catalog.models), -1),
@@ -160,7 +161,7 @@ class _Allowed:
         """The rows of one workload's cross product that can run, as codes: every
         tensor-parallel size, then (after each combination's) every expert-parallel size above 1
         whose replica is one node of a linked device or whole nodes of one (:meth:`spans`) and
-        splits the model's routed experts;
+        splits the model's expert slots (its routed experts and the redundant ones);
         each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
         only, each pipeline of more than one stage, a node of a linked device a stage. Each
         prompts on its own hardware; a disaggregated one also with its prefill pool on each

@@ -150,11 +150,11 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
     """
     s = pipeline_stages(row)
     ranks = data_parallel_ranks(row)
-    # per device, as decode_weight_bytes_per_step divides them
+    # per device: the device's share of them, as decode_weight_bytes_per_step takes it
     routed = (
         float(row["routed_expert_parameters"])
         * float(row["weight_bytes_per_param"])
-        / float(row["tensor_parallel"])
+        * float(row["routed_share_per_device"])
     )
     allreduce = float(row["allreduce_s_per_token"])
     allreduce = allreduce if math.isfinite(allreduce) else 0.0
