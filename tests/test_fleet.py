@@ -277,6 +277,12 @@ def test_the_fleet_in_words() -> None:
         "a day rented)."
     )
     assert later_sentence(None, Ask([]), named) == ""  # type: ignore[arg-type]
+    # one workload alone shares nothing: its cost, and no word of sharing
+    alone = fleet_context(solve([day], OWN_OR_RENT), Ask([], months=36), named)  # type: ignore[arg-type]
+    assert alone["headline"].startswith("As one fleet, the workload costs ")
+    assert alone["alone"] == ""
+    assert alone["summary"].startswith("Owning what is busy all day and renting the rest by ")
+    assert "devices of its own" not in alone["summary"]
     assert fleet_context("no workload is served", Ask([]), named)["none"] == (  # type: ignore[arg-type]
         "No shared fleet: no workload is served."
     )

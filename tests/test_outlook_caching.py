@@ -115,3 +115,63 @@ def test_the_sentence_tells_two_close_ttfts_apart(shipped):
     said = next(t for t in text if t.startswith("Prefix caching for Employee assistant"))
     expected = f"TTFT {with_it * 1e3:.4g} ms with it, {without * 1e3:.4g} ms without"
     assert said.endswith(expected) and f"{with_it * 1e3:.4g}" != f"{without * 1e3:.4g}"
+
+
+def _line(devices: float, monthly: float, ttft: float, hardware: str = "h100-sxm-80gb"):
+    from planner.plan.deployment import BUY, Line
+
+    row = pd.Series(
+        {
+            "devices_needed": devices,
+            "opex_usd_per_month": monthly,
+            "ttft_s": ttft,
+            "prefix_hit_ratio": 0.62,
+            "hardware": hardware,
+            "tensor_parallel": 8,
+            "precision": "fp8",
+            "replicas_planned": devices / 8,
+        }
+    )
+    return Line("chat", "deepseek-v3", row, BUY, "cheapest")
+
+
+@pytest.mark.parametrize(
+    ("closed", "without", "said"),
+    [
+        # the closed form needs as much either way: the planned line's 384 devices are the
+        # simulation's, not the cache's doing
+        (
+            (144, 35_000),
+            (144, 35_000),
+            "in closed form, the line is the same without it (144 devices, 35,000 USD a month); "
+            "the planned line, from the simulation, is 384 devices, 93,000 USD a month",
+        ),
+        # 80 devices with the cache and 144 without, both closed form: worth 64 devices
+        (
+            (80, 20_000),
+            (144, 35_000),
+            "in closed form, with it 80 devices, 20,000 USD a month; without it 144 devices, "
+            "35,000 USD a month (deepseek-v3: buy 144 × h100-sxm-80gb (TP 8) · fp8), so the "
+            "cache is worth 64 devices and 15,000 USD a month; the planned line, from the "
+            "simulation, is 384 devices",
+        ),
+    ],
+)
+def test_a_simulated_line_is_weighed_like_with_like(shipped, closed, without, said):
+    """A planned line the simulation raised to 384 devices is not weighed against the closed
+    form's line without the cache (which would make the cache worth −240 devices): the closed
+    form's lines with and without it are, and the planned line is said beside them."""
+    from planner.outputs.advice import caching_text
+    from planner.outputs.outlook import CacheWorth
+
+    catalog, _ = shipped
+    planned = _line(384, 93_000, 0.0886)
+    worth = CacheWorth("chat", planned, _line(*without, 0.217), True, _line(*closed, 0.0886))
+    assert worth.devices_saved == without[0] - closed[0] >= 0
+    text = caching_text(worth, catalog)
+    assert said in text and "worth -" not in text
+    assert text.endswith("TTFT 88.6 ms with it, 217 ms without")
+    # closed form throughout: weighed against the planned line, said as before
+    plain = CacheWorth("chat", _line(*closed, 0.0886), _line(*without, 0.217), False)
+    assert "in closed form" not in caching_text(plain, catalog)
+    assert plain.devices_saved == worth.devices_saved

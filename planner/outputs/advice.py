@@ -102,10 +102,16 @@ def _deployed(line: Line) -> str:
     return f"{line.model}: {line.advice} {what}"
 
 
+def _bill(line: Line) -> str:
+    return f"{_devices(line.devices)}, {_money(line.monthly_usd)} USD a month"
+
+
 def caching_text(worth: CacheWorth, catalog: Catalog) -> str:
     """What prefix caching is worth to a workload's line of the ask, in a sentence: the line's
-    devices and monthly bill with the cache (as planned) and without it."""
-    cached, uncached = worth.cached, worth.uncached
+    devices and monthly bill with the cache and without it, like with like (where the planned
+    line is the simulation's, the closed form's with and without, and the planned line
+    beside them)."""
+    cached, uncached, compared = worth.cached, worth.uncached, worth.compared
     label = catalog.get("workloads", worth.workload).label
     hit = float(cached.row["prefix_hit_ratio"])
     basis = (
@@ -114,20 +120,21 @@ def caching_text(worth: CacheWorth, catalog: Catalog) -> str:
         else "expected from its prefix"
     )
     head = f"Prefix caching for {label} ({hit:.0%} of prompt tokens found cached, {basis})"
-    closed = " (closed form; the planned line is the simulation's)" if worth.simulated else ""
+    planned = f"; the planned line, from the simulation, is {_bill(cached)}"
+    planned = planned if compared is not cached else ""
     if uncached is None:
-        return f"{head}: without it nothing would qualify{closed}"
-    with_it = f"{_devices(cached.devices)}, {_money(cached.monthly_usd)} USD a month"
-    without = f"{_devices(uncached.devices)}, {_money(uncached.monthly_usd)} USD a month"
-    with_ttft, without_ttft = durations_apart(cached.row["ttft_s"], uncached.row["ttft_s"])
+        return f"{head}: without it nothing would qualify{planned}"
+    within = "in closed form, " if planned else ""
+    with_ttft, without_ttft = durations_apart(compared.row["ttft_s"], uncached.row["ttft_s"])
     ttft = f"; TTFT {with_ttft} with it, {without_ttft} without"
     if worth.devices_saved == 0 and worth.monthly_usd_saved == 0:
-        return f"{head}: the line is the same without it ({with_it}){closed}{ttft}"
-    changed = "" if _deployed(cached) == _deployed(uncached) else f" ({_deployed(uncached)})"
+        same = f"{within}the line is the same without it ({_bill(compared)})"
+        return f"{head}: {same}{planned}{ttft}"
+    changed = "" if _deployed(compared) == _deployed(uncached) else f" ({_deployed(uncached)})"
     return (
-        f"{head}: with it {with_it}; without it {without}{changed}{closed}, so the cache is "
-        f"worth {_devices(worth.devices_saved)} and {_money(worth.monthly_usd_saved)} USD a "
-        f"month{ttft}"
+        f"{head}: {within}with it {_bill(compared)}; without it {_bill(uncached)}{changed}, so "
+        f"the cache is worth {_devices(worth.devices_saved)} and "
+        f"{_money(worth.monthly_usd_saved)} USD a month{planned}{ttft}"
     )
 
 

@@ -55,22 +55,34 @@ FAMILY = ["workload", "model", "precision", "hardware"]
 @dataclass(frozen=True)
 class CacheWorth:
     """What prefix caching is worth to a workload's line of the ask: the line as planned (with
-    the cache) and the line the closed form asks for with the engine's prefix caching off."""
+    the cache) and the line the closed form asks for with the engine's prefix caching off; where
+    the planned line rests on the simulation, also the line the closed form asks for with the
+    cache, which the worth is weighed against (like with like: a simulation may ask for more
+    replicas than the closed form, the cache or not)."""
 
     workload: str
     cached: Line
     uncached: Line | None  # None: nothing would serve the workload without the cache
     #: the planned line's figures rest on the simulation, the uncached one's on the closed form
     simulated: bool
+    #: the closed form's line with the cache, where the planned line is the simulation's
+    cached_closed: Line | None = None
+
+    @property
+    def compared(self) -> Line:
+        """The line with the cache that the line without it is weighed against: the closed
+        form's where the planned line is the simulation's, else the planned line."""
+        return self.cached_closed if self.cached_closed is not None else self.cached
 
     @property
     def devices_saved(self) -> float:
-        return (self.uncached.devices if self.uncached else float("nan")) - self.cached.devices
+        uncached = self.uncached.devices if self.uncached else float("nan")
+        return uncached - self.compared.devices
 
     @property
     def monthly_usd_saved(self) -> float:
         uncached = self.uncached.monthly_usd if self.uncached else float("nan")
-        return uncached - self.cached.monthly_usd
+        return uncached - self.compared.monthly_usd
 
 
 def cache_worth(
@@ -78,7 +90,8 @@ def cache_worth(
 ) -> dict[str, CacheWorth]:
     """Per workload of ``plan`` that prefix caching applies to, its line with and without the
     cache: one more closed-form evaluation of ``rows`` (the leading options) with the engine's
-    prefix caching off; empty, and nothing evaluated, where caching applies to none."""
+    prefix caching off, and one with it where a planned line is the simulation's; empty, and
+    nothing evaluated, where caching applies to none."""
     cached = [
         line
         for line in plan.lines
@@ -87,12 +100,15 @@ def cache_worth(
     if not cached:
         return {}
     uncached = lines_of(without_prefix_caching(catalog), rows)
+    simulated = {line.workload: bool(line.row.get("simulated", False)) for line in cached}
+    closed = lines_of(catalog, rows) if any(simulated.values()) else {}
     return {
         line.workload: CacheWorth(
             line.workload,
             line,
             uncached.get(line.workload),
-            bool(line.row.get("simulated", False)),
+            simulated[line.workload],
+            closed.get(line.workload) if simulated[line.workload] else None,
         )
         for line in cached
     }

@@ -98,13 +98,18 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
         f"{label.get(w, w)}: {share:.0%} of its day's traffic by the model's hosted API"
         for w, share in fleet.api_share.items()
     ]
-    served = len({o.workload for o in fleet.replicas} | set(fleet.api_share))
+    served = _served(fleet)
+    who = (
+        f"Shared, the {served} workloads cost" if served > 1 else "As one fleet, the workload costs"
+    )
     headline = (
-        f"Shared, the {served} workloads cost {usd(fleet.cost_usd)} USD over {months} months: "
+        f"{who} {usd(fleet.cost_usd)} USD over {months} months: "
         f"{usd(fleet.owned_usd)} for owned devices and nodes, {usd(fleet.rented_usd)} for "
         f"devices rented by the hour, {usd(fleet.api_usd)} for API calls."
     )
-    if fleet.saving_usd >= NO_SAVING_USD:
+    if served <= 1:  # nothing to share devices with
+        alone = ""
+    elif fleet.saving_usd >= NO_SAVING_USD:
         share = fleet.saving_usd / fleet.alone_usd
         alone = (f"Sharing saves {usd(fleet.saving_usd)} USD ({share:.0%}) against each "
                  f"workload on devices of its own, {usd(fleet.alone_usd)} USD by the same "
@@ -178,15 +183,24 @@ def _node_down(fleet: Fleet, catalog: Catalog, label: dict[str, str]) -> str:
     return ("One node down: " + "; ".join(parts) + ".") if parts else ""
 
 
+def _served(fleet: Fleet) -> int:
+    """Workloads the fleet serves, on devices or by an API."""
+    return len({o.workload for o in fleet.replicas} | set(fleet.api_share))
+
+
 def _summary(fleet: Fleet, ask: Ask) -> str:
-    """The first page's sentence: the fleet's cost against the ask's and each workload alone."""
+    """The first page's sentence: the fleet's cost against the ask's and each workload alone
+    (one workload: its cost, with nothing to share)."""
+    shared = _served(fleet) > 1
+    who = "As one shared fleet, o" if shared else "O"
+    costs = "the workloads cost" if shared else "the workload costs"
     text = (
-        "As one shared fleet, owning what is busy all day and renting the rest by the hour, "
-        f"the workloads cost {usd(fleet.cost_usd)} USD over {ask.months} months"
+        f"{who}wning what is busy all day and renting the rest by the hour, {costs} "
+        f"{usd(fleet.cost_usd)} USD over {ask.months} months"
     )
-    if fleet.saving_usd >= NO_SAVING_USD:
+    if shared and fleet.saving_usd >= NO_SAVING_USD:
         text += f", {usd(fleet.saving_usd)} less than each on devices of its own"
-    else:
+    elif shared:
         text += ", no less than each on devices of its own"
     spares = fleet.cost_usd - fleet.unguarded_usd
     if spares >= NO_SAVING_USD:
