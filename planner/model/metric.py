@@ -8,6 +8,7 @@ one as a formula over the cells of the same row (see :mod:`planner.model.expr`).
 
 from __future__ import annotations
 
+import heapq
 import importlib
 import inspect
 from collections.abc import Callable
@@ -208,15 +209,28 @@ def ordered(names: list[str] | None, available: set[str]) -> list[Metric]:
         group = GROUP_ORDER.index(m.group) if m.group in GROUP_ORDER else len(GROUP_ORDER)
         return group, index[m.name]
 
-    pending = sorted((registry[n] for n in (names or list(registry))), key=rank)
-    done = set(available)
+    pending = {n: registry[n] for n in (names or list(registry))}
+    # Kahn's order, the ready metric of least rank first: each metric waits for the inputs that
+    # are pending metrics; an input neither available nor pending never comes
+    waiting = {n: {i for i in m.inputs if i not in available} for n, m in pending.items()}
+    readers: dict[str, list[str]] = {}
+    for n, inputs in waiting.items():
+        for i in inputs:
+            readers.setdefault(i, []).append(n)
+    ready = [(rank(pending[n]), n) for n, inputs in waiting.items() if not inputs]
+    heapq.heapify(ready)
     result: list[Metric] = []
-    while pending:
-        ready = next((m for m in pending if all(i in done for i in m.inputs)), None)
-        if ready is None:
-            missing = {m.name: sorted(set(m.inputs) - done) for m in pending}
-            raise ValueError(f"metrics with inputs nobody provides: {missing}")
-        result.append(ready)
-        done.add(ready.name)
-        pending.remove(ready)
+    while ready:
+        _, name = heapq.heappop(ready)
+        result.append(pending[name])
+        for reader in readers.get(name, ()):
+            waiting[reader].discard(name)
+            if not waiting[reader]:
+                heapq.heappush(ready, (rank(pending[reader]), reader))
+    if len(result) < len(pending):
+        done = set(available) | {m.name for m in result}
+        missing = {
+            m.name: sorted(set(m.inputs) - done) for m in pending.values() if m.name not in done
+        }
+        raise ValueError(f"metrics with inputs nobody provides: {missing}")
     return result

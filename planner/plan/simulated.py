@@ -150,9 +150,16 @@ def record_simulation_inputs(inputs: InputTables, table: pd.DataFrame) -> None:
     values, since none of these columns depends on a simulated figure)."""
     sheet = inputs.sheets[SIMULATED]
     present = [n for n in SIMULATION_INPUTS if n in table]
-    rows = table.drop_duplicates(CANDIDATE).set_index(CANDIDATE).reindex(sheet["id"])
-    for name in present:
-        sheet[simulation_input_column(name)] = rows[name].to_numpy(dtype=float)
+    rows = (  # no candidate simulated: no row to find
+        table.iloc[:0]
+        if sheet.empty
+        else table.drop_duplicates(CANDIDATE).set_index(CANDIDATE).reindex(sheet["id"])
+    )
+    found = {simulation_input_column(n): rows[n].to_numpy(dtype=float) for n in present}
+    added = pd.DataFrame(found, index=sheet.index)  # one frame, not a column at a time
+    inputs.sheets[SIMULATED] = pd.concat(
+        [sheet.drop(columns=list(found), errors="ignore"), added], axis=1
+    )
     inputs.columns[SIMULATED] = SIMULATED_COLUMNS + [
         Column(
             simulation_input_column(name),
