@@ -175,3 +175,8 @@ def test_a_simulated_line_is_weighed_like_with_like(shipped, closed, without, sa
     plain = CacheWorth("chat", _line(*closed, 0.0886), _line(*without, 0.217), False)
     assert "in closed form" not in caching_text(plain, catalog)
     assert plain.devices_saved == worth.devices_saved
+    # a simulated line as the closed form's: nothing to set apart
+    agreed = CacheWorth(
+        "chat", _line(*closed, 0.0886), _line(*without, 0.217), True, _line(*closed, 0.0886)
+    )
+    assert caching_text(agreed, catalog) == caching_text(plain, catalog)

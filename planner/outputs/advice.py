@@ -120,8 +120,9 @@ def caching_text(worth: CacheWorth, catalog: Catalog) -> str:
         else "expected from its prefix"
     )
     head = f"Prefix caching for {label} ({hit:.0%} of prompt tokens found cached, {basis})"
-    planned = f"; the planned line, from the simulation, is {_bill(cached)}"
-    planned = planned if compared is not cached else ""
+    # said only where the simulation's line differs from the closed form's
+    apart = (compared.devices, compared.monthly_usd) != (cached.devices, cached.monthly_usd)
+    planned = f"; the planned line, from the simulation, is {_bill(cached)}" if apart else ""
     if uncached is None:
         return f"{head}: without it nothing would qualify{planned}"
     within = "in closed form, " if planned else ""
