@@ -345,19 +345,25 @@ def test_a_runs_diff_keeps_the_layouts_apart() -> None:
 def test_the_formulas_appendix_prints_the_layouts_a_run_tries() -> None:
     """A run of one pool of tensor-parallel replicas prints no formula of the other layouts and
     says so; a run that tries disaggregated pools prints theirs."""
-    from planner.outputs.report import appendix_metrics, untried_layouts
+    from planner.outputs.report import appendix_metrics, untried_features
 
     plain = evaluate(load_catalog(SHIPPED))
     names = {m.name for m in appendix_metrics(plain)}
     assert "prefill_pool_replicas" not in names and "expert_alltoall_s_per_step" not in names
     assert "pipeline_parallel_itl_s" not in names
     assert "ttft_s" in names and "prefill_pool_replicas" in plain.table
-    assert untried_layouts(plain.table) == [
+    assert untried_features(plain.table) == [
         "expert parallelism",
         "pipelines across nodes",
         "disaggregated prefill and decode",
+        "speculative decoding",
     ]
+    assert "plain_itl_s" not in names and "speculative_speedup" not in names
     both = evaluate(with_layouts(["aggregated", "disaggregated"]))
     names = {m.name for m in appendix_metrics(both)}
     assert "prefill_pool_replicas" in names and "expert_alltoall_s_per_step" not in names
-    assert untried_layouts(both.table) == ["expert parallelism", "pipelines across nodes"]
+    assert untried_features(both.table) == [
+        "expert parallelism",
+        "pipelines across nodes",
+        "speculative decoding",
+    ]

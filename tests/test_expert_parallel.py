@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from planner.catalog import Catalog, load_catalog
-from planner.model.memory import routed_share_per_device
 from planner.model.parallel import (
     device_batch,
     expert_alltoall_s_per_step,
     expert_alltoall_s_per_token,
     expert_parallel_weight_bytes,
     prefill_compute_flops_per_s,
+    routed_share_per_device,
 )
 from planner.plan.labels import short_label
 from planner.plan.sweep import evaluate

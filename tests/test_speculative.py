@@ -369,3 +369,21 @@ def test_the_speedup_is_within_a_fifth_of_vllms(mt_bench: Catalog, k: int) -> No
     planned = eagle_speedup(mt_bench, k)
     measured = VANILLA_TPOT_MS / MEASURED_TPOT_MS[k][1]
     assert planned / measured - 1 == pytest.approx(0, abs=0.20), (planned, measured)
+
+
+def test_the_formulas_appendix_prints_speculation_where_a_run_uses_it(mt_bench: Catalog) -> None:
+    """A run whose engine proposes tokens prints speculation's formulas; one without (the
+    shipped run) leaves them out and says so (tests/test_disaggregated.py)."""
+    from planner.outputs.report import appendix_metrics, untried_features
+
+    speculative = Speculative(
+        method="eagle", proposed_tokens=3, draft_parameters=HEAD_PARAMETERS, acceptance_rate=0.7
+    )
+    engine = Engine(name="vllm", version="0.9.2", speculative=speculative)
+    catalog = replace(
+        mt_bench, assumptions=mt_bench.assumptions.model_copy(update={"engine": engine})
+    )
+    results = sweep.evaluate_subset(catalog, "h100-sxm-80gb", "llama-3.1-8b", "bf16", "mt-bench")
+    names = {m.name for m in appendix_metrics(results)}
+    assert {"speculative_speedup", "plain_itl_s"} <= names
+    assert "speculative decoding" not in untried_features(results.table)

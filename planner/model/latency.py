@@ -134,8 +134,8 @@ def decode_weight_bytes_per_step(
     experts_touched_fraction: Any,
     routed_share_per_device: Any,
 ) -> Any:
-    """Weight bytes a decode step reads per device: the decoder's weights less the untouched
-    experts of its share (:func:`planner.model.memory.routed_share_per_device`) [B]."""
+    """Weight bytes a decode step reads per device: the decoder's weights less its untouched
+    experts [B]."""
     untouched = routed_expert_parameters * weight_bytes_per_param * (1 - experts_touched_fraction)
     return decoder_weight_bytes_per_device - untouched * routed_share_per_device
 

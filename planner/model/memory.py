@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.model.expr import ceil, floor, is_number, logical_not, maximum, minimum, where
 from planner.model.metric import derived, metric
-from planner.model.sources import DEEPSEEK_V2, DEEPSEEK_V3, GQA, MISTRAL, PAGED, POPE, UNITS
+from planner.model.sources import DEEPSEEK_V2, GQA, MISTRAL, PAGED, POPE, UNITS
 from planner.model.units import GB, GIB, MIB
 
 
@@ -60,18 +60,6 @@ def weight_bytes(
         + other * unquantised_bytes_per_param
         + embedding_parameters * (embedding_bits / 8)
     )
-
-
-@metric("", source=f"Megatron-LM (Shoeybi et al. 2019); {DEEPSEEK_V3} §3.4", group="memory")
-def routed_share_per_device(
-    tensor_parallel: Any, expert_parallel: Any, experts: Any, redundant_experts: Any
-) -> Any:
-    """Share of the routed experts' weights each device holds [-]: 1 ÷ TP of every expert
-    under tensor parallelism; under expert parallelism its slots, (experts + redundant
-    slots) ÷ EP whole experts, ÷ experts. DeepSeek-V3 at EP 72 with 32 redundant slots:
-    288 ÷ 72 = 4 of 256, 1/64; at EP 8 with none: 32 of 256, 1/8."""
-    slots = (experts + redundant_experts) / maximum(expert_parallel, 1)
-    return where(expert_parallel > 1, slots / maximum(experts, 1), 1 / tensor_parallel)
 
 
 @metric("B", source="Megatron-LM tensor parallelism (Shoeybi et al. 2019)", group="memory")

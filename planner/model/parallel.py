@@ -330,6 +330,18 @@ def prefill_to_decode_devices(
 # Plan columns: an expert-parallel candidate's replica ---------------------------------------
 
 
+@metric("", source=f"Megatron-LM (Shoeybi et al. 2019); {DEEPSEEK_V3} §3.4", group="memory")
+def routed_share_per_device(
+    tensor_parallel: Any, expert_parallel: Any, experts: Any, redundant_experts: Any
+) -> Any:
+    """Share of the routed experts' weights each device holds [-]: 1 ÷ TP of every expert
+    under tensor parallelism; under expert parallelism its slots, (experts + redundant
+    slots) ÷ EP whole experts, ÷ experts. DeepSeek-V3 at EP 72 with 32 redundant slots:
+    288 ÷ 72 = 4 of 256, 1/64; at EP 8 with none: 32 of 256, 1/8."""
+    slots = (experts + redundant_experts) / maximum(expert_parallel, 1)
+    return where(expert_parallel > 1, slots / maximum(experts, 1), 1 / tensor_parallel)
+
+
 @metric("B", source=f"{DEEPSEEK_V3} §3.4; {SGLANG_EP}", group="memory")
 def expert_parallel_weight_bytes(
     weight_bytes: Any,
@@ -340,7 +352,7 @@ def expert_parallel_weight_bytes(
 ) -> Any:
     """Weights each device of an expert-parallel replica holds: everything but the routed
     experts whole, and its slots' share of the routed experts
-    (:func:`planner.model.memory.routed_share_per_device`: 1 ÷ EP without redundant slots) [B]
+    (:func:`routed_share_per_device`: 1 ÷ EP without redundant slots) [B]
     (:func:`expert_parallel_weight_bytes_per_device`); the whole payload for a replica without
     expert parallelism (EP 1: every expert on each device)."""
     routed = routed_expert_parameters * weight_bytes_per_param

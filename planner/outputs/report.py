@@ -208,34 +208,36 @@ def input_cautions(catalog: Catalog) -> list[str]:
     return notes
 
 
-#: The modules of metrics that only a layout beyond one pool of tensor-parallel replicas uses,
-#: with the key column that marks such a candidate, its value for one such pool, and the
-#: layout's name in words.
-LAYOUT_MODULES = {
+#: The modules of metrics that only a layout beyond one pool of tensor-parallel replicas, or an
+#: engine feature a run may leave off, uses, with the column that marks a candidate using it,
+#: its value for one that does not, and the feature's name in words.
+FEATURE_MODULES = {
     "planner.model.parallel": (EP_KEY, 1, "expert parallelism"),
     "planner.model.pipeline": (PP_KEY, 1, "pipelines across nodes"),
     "planner.model.disaggregated": (PD_KEY, 0, "disaggregated prefill and decode"),
+    "planner.model.speculative": ("speculative_tokens", 0, "speculative decoding"),
 }
 
 
 def _tried(table: pd.DataFrame, module: str) -> bool:
-    """Whether any candidate of ``table`` has the layout of ``module``'s metrics."""
-    column, default, _ = LAYOUT_MODULES[module]
+    """Whether any candidate of ``table`` uses the feature of ``module``'s metrics."""
+    column, default, _ = FEATURE_MODULES[module]
     return column in table and bool((pd.to_numeric(table[column]) != default).any())
 
 
-def untried_layouts(table: pd.DataFrame) -> list[str]:
-    """The layouts no candidate of the run has, in words."""
-    return [LAYOUT_MODULES[m][2] for m in LAYOUT_MODULES if not _tried(table, m)]
+def untried_features(table: pd.DataFrame) -> list[str]:
+    """The layouts and engine features no candidate of the run uses, in words."""
+    return [FEATURE_MODULES[m][2] for m in FEATURE_MODULES if not _tried(table, m)]
 
 
 def appendix_metrics(results: Results) -> list[Metric]:
-    """The metrics the formulas appendix prints: all but those of a layout no candidate of the
-    run has (their formulas are in the workbook and on the documentation site)."""
+    """The metrics the formulas appendix prints: all but those of a layout or engine feature
+    no candidate of the run uses (their formulas are in the workbook and on the documentation
+    site)."""
     return [
         m
         for m in results.metrics
-        if defined_in(m.name) not in LAYOUT_MODULES or _tried(results.table, defined_in(m.name))
+        if defined_in(m.name) not in FEATURE_MODULES or _tried(results.table, defined_in(m.name))
     ]
 
 
@@ -270,7 +272,7 @@ def context(
         "simulation": simulation_summary(ranks),
         "baseline": baseline_context(baseline),
         "metrics": [(m, printed(m)) for m in appendix_metrics(results)],
-        "untried_layouts": untried_layouts(results.table),
+        "untried_layouts": untried_features(results.table),
         "assumptions": assumption_rows(catalog),
         "amortisation_months": catalog.assumptions.amortisation_months,
         "not_modelled": NOT_MODELLED,
