@@ -166,17 +166,17 @@ def test_a_simulated_line_is_weighed_like_with_like(shipped, closed, without, sa
 
     catalog, _ = shipped
     planned = _line(384, 93_000, 0.0886)
-    worth = CacheWorth("chat", planned, _line(*without, 0.217), True, _line(*closed, 0.0886))
+    worth = CacheWorth("chat", planned, _line(*without, 0.217), _line(*closed, 0.0886))
     assert worth.devices_saved == without[0] - closed[0] >= 0
     text = caching_text(worth, catalog)
     assert said in text and "worth -" not in text
     assert text.endswith("TTFT 88.6 ms with it, 217 ms without")
     # closed form throughout: weighed against the planned line, said as before
-    plain = CacheWorth("chat", _line(*closed, 0.0886), _line(*without, 0.217), False)
+    plain = CacheWorth("chat", _line(*closed, 0.0886), _line(*without, 0.217))
     assert "in closed form" not in caching_text(plain, catalog)
     assert plain.devices_saved == worth.devices_saved
     # a simulated line as the closed form's: nothing to set apart
     agreed = CacheWorth(
-        "chat", _line(*closed, 0.0886), _line(*without, 0.217), True, _line(*closed, 0.0886)
+        "chat", _line(*closed, 0.0886), _line(*without, 0.217), _line(*closed, 0.0886)
     )
     assert caching_text(agreed, catalog) == caching_text(plain, catalog)

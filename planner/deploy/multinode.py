@@ -76,19 +76,22 @@ def multinode_supported(settings: LaunchSettings) -> bool:
     return settings.engine in ("sglang", "vllm")
 
 
-def _commands(settings: LaunchSettings, argv: list[str]) -> tuple[list[str], list[str]]:
-    """The leader's and a worker's command lines (the first word the command)."""
+def _commands(
+    settings: LaunchSettings, argv: list[str], devices: int
+) -> tuple[list[str], list[str]]:
+    """The leader's and a worker's command lines (the first word the command); ``devices``
+    the devices of each node of the replica."""
     if settings.engine == "sglang":
         ranks = ["--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank", "$(LWS_WORKER_INDEX)"]
         meet = ["--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{SGLANG_INIT_PORT}"]
         both = [*argv, *meet, *ranks]
         return both, both
     if settings.expert_parallel > 1:
-        local = settings.devices_per_replica // settings.nodes_per_replica
-        meet = ["--data-parallel-size-local", str(local)]
+        local = str(devices)  # a data-parallel rank a device
+        meet = ["--data-parallel-size-local", local]
         meet += ["--data-parallel-address", "$(LWS_LEADER_ADDRESS)"]
         meet += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
-        worker = ["bash", "-c", VLLM_DP_WORKER, "engine", str(local), *argv, "--headless", *meet]
+        worker = ["bash", "-c", VLLM_DP_WORKER, "engine", local, *argv, "--headless", *meet]
         return [*argv, *meet], worker
     leader = ["bash", "-c", VLLM_LEADER, "engine", *argv]
     return leader, ["bash", RAY_SCRIPT, "worker", "--ray_address=$(LWS_LEADER_ADDRESS)"]
@@ -112,7 +115,7 @@ def leader_worker_set(settings: LaunchSettings, command: Launch) -> list[dict[st
     labels = labels_of(settings)
     nodes = settings.nodes_per_replica
     devices = settings.devices_per_replica // nodes
-    leads, works = _commands(settings, list(command.argv))
+    leads, works = _commands(settings, list(command.argv), devices)
     leader = serving(engine_container(settings, leads, devices))
     worker = engine_container(settings, works, devices)
     group = {

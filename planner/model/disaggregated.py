@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 import planner.model.calibration  # noqa: F401  (registers the metrics restated below)
-import planner.model.latency  # noqa: F401
+from planner.model import latency
 from planner.model.expr import floor, is_missing, log, maximum, minimum, where
-from planner.model.latency import overlapped_s
 from planner.model.metric import REGISTRY, metric, rebound
 from planner.model.parallel import (
     kv_transfer_bytes,
@@ -108,8 +107,9 @@ def prefill_pool_s_per_prompt(
     """A prefill replica's time per prompt when each of its schedulers runs n prompts a step
     [s], on the prefill pool's device: a scheduler's max(the prompt's arithmetic + padding ÷
     n, weight read ÷ n) + its tokens' communication + overhead ÷ n, ÷ the schedulers prefilling
-    side by side. Short prompts share the step's weight read and overhead; long ones are
-    compute-bound, as :func:`planner.model.latency.prefill_s` for one (n = 1: the same).
+    side by side: :func:`planner.model.latency.prefill_s` of the mean prompt's uncached tokens
+    with the step's padding, weight read and overhead shared n ways. Short prompts share the
+    step's weight read and overhead; long ones are compute-bound.
 
     A tensor-parallel replica is one scheduler at the replica's rate, its tokens all-reduced.
     An expert-parallel one is EP ranks, each prefilling its own prompts at one device's rate
@@ -119,11 +119,18 @@ def prefill_pool_s_per_prompt(
     0.36 s each and 4,096 × 188 µs = 0.77 s of all-to-all: 1.13 s ÷ 32 = 35.4 ms a prompt
     added, 0.77 s ÷ 32 = 24.1 ms overlapped."""
     n = prefill_pool_prompts_per_step
-    compute = prefill_flops / prefill_compute_flops_per_s + prefill_hw_matmul_padding_s / n
-    reads = maximum(compute, prefill_hw_weight_read_s / n)
-    exchange = prefill_tokens_mean * prefill_hw_expert_alltoall_s_per_token
-    reduce = prefill_tokens_mean * prefill_hw_allreduce_s_per_token
-    rank = overlapped_s(reads, exchange, expert_overlap) + reduce + prefill_hw_step_overhead_s / n
+    rank = latency.prefill_s(  # a scheduler's prompt, its uncached tokens, a step's shares ÷ n
+        prefill_flops,
+        prefill_compute_flops_per_s,
+        prefill_hw_matmul_padding_s / n,
+        prefill_hw_weight_read_s / n,
+        prefill_tokens_mean,
+        prefill_hw_allreduce_s_per_token,
+        prefill_hw_step_overhead_s / n,
+        0,
+        prefill_hw_expert_alltoall_s_per_token,
+        expert_overlap,
+    )
     return rank / maximum(expert_parallel, 1)
 
 

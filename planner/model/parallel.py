@@ -338,7 +338,7 @@ def routed_share_per_device(
     under tensor parallelism; under expert parallelism its slots, (experts + redundant
     slots) ÷ EP whole experts, ÷ experts. DeepSeek-V3 at EP 72 with 32 redundant slots:
     288 ÷ 72 = 4 of 256, 1/64; at EP 8 with none: 32 of 256, 1/8."""
-    slots = (experts + redundant_experts) / maximum(expert_parallel, 1)
+    slots = routed_slots_per_device(experts, redundant_experts, maximum(expert_parallel, 1))
     return where(expert_parallel > 1, slots / maximum(experts, 1), 1 / tensor_parallel)
 
 

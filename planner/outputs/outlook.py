@@ -63,8 +63,6 @@ class CacheWorth:
     workload: str
     cached: Line
     uncached: Line | None  # None: nothing would serve the workload without the cache
-    #: the planned line's figures rest on the simulation, the uncached one's on the closed form
-    simulated: bool
     #: the closed form's line with the cache, where the planned line is the simulation's
     cached_closed: Line | None = None
 
@@ -107,7 +105,6 @@ def cache_worth(
             line.workload,
             line,
             uncached.get(line.workload),
-            simulated[line.workload],
             closed.get(line.workload) if simulated[line.workload] else None,
         )
         for line in cached

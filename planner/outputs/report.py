@@ -272,7 +272,7 @@ def context(
         "simulation": simulation_summary(ranks),
         "baseline": baseline_context(baseline),
         "metrics": [(m, printed(m)) for m in appendix_metrics(results)],
-        "untried_layouts": untried_features(results.table),
+        "untried_features": untried_features(results.table),
         "assumptions": assumption_rows(catalog),
         "amortisation_months": catalog.assumptions.amortisation_months,
         "not_modelled": NOT_MODELLED,
