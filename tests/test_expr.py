@@ -4,7 +4,7 @@ import pytest
 
 from planner.model import expr
 from planner.model.expr import Ref, to_excel, trace
-from planner.model.metric import METRIC_MODULES, metrics
+from planner.model.metric import METRIC_MODULES, metrics, plain_text
 
 
 def cells(name):
@@ -72,6 +72,29 @@ def test_every_metric_has_a_description_unit_kind_and_traces():
     for m in registry.values():
         assert m.description, m.name
         m.expression().render(lambda n: n)  # every input resolves to a name
+
+
+@pytest.mark.parametrize(
+    ("doc", "plain"),
+    [
+        ("(:func:`planner.model.cost.nodes_needed`)", "(nodes_needed)"),
+        (":data:`~planner.model.disaggregated.PREFILL_HW` + its name", "PREFILL_HW + its name"),
+        ("``buy`` when owning costs less", "buy when owning costs less"),
+        ("e.g. ``h100|llama|bf16|2``, then ``|ep8``", "e.g. h100|llama|bf16|2, then |ep8"),
+        ("a plain sentence (TP 2)", "a plain sentence (TP 2)"),
+    ],
+)
+def test_a_description_reads_as_plain_text(doc: str, plain: str) -> None:
+    assert plain_text(doc) == plain
+
+
+def test_no_metric_description_shows_docstring_markup() -> None:
+    """The workbook's Notes, the report's formulas and results.json show descriptions as
+    written: no cross-reference role and no literal's backticks."""
+    from planner.model.finance import schedule_metrics
+
+    for m in [*metrics().values(), *schedule_metrics().values()]:
+        assert "`" not in m.description, (m.name, m.description)
 
 
 def test_refs_render_through_mapping():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import importlib
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -108,6 +109,19 @@ def metrics() -> dict[str, Metric]:
     return _ORDERED
 
 
+#: A cross-reference of a docstring (``:func:`planner.model.memory.kv_bytes_per_token```),
+#: its last name the group; and a literal (````fp8````), its text the group.
+_REFERENCE = re.compile(r":(?:func|meth|data|class|attr|mod):`~?(?:[\w.]*\.)?([^`.]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(doc: str) -> str:
+    """A docstring's text as its readers see it in a workbook or a report: each
+    cross-reference by the name it refers to, each literal without its marks.
+    ``(:func:`planner.model.cost.nodes_needed`)`` reads ``(nodes_needed)``."""
+    return _LITERAL.sub(r"\1", _REFERENCE.sub(r"\1", doc))
+
+
 def metric(
     unit: str,
     *,
@@ -119,9 +133,10 @@ def metric(
     """Register a formula function as a metric named after the function.
 
     The first paragraph of the docstring becomes the metric's description (in the workbook's
-    Notes sheet and the report's appendix). The function itself is returned unchanged, so it stays
-    an ordinary pure function that tests call with numbers. ``into``: a registry of its own (a
-    sheet's metrics that are no Plan column), instead of :data:`REGISTRY`.
+    Notes sheet and the report's appendix), as plain text (:func:`plain_text`). The function
+    itself is returned unchanged, so it stays an ordinary pure function that tests call with
+    numbers. ``into``: a registry of its own (a sheet's metrics that are no Plan column),
+    instead of :data:`REGISTRY`.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,7 +145,7 @@ def metric(
         if name in registry:
             raise ValueError(f"metric {name!r} is defined twice")
         doc = inspect.getdoc(func) or ""
-        description = doc.split("\n\n")[0].replace("\n", " ").strip()
+        description = plain_text(doc.split("\n\n")[0].replace("\n", " ").strip())
         if not description:
             raise ValueError(f"metric {name!r} needs a docstring")
         registry[name] = Metric(
