@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes, constants_for
+from planner.plan.columns import prefill_expert_parallel_of
 from planner.plan.labels import line_pools, prefill_device
 
 if TYPE_CHECKING:
@@ -217,12 +218,20 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
     common["nodes_per_replica"] = nodes_spanned(pp, common["devices_per_replica"], hardware)
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
     devices_of = {role: common for _, role in line_pools(row)}
+    prompts = hardware
     if (other := prefill_device(row)) is not None:  # the prompts on another device
         prompts = catalog.get("hardware", other)
         devices_of["prefill"] = common | {
             "hardware": prompts.id,
             "device_resource": device_resource(prompts),
             "nodes_per_replica": nodes_spanned(pp, common["devices_per_replica"], prompts),
+        }
+    if own := prefill_expert_parallel_of(row):  # prefill replicas of their own size
+        devices_of["prefill"] = devices_of["prefill"] | {
+            "tensor_parallel": own,
+            "expert_parallel": own,
+            "devices_per_replica": own,
+            "nodes_per_replica": nodes_spanned(pp, own, prompts),
         }
     return [
         LaunchSettings(line=name, role=role, replicas=counts[role], **devices_of[role])

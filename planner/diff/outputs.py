@@ -17,7 +17,7 @@ from planner.diff.values import (
     is_missing,
     same,
 )
-from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY, PX_KEY
 from planner.plan.labels import option_label
 from planner.plan.recommend import COST, recommendations
 from planner.plan.tables import ALL_KEYS, TP_KEY
@@ -82,10 +82,12 @@ COMPARED = (
 def candidate_keys(table: pd.DataFrame) -> list[str]:
     """``hardware/model/precision/workload/tensor_parallel`` for every row (:func:`key_part`),
     then ``/ep8`` for an expert-parallel layout, ``/pp2`` for a pipeline of two stages and
-    ``/pd`` for disaggregated pools (``/pd-b200-180gb`` with the prompts on another device), so a
+    ``/pd`` for disaggregated pools (``/pd-b200-180gb`` with the prompts on another device, then
+    ``/prefill-ep32`` where the prefill replicas are of their own expert-parallel size), so a
     run from before the layouts existed keys its rows as it did."""
     keys = ["/".join(map(key_part, row)) for row in table[ALL_KEYS].itertuples(index=False)]
-    layouts = table.reindex(columns=[EP_KEY, PD_KEY, PP_KEY, PF_KEY, "hardware"]).to_numpy()
+    columns = [EP_KEY, PD_KEY, PP_KEY, PF_KEY, "hardware", PX_KEY]
+    layouts = table.reindex(columns=columns).to_numpy()
     suffixes = [_suffix(row) for row in layouts]
     return [key + suffix for key, suffix in zip(keys, suffixes, strict=True)]
 
@@ -95,7 +97,9 @@ def candidate_label(key: str) -> str:
     parts = key_parts(key)
     option: dict[str, Any] = dict(zip(ALL_KEYS, parts[: len(ALL_KEYS)], strict=True))
     for part in parts[len(ALL_KEYS) :]:
-        if part == "pd" or part.startswith("pd-"):
+        if part.startswith("prefill-ep"):
+            option[PX_KEY] = int(part[len("prefill-ep") :])
+        elif part == "pd" or part.startswith("pd-"):
             option[PD_KEY] = 1
             option[PF_KEY] = part[3:]
         elif part.startswith("ep"):
@@ -109,15 +113,17 @@ def _key(row: pd.Series) -> str:
     """The candidate key of a row (:func:`candidate_keys`)."""
     ids = [int(row[k]) if k == TP_KEY else row[k] for k in ALL_KEYS]
     return "/".join(map(key_part, ids)) + _suffix(
-        (row.get(EP_KEY), row.get(PD_KEY), row.get(PP_KEY), row.get(PF_KEY), row["hardware"])
-    )
+        (row.get(EP_KEY), row.get(PD_KEY), row.get(PP_KEY), row.get(PF_KEY), row["hardware"],
+         row.get(PX_KEY))
+    )  # fmt: skip
 
 
 def _suffix(layout: Any) -> str:
     """A key's layout parts, ``/ep8``, ``/pp2`` and ``/pd`` (``/pd-`` and the prefill pool's
-    device where that is another); none for one pool of tensor-parallel replicas (or a row from
-    before the layouts, which has none of the columns)."""
-    expert, pools, stages, prefill, hardware = layout
+    device where that is another, then ``/prefill-ep32`` for prefill replicas of their own
+    size); none for one pool of tensor-parallel replicas (or a row from before the layouts,
+    which has none of the columns)."""
+    expert, pools, stages, prefill, hardware, own = layout
     parts = ""
     if not is_missing(expert) and int(expert) > 1:
         parts += f"/ep{int(expert)}"
@@ -126,6 +132,8 @@ def _suffix(layout: Any) -> str:
     if not is_missing(pools) and int(pools) > 0:
         other = isinstance(prefill, str) and prefill not in ("", hardware)
         parts += f"/pd-{key_part(prefill)}" if other else "/pd"
+        if not is_missing(own) and int(own) > 0 and not is_missing(expert) and int(expert) > 1:
+            parts += f"/prefill-ep{int(own)}"
     return parts
 
 

@@ -179,10 +179,12 @@ def replicas_upper(replicas_planned: Any, replicas_needed_upper: Any) -> Any:
 
 
 @metric("devices", source=f"{LITTLE}; {NORMAL}", group="margins")
-def devices_upper(replicas_upper: Any, tensor_parallel: Any) -> Any:
+def devices_upper(
+    replicas_upper: Any, tensor_parallel: Any, prefill_pool_device_offset: Any = 0
+) -> Any:
     """Devices to buy or rent at 90 % confidence: replicas at the top of the band × devices per
-    replica [devices]."""
-    return replicas_upper * tensor_parallel
+    replica, a prefill pool of its own replica size counted at it, as planned [devices]."""
+    return replicas_upper * tensor_parallel + prefill_pool_device_offset
 
 
 def _within(value: Any, target: Any) -> Any:

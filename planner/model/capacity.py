@@ -27,12 +27,14 @@ def candidate(
     disaggregated: Any = 0,
     pipeline_parallel: Any = 1,
     prefill_hardware: Any = "",
+    prefill_expert_parallel: Any = 0,
 ) -> Any:
     """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, then
     ``|ep8`` after an expert-parallel layout's, ``|pp2`` after a pipeline of two stages' and
     ``|pd`` after a disaggregated one's, ``|pd-`` and the prefill pool's hardware where that is
     another device (``h100|llama|bf16|chat|2|pd-h200``; ``prefill_hardware`` blank or the
-    row's own: ``|pd``).
+    row's own: ``|pd``), then ``|prefill-ep32`` where the prefill pool has an expert-parallel
+    size of its own.
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
@@ -41,8 +43,10 @@ def candidate(
     other = concat("|pd-", prefill_hardware)
     own = (prefill_hardware == "") | (prefill_hardware == hardware)
     pools = where(disaggregated > 0, where(own, "|pd", other), "")
+    sized = (disaggregated > 0) & (prefill_expert_parallel > 0)
+    prefill = where(sized, concat("|prefill-ep", prefill_expert_parallel), "")
     keys = concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
-    return concat(keys, layout, stages, pools)
+    return concat(keys, layout, stages, pools, prefill)
 
 
 @metric("1/s", source="steady state of continuous batching", group="serving")
@@ -168,9 +172,13 @@ def replicas_planned(replicas_needed: Any, sim_replicas_needed: Any, simulated: 
 
 
 @metric("devices", source="a replica spans tensor_parallel devices", group="serving")
-def devices_needed(replicas_planned: Any, tensor_parallel: Any) -> Any:
-    """Devices to buy or rent for the forecast: replicas × devices per replica [devices]."""
-    return replicas_planned * tensor_parallel
+def devices_needed(
+    replicas_planned: Any, tensor_parallel: Any, prefill_pool_device_offset: Any = 0
+) -> Any:
+    """Devices to buy or rent for the forecast: replicas × devices per replica, a prefill
+    pool of its own replica size counted at it
+    (:func:`planner.model.disaggregated.prefill_pool_device_offset`) [devices]."""
+    return replicas_planned * tensor_parallel + prefill_pool_device_offset
 
 
 def _meets(value: Any, target: Any) -> Any:

@@ -14,12 +14,17 @@ costs count both; the load's batch is the decode pool's (:func:`decode_pool_repl
 The plan's layout key ``disaggregated`` is 1 for such a candidate and 0 for one pool of
 replicas doing both, where every metric here is 0 or leaves the aggregated figure as it is.
 
-*The hardware the prompts run on.* A prompt's time reads the figures of the row's
+*The hardware and layout the prompts run on.* A prompt's time reads the figures of the row's
 ``prefill_hardware`` (:data:`PREFILL_SIDE_LOOKUPS`, looked up as ``prefill_hw_`` + the name, and
 the metrics of :data:`PREFILL_SIDE_METRICS` restated over them): the row's own hardware, so the
 same figures, but for a prefill pool on another device. Such a candidate's devices are priced
 each at its own pool's device's price and power (:func:`purchase_usd_per_device` and the two
-after it, the pools' mix as planned), its nodes counted pool by pool.
+after it, the pools' mix as planned), its nodes counted pool by pool. Likewise the layout: a
+disaggregated expert-parallel candidate's prefill pool may be of its own expert-parallel size
+(``prefill_expert_parallel``; :func:`prefill_hw_expert_parallel`), its weights per device, its
+all-to-all and its ranks restated over that size, its devices counted at it
+(:func:`prefill_pool_device_offset`). The prefill pool is taken to find the share of a prompt
+in its prefix cache that the decode replica would.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 import planner.model.calibration  # noqa: F401  (registers the metrics restated below)
+import planner.model.memory  # noqa: F401  (registers weight_bytes_per_device, restated below)
+import planner.model.pipeline  # noqa: F401  (registers stage_tensor_parallel, restated below)
 from planner.model import latency
 from planner.model.expr import floor, is_missing, log, maximum, minimum, where
 from planner.model.metric import REGISTRY, metric, rebound
@@ -101,7 +108,7 @@ def prefill_pool_s_per_prompt(
     prefill_hw_step_overhead_s: Any,
     prefill_pool_prompts_per_step: Any,
     prefill_hw_expert_alltoall_s_per_token: Any = 0,
-    expert_parallel: Any = 1,
+    prefill_hw_expert_parallel: Any = 1,
     expert_overlap: Any = 0,
 ) -> Any:
     """A prefill replica's time per prompt when each of its schedulers runs n prompts a step
@@ -112,7 +119,8 @@ def prefill_pool_s_per_prompt(
     step's weight read and overhead; long ones are compute-bound.
 
     A tensor-parallel replica is one scheduler at the replica's rate, its tokens all-reduced.
-    An expert-parallel one is EP ranks, each prefilling its own prompts at one device's rate
+    An expert-parallel one (of the prefill pool's own size, :func:`prefill_hw_expert_parallel`)
+    is EP ranks, each prefilling its own prompts at one device's rate
     (:func:`planner.model.parallel.prefill_compute_flops_per_s`), each token dispatched to its
     experts and back (added, or hidden under the arithmetic,
     :func:`planner.model.latency.overlapped_s`). At EP 32, 2 prompts a step of 4,096 tokens at
@@ -131,7 +139,7 @@ def prefill_pool_s_per_prompt(
         prefill_hw_expert_alltoall_s_per_token,
         expert_overlap,
     )
-    return rank / maximum(expert_parallel, 1)
+    return rank / maximum(prefill_hw_expert_parallel, 1)
 
 
 @metric("tokens/s", source=DISTSERVE, group="serving")
@@ -272,9 +280,20 @@ PREFILL_SIDE_LOOKUPS = (
     "compute_flops_per_s",
 )
 
-#: The metrics of a prompt's time that read the hardware, restated over the figures of the
-#: hardware the prompts run on as ``prefill_hw_`` + their name, each after those it reads.
+#: The layout keys a prompt's time reads, restated for the prefill pool's own layout as
+#: ``prefill_hw_`` + their name (:func:`prefill_hw_tensor_parallel`,
+#: :func:`prefill_hw_expert_parallel`).
+PREFILL_SIDE_LAYOUT = ("tensor_parallel", "expert_parallel")
+
+#: The metrics of a prompt's time that read the hardware or the layout, restated over the
+#: figures of the hardware and layout the prompts run on as ``prefill_hw_`` + their name, each
+#: after those it reads.
 PREFILL_SIDE_METRICS = (
+    "stage_tensor_parallel",
+    "routed_share_per_device",
+    "expert_parallel_weight_bytes",
+    "weight_bytes_per_device",
+    "decoder_weight_bytes_per_device",
     "compute_efficiency",
     "bandwidth_efficiency",
     "allreduce_latency_s_per_step",
@@ -288,18 +307,49 @@ PREFILL_SIDE_METRICS = (
 )
 
 
+def _on_prefill_pools_layout(size: Any, own: Any, disaggregated: Any, expert_parallel: Any) -> Any:
+    """``size`` where the row is a disaggregated expert-parallel candidate whose prefill pool
+    has a size of its own (above 0), else ``own``."""
+    return where((disaggregated > 0) & (expert_parallel > 1) & (size > 0), size, own)
+
+
+@metric("devices", source=SGLANG_EP, group="serving")
+def prefill_hw_tensor_parallel(
+    tensor_parallel: Any, expert_parallel: Any, disaggregated: Any, prefill_expert_parallel: Any
+) -> Any:
+    """Devices of a replica of the pool that runs the prompts: the prefill pool's own
+    expert-parallel size where it has one, else the replica's [devices]. SGLang's 96 H100s:
+    prefill replicas of 32 beside decode replicas of 72."""
+    return _on_prefill_pools_layout(
+        prefill_expert_parallel, tensor_parallel, disaggregated, expert_parallel
+    )
+
+
+@metric("ranks", source=SGLANG_EP, group="serving")
+def prefill_hw_expert_parallel(
+    expert_parallel: Any, disaggregated: Any, prefill_expert_parallel: Any
+) -> Any:
+    """Expert-parallel size of the pool that runs the prompts: the prefill pool's own where
+    it has one (``prefill_expert_parallel`` above 0, a disaggregated expert-parallel row), else
+    the replica's [ranks]."""
+    return _on_prefill_pools_layout(
+        prefill_expert_parallel, expert_parallel, disaggregated, expert_parallel
+    )
+
+
 def _restate_on_prefill_hardware() -> None:
-    """Register each of :data:`PREFILL_SIDE_METRICS` over the prefill hardware's figures: the
-    same formula (:func:`planner.model.metric.rebound`), its hardware inputs renamed."""
-    renamed = {name: PREFILL_HW + name for name in PREFILL_SIDE_LOOKUPS}
+    """Register each of :data:`PREFILL_SIDE_METRICS` over the prefill side's figures: the
+    same formula (:func:`planner.model.metric.rebound`), its hardware and layout inputs
+    renamed."""
+    renamed = {name: PREFILL_HW + name for name in (*PREFILL_SIDE_LOOKUPS, *PREFILL_SIDE_LAYOUT)}
     for name in PREFILL_SIDE_METRICS:
         inputs = {i: renamed[i] for i in REGISTRY[name].inputs if i in renamed}
         rebound(
             PREFILL_HW + name,
             name,
             inputs,
-            f"{name} on the hardware the prompts run on (the prefill pool's device; the row's "
-            "own hardware's figure where the prompts run on it).",
+            f"{name} on the hardware and layout the prompts run on (the prefill pool's device "
+            "and expert-parallel size; the row's own figure where the prompts run on them).",
         )
         renamed[name] = PREFILL_HW + name
 
@@ -322,11 +372,23 @@ def separate_prefill_hardware(disaggregated: Any, prompts_hardware: Any, hardwar
 
 @metric("devices", source=SPLITWISE, group="cost")
 def separate_prefill_devices(
-    separate_prefill_hardware: Any, prefill_pool_planned: Any, tensor_parallel: Any
+    separate_prefill_hardware: Any, prefill_pool_planned: Any, prefill_hw_tensor_parallel: Any
 ) -> Any:
     """Devices of a prefill pool on another device type than the decode pool's: its replicas
-    × devices a replica [devices]; 0 where the prompts run on the candidate's own hardware."""
-    return where(separate_prefill_hardware, prefill_pool_planned * tensor_parallel, 0)
+    × devices a prefill replica [devices]; 0 where the prompts run on the candidate's own
+    hardware."""
+    return where(separate_prefill_hardware, prefill_pool_planned * prefill_hw_tensor_parallel, 0)
+
+
+@metric("devices", source=SGLANG_EP, group="serving")
+def prefill_pool_device_offset(
+    prefill_pool_planned: Any, prefill_hw_tensor_parallel: Any, tensor_parallel: Any
+) -> Any:
+    """Devices a prefill pool of its own replica size holds beyond as many replicas of the
+    candidate's: prefill replicas × (devices a prefill replica − devices a replica) [devices];
+    0 where both pools' replicas are alike or there is one pool. 3 prefill replicas of 32
+    beside decode replicas of 72: −120."""
+    return prefill_pool_planned * (prefill_hw_tensor_parallel - tensor_parallel)
 
 
 def _mix(own: Any, other: Any, separate_prefill_devices: Any, devices_needed: Any) -> Any:
@@ -378,14 +440,15 @@ def cloud_usd_per_device_hour(
 @metric("B", source="the plan's memory budget (runtime overhead and reserve)", group="memory")
 def prefill_hw_kv_budget_bytes(
     prefill_hw_memory_bytes: Any,
-    weight_bytes_per_device: Any,
+    prefill_hw_weight_bytes_per_device: Any,
     runtime_overhead_bytes: Any,
     reserve_bytes: Any,
 ) -> Any:
-    """KV cache a prefill pool's device holds beside its share of the weights: its memory −
-    weights − runtime overhead − reserve [B] (the engine's own budget rules are the decode
-    pool's; a prefill replica holds the prompts it runs, not a batch of sequences)."""
-    held = weight_bytes_per_device + runtime_overhead_bytes + reserve_bytes
+    """KV cache a prefill pool's device holds beside its share of the weights (at the pool's
+    own layout): its memory − weights − runtime overhead − reserve [B] (the engine's own budget
+    rules are the decode pool's; a prefill replica holds the prompts it runs, not a batch of
+    sequences)."""
+    held = prefill_hw_weight_bytes_per_device + runtime_overhead_bytes + reserve_bytes
     return prefill_hw_memory_bytes - held
 
 
@@ -395,11 +458,15 @@ def prefill_pool_fits(
     prefill_hw_kv_budget_bytes: Any,
     kv_bytes_per_sequence: Any,
     shared_prefix_kv_bytes: Any = 0,
+    prefill_hw_expert_parallel: Any = 1,
+    expert_parallel: Any = 1,
 ) -> Any:
-    """Whether a prefill pool on another device holds its weights, the shared prefix its
-    cache hits read (held once, as on the decode device) and one longest request's cache
-    (:func:`prefill_hw_kv_budget_bytes` ≥ the prefix's and the sequence's reserved cache);
-    true where the prompts run on the candidate's own hardware, whose memory the replica's fit
-    already checks."""
+    """Whether a prefill pool on another device or of its own expert-parallel size holds its
+    weights, the shared prefix its cache hits read (held once, as on the decode device) and one
+    longest request's cache (:func:`prefill_hw_kv_budget_bytes` ≥ the prefix's and the
+    sequence's reserved cache; a data-parallel attention rank holds a sequence's whole cache at
+    any size); true where the prompts run on the candidate's own hardware and layout, whose
+    memory the replica's fit already checks."""
     holds = prefill_hw_kv_budget_bytes >= shared_prefix_kv_bytes + kv_bytes_per_sequence
-    return where(separate_prefill_hardware, holds, True)
+    other_layout = prefill_hw_expert_parallel != expert_parallel
+    return where(separate_prefill_hardware | other_layout, holds, True)

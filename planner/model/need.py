@@ -123,9 +123,21 @@ def hour_nodes(
     prefill_tokens_per_s_per_replica: Any,
     prefill_pool_utilisation_limit: Any,
     disaggregated: Any,
+    prefill_hw_tensor_parallel: Any = 0,
 ) -> Any:
     """Nodes an hour of the month needs: its replicas' devices in whole nodes, plus the spare
-    nodes [nodes]."""
+    nodes [nodes]. A prefill pool of its own replica size counts its replicas at the hour's
+    prompt tokens (unraised) at that size
+    (:func:`planner.model.disaggregated.prefill_pool_device_offset`)."""
+    traffic = traffic_factor * hour_share
+    prefill = metrics()["prefill_pool_replicas"].func(
+        disaggregated,
+        prefill_tokens_per_s_demanded * traffic,
+        prefill_tokens_per_s_per_replica,
+        prefill_pool_utilisation_limit,
+    )
+    own = where(prefill_hw_tensor_parallel > 0, prefill_hw_tensor_parallel, tensor_parallel)
+    offset = prefill * (own - tensor_parallel)
     hour_replicas = replicas_at(
         concurrency,
         replica_capacity_sequences,
@@ -133,13 +145,14 @@ def hour_nodes(
         forecast_requests_per_s,
         requests_per_s_per_replica,
         simulation_raise,
-        traffic_factor * hour_share,
+        traffic,
         prefill_tokens_per_s_demanded,
         prefill_tokens_per_s_per_replica,
         prefill_pool_utilisation_limit,
         disaggregated,
     )
-    return ceil(hour_replicas * tensor_parallel / node_devices - SLACK) + spare_nodes
+    devices = hour_replicas * tensor_parallel + offset
+    return ceil(devices / node_devices - SLACK) + spare_nodes
 
 
 @schedule_metric("nodes", kind="integer")

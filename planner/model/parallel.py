@@ -486,7 +486,7 @@ def expert_alltoall_s_per_token(
 def prefill_compute_flops_per_s(
     prefill_hw_achieved_compute_flops_per_s: Any,
     prefill_hw_device_compute_flops_per_s: Any,
-    expert_parallel: Any,
+    prefill_hw_expert_parallel: Any,
     routed_expert_parameters: Any,
     experts_per_token: Any,
     experts: Any,
@@ -501,13 +501,15 @@ def prefill_compute_flops_per_s(
     ÷ 37.55e9 = 0.544, 1.91 devices' worth. That is the step of a rank that prefills while the
     others decode; where several prefill at once their routed arithmetic adds up, which this
     leaves out. In a prefill pool every rank prefills: one device's rate. The rates are those
-    of the hardware the prompts run on (``prefill_hw_``: a prefill pool's own device)."""
+    of the hardware and layout the prompts run on (``prefill_hw_``: a prefill pool's own
+    device and expert-parallel size)."""
     device = prefill_hw_device_compute_flops_per_s
+    ranks = prefill_hw_expert_parallel
     routed = routed_expert_parameters * experts_per_token / maximum(experts, 1)
     share = minimum(routed / maximum(active_parameters, 1), 1)
-    spread = device / (1 - share + share / maximum(expert_parallel, 1))
+    spread = device / (1 - share + share / maximum(ranks, 1))
     rank = where(disaggregated > 0, device, spread)
-    return where(expert_parallel > 1, rank, prefill_hw_achieved_compute_flops_per_s)
+    return where(ranks > 1, rank, prefill_hw_achieved_compute_flops_per_s)
 
 
 @metric("", kind="bool", source=f"{DEEPSEEK_V3} §3.4 (two micro-batches overlap)", group="latency")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
-from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PLAN_KEYS, PP_KEY, TP_KEY
+from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PLAN_KEYS, PP_KEY, PX_KEY, TP_KEY
 
 
 def compute_format_for(hardware: Hardware, precision: Precision) -> str | None:
@@ -53,10 +53,11 @@ class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
     precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
     expert-parallel size itself (1: a tensor-parallel replica), its pipeline stages (1: one),
-    its serving layout (0: one pool, 1: a prefill pool and a decode pool) and the hardware its
-    prompts run on (a position into ``ids["hardware"]``: its own but for a prefill pool on
-    another device), in plan order. Nine small integers a candidate, so that millions of them
-    fit where their ids as text would not; :meth:`table` gives a slice as the table of ids."""
+    its serving layout (0: one pool, 1: a prefill pool and a decode pool), its prefill pool's
+    own expert-parallel size (0: the candidate's) and the hardware its prompts run on (a
+    position into ``ids["hardware"]``: its own but for a prefill pool on another device), in
+    plan order. Ten small integers a candidate, so that millions of them fit where their ids
+    as text would not; :meth:`table` gives a slice as the table of ids."""
 
     codes: np.ndarray
     ids: dict[str, np.ndarray]
@@ -78,7 +79,8 @@ class Candidates:
                 EP_KEY: rows[:, 5].astype(np.int64),
                 PP_KEY: rows[:, 6].astype(np.int64),
                 PD_KEY: rows[:, 7].astype(np.int64),
-                PF_KEY: np.where(rows[:, 8] == rows[:, 3], "", self.ids["hardware"][rows[:, 8]]),
+                PX_KEY: rows[:, 8].astype(np.int64),
+                PF_KEY: np.where(rows[:, 9] == rows[:, 3], "", self.ids["hardware"][rows[:, 9]]),
             },
             columns=PLAN_KEYS,
         )
@@ -125,6 +127,8 @@ class _Allowed:
     stages: np.ndarray  # pipeline stages above 1 to try, a node of the hardware each
     pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
     prefill: np.ndarray  # hardware a prefill pool may also run on (positions)
+    prefill_experts: np.ndarray  # expert-parallel sizes a prefill pool may also take
+    prefill_splits: np.ndarray  # prefill_splits[model, e]: its slots divide by prefill_experts[e]
 
     @classmethod
     def of(cls, catalog: Catalog) -> _Allowed:
@@ -136,10 +140,7 @@ class _Allowed:
         stages = np.array(sorted({*a.pipeline_parallel_sizes} - {1}), np.int64)
         spans = {int(n * s) for n in nodes for s in stages}
         sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:], *spans}), np.int64)
-        slots = [
-            None if m.moe is None else m.moe.experts + a.redundant_experts for m in catalog.models
-        ]
-        splits = [[n is not None and n % e == 0 for e in experts] for n in slots]
+        prefill_experts = np.array(sorted(set(a.prefill_expert_parallel_sizes) - {1}), np.int64)
         return cls(
             runs=np.array(runs, dtype=bool).reshape(len(hardware), -1),
             stores=np.array(stores, dtype=bool).reshape(len(catalog.models), -1),
@@ -147,13 +148,15 @@ class _Allowed:
             sizes=sizes,
             tensor=np.flatnonzero(np.isin(sizes, a.tensor_parallel_sizes)).astype(np.int32),
             experts=experts,
-            splits=np.array(splits, dtype=bool).reshape(len(catalog.models), len(experts)),
+            splits=_splits(catalog, experts),
             nodes=nodes,
             stages=stages,
             pools=np.array(sorted({LAYOUT_CODES[x] for x in a.serving_layouts}), np.int32),
             prefill=np.array(
                 [i for i, h in enumerate(hardware) if h.id in a.prefill_pool_hardware], np.int32
             ),
+            prefill_experts=prefill_experts,
+            prefill_splits=_splits(catalog, prefill_experts),
         )
 
     def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
@@ -165,13 +168,16 @@ class _Allowed:
         each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
         only, each pipeline of more than one stage, a node of a linked device a stage. Each
         prompts on its own hardware; a disaggregated one also with its prefill pool on each
-        device of :attr:`prefill` that can run it (:meth:`_mixed`)."""
+        device of :attr:`prefill` that can run it (:meth:`_mixed`), and a disaggregated
+        expert-parallel one also with its prefill pool of each other expert-parallel size of
+        :attr:`prefill_experts` (:meth:`_prefill_layouts`)."""
         rows = self._layouts(workload, models, precisions, hardware)
         rows = np.column_stack([rows, 1 + 0 * rows[:, 0]])
         rows = np.concatenate([np.column_stack([rows, 0 * rows[:, 0] + d]) for d in self.pools])
         rows = np.concatenate([rows, self._pipelines(workload, models, precisions, hardware)])
-        rows = np.column_stack([rows, rows[:, 3]])
+        rows = np.column_stack([rows, 0 * rows[:, 0], rows[:, 3]])
         rows = np.concatenate([rows, self._mixed(rows)])
+        rows = np.concatenate([rows, self._prefill_layouts(rows)])
         return rows[_plan_order(rows)]
 
     def spans(self, devices: np.ndarray, hardware: np.ndarray | int) -> np.ndarray:
@@ -193,7 +199,21 @@ class _Allowed:
             keep = (pools[:, 3] != p) & self.runs[p, pools[:, 2]]
             keep &= (size <= 1) | self.linked[p]
             keep &= (experts <= 1) | self.spans(experts, p)
-            found.append(np.column_stack([pools[keep, :8], np.full(int(keep.sum()), p)]))
+            found.append(np.column_stack([pools[keep, :9], np.full(int(keep.sum()), p)]))
+        return np.concatenate(found).astype(rows.dtype) if found else rows[:0]
+
+    def _prefill_layouts(self, rows: np.ndarray) -> np.ndarray:
+        """The disaggregated expert-parallel rows of ``rows`` again with their prefill pool of
+        each other size of :attr:`prefill_experts` that splits the model's expert slots and is
+        one node or whole nodes of the device the prompts run on (:meth:`spans`)."""
+        pools = rows[(rows[:, 7] == 1) & (rows[:, 5] > 1)]
+        found = []
+        for e, size in enumerate(self.prefill_experts):
+            keep = (pools[:, 5] != size) & self.prefill_splits[pools[:, 1], e]
+            keep &= self.spans(np.full(len(pools), size), pools[:, 9])
+            mine = pools[keep].copy()
+            mine[:, 8] = size
+            found.append(mine)
         return np.concatenate(found).astype(rows.dtype) if found else rows[:0]
 
     def _pipelines(self, workload: int, models: np.ndarray, precisions: np.ndarray,
@@ -231,6 +251,15 @@ class _Allowed:
         return np.concatenate([rows, layouts])
 
 
+def _splits(catalog: Catalog, sizes: np.ndarray) -> np.ndarray:
+    """``[model, e]``: whether expert-parallel size ``sizes[e]`` divides the model's expert
+    slots, its routed experts and the redundant ones (never for a model without experts)."""
+    extra = catalog.assumptions.redundant_experts
+    slots = [None if m.moe is None else m.moe.experts + extra for m in catalog.models]
+    found = [[n is not None and n % e == 0 for e in sizes] for n in slots]
+    return np.array(found, dtype=bool).reshape(len(catalog.models), len(sizes))
+
+
 #: The serving layouts' codes: one pool, or a prefill pool and a decode pool.
 LAYOUT_CODES = {"aggregated": 0, "disaggregated": 1}
 
@@ -240,9 +269,13 @@ def _plan_order(rows: np.ndarray) -> np.ndarray:
     combination's layouts: aggregated before disaggregated, tensor-parallel sizes before
     expert-parallel ones, smaller before larger, one stage before a pipeline of as many
     devices, a prefill pool on the decode pool's own device before one on another (in catalog
-    order)."""
-    other = rows[:, 8] != rows[:, 3]
-    keys = (rows[:, 8], other, rows[:, 6], rows[:, 4], rows[:, 5], rows[:, 7], *rows[:, 3::-1].T)
+    order), a prefill pool of the candidate's own layout before one of another size (smaller
+    before larger)."""
+    other = rows[:, 9] != rows[:, 3]
+    keys = (
+        rows[:, 8], rows[:, 9], other, rows[:, 6], rows[:, 4], rows[:, 5], rows[:, 7],
+        *rows[:, 3::-1].T,
+    )  # fmt: skip
     return np.lexsort(keys)
 
 
@@ -263,7 +296,7 @@ def candidate_codes(catalog: Catalog) -> Candidates:
         )
         for workload in lists["workload"]:
             codes.append(allowed.codes(position["workload"][workload], m_, p_, h_))
-    rows = np.concatenate(codes) if codes else np.zeros((0, 9), dtype=np.int32)
+    rows = np.concatenate(codes) if codes else np.zeros((0, 10), dtype=np.int32)
     if chosen != [all_ids]:  # the union of the scenarios, in catalog order, each row once
         rows = np.unique(rows, axis=0)
         rows = rows[_plan_order(rows)]

@@ -48,8 +48,14 @@ def pipeline_stages(row: Any) -> int:
 #: where one pool of replicas does both.
 PD_KEY = "disaggregated"
 
+#: The expert-parallel size of a disaggregated expert-parallel candidate's prefill pool where
+#: it differs from its decode pool's (``prefill_expert_parallel_sizes`` assumption: SGLang's
+#: EP 32 prefill beside EP 72 decode); 0 everywhere else, the prefill pool of the candidate's
+#: own layout.
+PX_KEY = "prefill_expert_parallel"
+
 #: The layout keys' values for one pool of tensor-parallel replicas, today's layout.
-LAYOUT_DEFAULTS = {EP_KEY: 1, PP_KEY: 1, PD_KEY: 0}
+LAYOUT_DEFAULTS = {EP_KEY: 1, PP_KEY: 1, PD_KEY: 0, PX_KEY: 0}
 
 #: The device a disaggregated candidate's prefill pool runs on where that is another device
 #: than its own hardware (``prefill_pool_hardware`` assumption); blank everywhere else. A
@@ -60,9 +66,9 @@ PF_KEY = "prefill_hardware"
 #: row's :data:`PF_KEY`, else its own hardware (a metric of the keys).
 PROMPTS_KEY = "prompts_hardware"
 
-#: The key columns of a plan table: the five of :data:`ALL_KEYS`, the layout and the prefill
-#: pool's hardware.
-PLAN_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PF_KEY]
+#: The key columns of a plan table: the five of :data:`ALL_KEYS`, the layout (the prefill
+#: pool's own expert-parallel size among it) and the prefill pool's hardware.
+PLAN_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PX_KEY, PF_KEY]
 
 
 def prefill_hardware_of(row: Any) -> str:
@@ -72,6 +78,15 @@ def prefill_hardware_of(row: Any) -> str:
     if not isinstance(value, str) or value == str(row["hardware"]):
         return ""
     return value
+
+
+def prefill_expert_parallel_of(row: Any) -> int:
+    """A row's :data:`PX_KEY` where it gives a disaggregated expert-parallel candidate's prefill
+    pool a size of its own (a results row or any mapping), else 0: the candidate's own layout
+    (also where it has no such column)."""
+    values = [float(row.get(k, d)) for k, d in ((PX_KEY, 0), (PD_KEY, 0), (EP_KEY, 1))]
+    size, pools, expert = (v if math.isfinite(v) else 0.0 for v in values)
+    return int(size) if pools > 0 and expert > 1 and size > 0 and size != expert else 0
 
 
 #: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.model.units import is_finite
-from planner.plan.columns import pipeline_stages, prefill_hardware_of
+from planner.plan.columns import pipeline_stages, prefill_expert_parallel_of, prefill_hardware_of
 
 __all__ = ["option_label", "prefill_device", "short_label"]
 
@@ -63,7 +63,8 @@ def _layout(option: Option, prefill: str | None = None) -> str:
     """A replica's layout, ``TP 2``, ``EP 8`` or ``TP 8 × PP 2`` (two stages of eight
     devices), and the pools of a disaggregated option: ``TP 2, prefill 2 + decode 3``, or
     ``TP 2, prefill 2 on b200-180gb + decode 3`` where its prompts run on another device
-    (``prefill``: that device's name, else its id)."""
+    (``prefill``: that device's name, else its id), ``EP 72, prefill 3 of EP 32 + decode 2``
+    where its prefill replicas are of their own size."""
     expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"EP {int(expert)}"
@@ -74,8 +75,8 @@ def _layout(option: Option, prefill: str | None = None) -> str:
     if not (is_finite(pools := option.get("disaggregated", 0)) and pools > 0):
         return layout
     replicas, prompts = option.get("replicas_planned", math.nan), _prefill(option)
-    other = prefill_device(option)
-    on = "" if other is None else f" on {prefill or other}"
+    other, own = prefill_device(option), prefill_expert_parallel_of(option)
+    on = ("" if other is None else f" on {prefill or other}") + (f" of EP {own}" if own else "")
     if not (is_finite(prompts) and is_finite(replicas)):
         return f"{layout}, disaggregated" + (f", prefill{on}" if on else "")
     return f"{layout}, prefill {int(prompts)}{on} + decode {int(replicas) - int(prompts)}"
@@ -95,7 +96,9 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
     expert parallel 8`` (``expert parallel 32 over 4 nodes`` where a replica spans several),
     ``1 replica of 2 pipeline stages of tensor parallel 8``, or for a
     disaggregated option ``5 replicas of tensor parallel 1 for prompts and 9 for decoding``
-    (``for prompts on b200-180gb`` where they run on another device)."""
+    (``for prompts on b200-180gb`` where they run on another device; ``2 replicas of expert
+    parallel 32 over 4 nodes for prompts and 1 of expert parallel 72 over 9 nodes for
+    decoding`` where the prefill replicas are of their own size)."""
     expert, stages = option.get("expert_parallel", 1), pipeline_stages(option)
     if is_finite(expert) and expert > 1:
         layout = f"expert parallel {int(expert)}{_over_nodes(option, int(expert))}"
@@ -111,6 +114,12 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
     if is_finite(pools) and pools > 0 and is_finite(prefill):
         decode = int(replicas) - int(prefill)
         on = "" if (other := prefill_device(option)) is None else f" on {other}"
+        if own := prefill_expert_parallel_of(option):
+            prompts = f"expert parallel {own}{_over_nodes(option, own)}"
+            return (
+                f"{_count(prefill, 'replica')} of {prompts} for prompts{on} and {decode} of "
+                f"{layout} for decoding"
+            )
         return f"{_count(prefill, 'replica')} of {layout} for prompts{on} and {decode} for decoding"
     return f"{_count(replicas, 'replica')} of {layout}"
 

@@ -39,12 +39,16 @@ TYPES_PER_WORKLOAD = 4
 
 
 def one_device_type(table: pd.DataFrame) -> pd.Series:
-    """The rows whose devices are all of their hardware: every row but a disaggregated one's
-    whose prefill pool runs on another device, which the fleet does not pack (its nodes are of
-    one device type an option)."""
-    if "separate_prefill_hardware" not in table:
-        return pd.Series(True, index=table.index)
-    return ~table["separate_prefill_hardware"].astype(bool)
+    """The rows whose replicas are all alike, of their hardware and devices: every row but a
+    disaggregated one's whose prefill pool runs on another device or on replicas of another
+    size, which the fleet does not pack (an option's nodes are of one device type, its
+    replicas of one size)."""
+    alike = pd.Series(True, index=table.index)
+    if "separate_prefill_hardware" in table:
+        alike &= ~table["separate_prefill_hardware"].astype(bool)
+    if "prefill_pool_device_offset" in table:
+        alike &= pd.to_numeric(table["prefill_pool_device_offset"]).fillna(0).to_numpy() == 0
+    return alike
 
 
 def served_rows(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:

@@ -494,6 +494,7 @@ def _need(row: Any, forecast: Forecast, factors: list[float]) -> tuple[dict[str,
         "growth_per_month": forecast.growth_per_month or 0.0,
         "spare_nodes": forecast.spare_nodes,
         "tensor_parallel": float(row["tensor_parallel"]),
+        "prefill_hw_tensor_parallel": float(row.get("prefill_hw_tensor_parallel", 0)),
         "devices_per_node": float(row["devices_per_node"]),
         "daily_profile": list(forecast.daily_profile or [1.0] * HOURS),
     }

@@ -225,7 +225,7 @@ def _in_plan_order(plan: Candidates, leaders: pd.DataFrame) -> pd.DataFrame:
     own = leaders["hardware"].astype(str)
     other = leaders[PF_KEY].fillna("").astype(str) if PF_KEY in leaders else own
     prompts = own.where(other == "", other)
-    every = every * len(devices) + plan.codes[:, 8]
+    every = every * len(devices) + plan.codes[:, 9]
     wanted = wanted * len(devices) + devices.get_indexer(pd.Index(prompts.astype(str)))
     chosen = np.flatnonzero(np.isin(every, wanted))
     return Candidates(plan.codes[chosen], plan.ids, plan.sizes).table()

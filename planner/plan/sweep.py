@@ -225,7 +225,7 @@ def evaluate_subset(
         one_stage = rows[PP_KEY] == 1
         tp = int(rows.loc[useful_parallelism(rows) & one_stage][TP_KEY].max())
     single = pd.DataFrame(
-        [(hardware, model, precision, workload, tp, 1, 1, 0, "")], columns=PLAN_KEYS
+        [(hardware, model, precision, workload, tp, 1, 1, 0, 0, "")], columns=PLAN_KEYS
     )
     return evaluate_plan(catalog, single)
 

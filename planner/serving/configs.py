@@ -45,7 +45,12 @@ from planner.catalog.engines import (
     prefills_in_chunks,
     step_overhead_per_sequence,
 )
-from planner.model.disaggregated import PREFILL_HW, PREFILL_SIDE_LOOKUPS, PREFILL_SIDE_METRICS
+from planner.model.disaggregated import (
+    PREFILL_HW,
+    PREFILL_SIDE_LAYOUT,
+    PREFILL_SIDE_LOOKUPS,
+    PREFILL_SIDE_METRICS,
+)
 from planner.model.metric import metrics
 from planner.model.pipeline import stage_send_s
 from planner.model.units import is_finite
@@ -199,12 +204,13 @@ def step_model(row: Mapping[str, Any], assumptions: Assumptions) -> StepModel:
 
 
 def on_prefill_hardware(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The row as the hardware its prompts run on sees it: each hardware figure and each metric
-    of a prompt's time over them (:data:`~planner.model.disaggregated.PREFILL_SIDE_LOOKUPS` and
-    :data:`~planner.model.disaggregated.PREFILL_SIDE_METRICS`) replaced by its ``prefill_hw_``
-    value, the same where the prompts run on the row's own hardware. :func:`step_model` of it
-    gives a prefill pool's step times on its own device."""
-    names = (*PREFILL_SIDE_LOOKUPS, *PREFILL_SIDE_METRICS)
+    """The row as the hardware and layout its prompts run on see it: each hardware figure,
+    layout key and metric of a prompt's time over them
+    (:data:`~planner.model.disaggregated.PREFILL_SIDE_LOOKUPS`, ``PREFILL_SIDE_LAYOUT`` and
+    ``PREFILL_SIDE_METRICS``) replaced by its ``prefill_hw_`` value, the same where the prompts
+    run on the row's own. :func:`step_model` of it gives a prefill pool's step times on its own
+    device and expert-parallel size."""
+    names = (*PREFILL_SIDE_LOOKUPS, *PREFILL_SIDE_LAYOUT, *PREFILL_SIDE_METRICS)
     view = dict(row)
     view.update({n: row[PREFILL_HW + n] for n in names if PREFILL_HW + n in row})
     return view

@@ -100,7 +100,7 @@ from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.units import GB, GIB
-from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY, prefill_hardware_of
+from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY, PX_KEY, prefill_hardware_of
 from planner.plan.selection import select_candidates, simulable
 from planner.plan.tables import ALL_KEYS
 from planner.progress import Progress
@@ -151,9 +151,9 @@ pool (and 16 replicas at least) [-]."""
 
 
 #: The key columns of :func:`simulate_candidates`: the candidate's five, its expert-parallel
-#: size, its pipeline stages, its serving layout (1: disaggregated pools) and the hardware its
-#: prompts run on.
-SIZED_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PF_KEY]
+#: size, its pipeline stages, its serving layout (1: disaggregated pools), its prefill pool's
+#: own expert-parallel size and the hardware its prompts run on.
+SIZED_KEYS = [*ALL_KEYS, EP_KEY, PP_KEY, PD_KEY, PX_KEY, PF_KEY]
 
 
 def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,6 +163,7 @@ def _keys(row: Mapping[str, Any]) -> dict[str, Any]:
         EP_KEY: int(row.get(EP_KEY, 1)),
         PP_KEY: int(row.get(PP_KEY, 1)),
         PD_KEY: int(row.get(PD_KEY, 0)),
+        PX_KEY: int(row.get(PX_KEY, 0)),
         PF_KEY: prefill_hardware_of(row),
     }
     return {**{k: row[k] for k in ALL_KEYS}, **layout}
@@ -489,7 +490,7 @@ def _size_pools(
             "any replica count",
         }
     prefill, decode = pools.pool_sizes(row)
-    tp = int(row["tensor_parallel"])
+    tp, prefill_tp = int(row["tensor_parallel"]), int(row.get("prefill_hw_tensor_parallel", 0))
     # each decode replica the search tries adds the prefill pool's requests of one more
     # (:func:`planner.serving.pools.simulate_pools`): the search stops at a multiple of the
     # closed form's pool, where the closed form would be far off
@@ -507,16 +508,16 @@ def _size_pools(
             "sim_runs": len(at),
         }
     p, d = sizes
-    result = judged(p, d)[1]
-    total = p + d
+    result, total = judged(p, d)[1], p + d
+    devices = p * (prefill_tp or tp) + d * tp  # a prefill replica of its own size counted at it
     return {
         **_figures(result),
         "sim_replicas_needed": total,
-        "sim_devices_needed": total * tp,
+        "sim_devices_needed": devices,
         "sim_prefill_pool_replicas": p,
         "meets_targets_sim": not judged(p, d)[0],
         "sim_reason": f"meets targets with {p} prefill + {d} decode replicas"
-        + (f" ({total * tp} devices)" if tp > 1 else ""),
+        + (f" ({devices} devices)" if tp > 1 else ""),
         "sim_replicas_simulated": total,
         "sim_requests": int(result.n_measured),
         "sim_runs": len(at),
