@@ -359,7 +359,7 @@ def test_the_report_names_each_pools_devices(mixed: pd.DataFrame) -> None:
     """The line in words names each pool's devices, and the fleet's page says why the fleet
     serves the workload on one device type."""
     from planner.outputs.sections import _option_words
-    from planner.outputs.sharing import _two_types
+    from planner.outputs.sharing import _unpacked
     from planner.plan.deployment import Ask, Line
 
     catalog = with_prefill_devices(PREFILL_DEVICES)
@@ -370,7 +370,7 @@ def test_the_report_names_each_pools_devices(mixed: pd.DataFrame) -> None:
         "decoding at fp8)"
     )
     ask = Ask([Line("document-analysis", "llama-3.1-70b", row, "buy", "named")])
-    (text,) = _two_types(ask, catalog, {"document-analysis": "Long-document analysis"})
+    (text,) = _unpacked(ask, catalog, {"document-analysis": "Long-document analysis"})
     assert text.startswith(
         "Long-document analysis: alone, it prefills on NVIDIA B200 180GB and decodes on AMD "
         "Instinct MI300X 192GB; the fleet packs one device type an option"

@@ -40,7 +40,7 @@ def sglang_catalog(folder: Path, **more: object) -> Path:
         "expert_parallel_sizes": [32, 72],
         "redundant_experts": 32,
         "serving_layouts": ["aggregated", "disaggregated"],
-        "prefill_expert_parallel_sizes": [32, 72],
+        "prefill_parallel_sizes": [32, 72],
         "engine": {"name": "sglang", "version": "0.4"},
     } | more
     return cut_catalog(folder, keep, assumptions)
@@ -62,7 +62,7 @@ def layout(table: pd.DataFrame, workload: str, ep: int, pd_: int, px: int) -> pd
         (table["workload"] == workload)
         & (table["expert_parallel"] == ep)
         & (table["disaggregated"] == pd_)
-        & (table["prefill_expert_parallel"] == px)
+        & (table["prefill_parallel"] == px)
     ]
     assert len(rows) == 1
     return rows.iloc[0]
@@ -75,7 +75,7 @@ def test_each_disaggregated_expert_parallel_candidate_also_tries_the_other_prefi
     disaggregated expert-parallel candidate is also tried with its prefill pool at the other
     size; the aggregated ones and the tensor-parallel ones never are."""
     layouts = set(
-        table[["expert_parallel", "disaggregated", "prefill_expert_parallel"]].itertuples(
+        table[["expert_parallel", "disaggregated", "prefill_parallel"]].itertuples(
             index=False, name=None
         )
     )
@@ -102,7 +102,7 @@ def test_a_prefill_size_is_tried_where_it_splits_the_slots_and_fills_nodes(
 ) -> None:
     folder = sglang_catalog(
         tmp_path / "catalogs",
-        prefill_expert_parallel_sizes=sizes,
+        prefill_parallel_sizes=sizes,
         redundant_experts=redundant,
         expert_parallel_sizes=[16],
         serving_layouts=["disaggregated"],
@@ -114,7 +114,7 @@ def test_a_prefill_size_is_tried_where_it_splits_the_slots_and_fills_nodes(
     from planner.plan.candidates import candidates
 
     found = candidates(load_catalog(folder))
-    assert set(found["prefill_expert_parallel"]) - {0} == tried
+    assert set(found["prefill_parallel"]) - {0} == tried
 
 
 def test_the_prefill_pool_is_the_ep_32_pool_and_the_decode_pool_the_ep_72_one(
@@ -221,7 +221,7 @@ def test_the_fleet_leaves_out_pools_of_two_sizes(table: pd.DataFrame) -> None:
     from planner.plan.portfolio import one_device_type
 
     alike = one_device_type(table)
-    mixed = (table["prefill_expert_parallel"] > 0).to_numpy()
+    mixed = (table["prefill_parallel"] > 0).to_numpy()
     assert not alike[mixed].any() and alike[~mixed].all()
 
 
@@ -300,3 +300,147 @@ def test_the_pools_are_sized_by_simulation_at_their_own_sizes(tmp_path: Path) ->
     assert mixed["sim_replicas_needed"] == p + 1
     assert mixed["sim_devices_needed"] == p * 32 + 72 == 424
     assert mixed["sim_reason"] == "meets targets with 11 prefill + 1 decode replicas (424 devices)"
+
+
+def dense_catalog(folder: Path) -> Path:
+    """The shipped catalogs cut to Llama 3.1 70B in FP8 on the H100 SXM for the assistant and
+    the document analysis, trying TP 1, 2, 4 and 8 aggregated and disaggregated, and each
+    disaggregated one's prefill pool at TP 2, 4 and 8 too."""
+    keep = {
+        "models": {"llama-3.1-70b"},
+        "hardware": {"h100-sxm-80gb"},
+        "precisions": {"fp8"},
+        "workloads": {"chat", "document-analysis"},
+    }
+    assumptions = {
+        "tensor_parallel_sizes": [1, 2, 4, 8],
+        "serving_layouts": ["aggregated", "disaggregated"],
+        "prefill_parallel_sizes": [2, 4, 8],
+    }
+    return cut_catalog(folder, keep, assumptions)
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
+    return load_catalog(dense_catalog(tmp_path_factory.mktemp("dense") / "catalogs"))
+
+
+def tensor(table: pd.DataFrame, workload: str, tp: int, px: int) -> pd.Series:
+    """The one disaggregated row of ``workload`` at TP ``tp`` with prefill replicas of ``px``."""
+    rows = table[
+        (table["workload"] == workload)
+        & (table["tensor_parallel"] == tp)
+        & (table["disaggregated"] == 1)
+        & (table["prefill_parallel"] == px)
+    ]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_a_tensor_parallel_prefill_pool_of_its_own_size_by_hand(dense: Catalog) -> None:
+    """The document analysis (24,000-token prompts) decoded at TP 2, prefilled at TP 8: a
+    prefill device holds 1 of Llama 3.1 70B's 8 KV heads, 2 × 80 layers × 128 × 1 B = 20,480 B
+    a token, where a decode device holds 4 of them, 81,920 B; the cache crosses at the larger,
+    24,000 × 81,920 = 1,966,080,000 B a device. The prefill side is the same whatever the
+    decode pool's size (the TP 1 decode pool's prefill at TP 8 is this one's), the decode side
+    the plain TP 2 candidate's, and the devices 2 prefill replicas × 8 + 2 decode × 2 = 20."""
+    from planner.plan.labels import replicas_in_words, short_label
+    from planner.serving.configs import on_prefill_hardware, step_model
+
+    table = evaluate(dense).table
+    row = tensor(table, "document-analysis", 2, 8)
+    plain = tensor(table, "document-analysis", 2, 0)
+    other = tensor(table, "document-analysis", 1, 8)
+    assert row["prefill_hw_kv_bytes_per_token"] == 2 * 80 * 1 * 128 == 20_480
+    assert row["kv_bytes_per_token"] == 2 * 80 * 4 * 128 == 81_920
+    assert row["request_kv_transfer_bytes"] == 24_000 * 81_920
+    assert row["prefill_hw_weight_bytes_per_device"] == row["weight_bytes"] / 8
+    for column in ("prefill_pool_s_per_prompt", "prefill_s", "prefill_hw_kv_budget_bytes"):
+        assert row[column] == other[column], column
+    for column in ("itl_s", "kv_budget_bytes", "weight_bytes_per_device", "decode_batch"):
+        assert row[column] == plain[column], column
+    a = dense.assumptions  # the simulation steps each pool so too
+    prompts = step_model(on_prefill_hardware(row.to_dict()), a)
+    assert prompts == step_model(on_prefill_hardware(other.to_dict()), a)
+    assert step_model(row.to_dict(), a) == step_model(plain.to_dict(), a) != prompts
+    assert (row["prefill_pool_planned"], row["replicas_planned"]) == (2, 4)
+    assert row["devices_needed"] == 2 * 8 + 2 * 2 == 20
+    assert row["candidate"].endswith("|2|pd|prefill-tp8")
+    assert short_label(row) == "20 × h100-sxm-80gb (TP 2, prefill 2 of TP 8 + decode 2) · fp8"
+    assert replicas_in_words(row, row["replicas_planned"]) == (
+        "2 replicas of tensor parallel 8 for prompts and 2 of tensor parallel 2 for decoding"
+    )
+
+
+def test_tensor_parallel_prefill_sizes_stay_within_a_node(tmp_path: Path) -> None:
+    """Prefill sizes of 2, 4, 8 and 16 on nodes of 8: 16 is never tried for a tensor-parallel
+    candidate, nor a size equal to its own, nor any for an aggregated one."""
+    from planner.plan.candidates import candidates
+
+    folder = dense_catalog(tmp_path / "catalogs")
+    path = folder / "assumptions.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["assumptions"]["prefill_parallel_sizes"] = [2, 4, 8, 16]
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    found = candidates(load_catalog(folder))
+    sized = found[found["prefill_parallel"] > 0]
+    assert set(sized["prefill_parallel"]) == {2, 4, 8}
+    assert (sized["disaggregated"] == 1).all()
+    assert (sized["prefill_parallel"] != sized["tensor_parallel"]).all()
+    assert len(sized) == (3 + 2 + 2 + 2) * 2  # TP 1 takes 2, 4, 8; TP 2, 4, 8 the other two
+
+
+def test_a_tensor_parallel_prefill_pool_is_launched_at_its_size(dense: Catalog) -> None:
+    from planner.deploy.engines import launch
+    from planner.deploy.settings import launch_settings
+    from planner.diff.outputs import candidate_keys
+
+    table = evaluate(dense).table
+    row = tensor(table, "document-analysis", 2, 8)
+    prefill, decode = launch_settings(dense, row)
+    assert (prefill.tensor_parallel, prefill.expert_parallel, prefill.devices_per_replica) == (
+        8,
+        1,
+        8,
+    )
+    assert (decode.tensor_parallel, decode.devices_per_replica) == (2, 2)
+    assert "--tensor-parallel-size 8" in " ".join(launch(prefill).argv)
+    assert "--tensor-parallel-size 2" in " ".join(launch(decode).argv)
+    keys = candidate_keys(table)
+    assert sum(k.endswith("/pd/prefill-tp8") for k in keys) >= 1 and len(set(keys)) == len(keys)
+
+
+@pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
+def test_spreadsheet_engines_compute_tensor_parallel_pools_of_two_sizes(
+    tmp_path: Path, engine: str, dense: Catalog
+) -> None:
+    from spreadsheet import computed_values, installed, recalculate_many
+    from test_workbook import assert_plan_equals
+
+    from planner.outputs.workbook import write_workbook
+
+    if not installed(engine):
+        pytest.skip(f"{engine} is not installed")
+    results = evaluate(dense)
+    assert (results.table["prefill_parallel"] > 0).any()
+    book = write_workbook(results, tmp_path / "tp.xlsx")
+    (out,) = recalculate_many([book], tmp_path / f"recalculated-{engine}", engine=engine)
+    assert_plan_equals(computed_values(out, "Plan"), results)
+
+
+def test_the_fleet_page_says_why_it_serves_pools_of_one_size(
+    table: pd.DataFrame, catalog: Catalog
+) -> None:
+    """The fleet packs replicas of one size an option: the line served by EP 32 prefill
+    replicas beside EP 72 decode replicas is said to be served on one size in the fleet."""
+    from planner.outputs.sharing import _unpacked
+    from planner.plan.deployment import Ask, Line
+
+    row = layout(table, "chat", 72, 1, 32)
+    ask = Ask([Line("chat", "deepseek-v3", row, "buy", "named")])
+    (text,) = _unpacked(ask, catalog, {"chat": "Employee assistant"})
+    assert text.startswith(
+        "Employee assistant: alone, it prefills on replicas of 32 devices and decodes on replicas "
+        "of 72; the fleet packs replicas of one size an option, so it serves the workload on one "
+        "size"
+    )

@@ -640,7 +640,7 @@ def test_simulate_candidates_is_deterministic_and_parallel_equals_serial(seed):
         "expert_parallel",
         "pipeline_parallel",
         "disaggregated",
-        "prefill_expert_parallel",
+        "prefill_parallel",
         "prefill_hardware",
         *SIZING_COLUMNS,
     ]

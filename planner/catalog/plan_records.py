@@ -252,12 +252,13 @@ class Assumptions(Uncertain):
     # on one device type and the generation on another (compute-rich prefill, bandwidth-rich
     # decode: DistServe, OSDI 2024, §3; Splitwise, ISCA 2024); [] tries the decode pool's own only
     prefill_pool_hardware: list[Id] = Field(default_factory=list)
-    # expert-parallel sizes a disaggregated expert-parallel candidate's prefill pool may also
-    # take, beside its decode pool's own: each is tried where it splits the expert slots and is
-    # one node or whole nodes, as any expert-parallel size (SGLang's 96 H100s ran prefill at
-    # EP 32 beside decode at EP 72; DeepSeek's ran EP 32 beside EP 144); [] keeps the decode
-    # pool's size for both
-    prefill_expert_parallel_sizes: list[Count] = Field(default_factory=list)
+    # the devices a disaggregated candidate's prefill replicas may also take, beside its decode
+    # replicas' own, in its kind of parallelism: an expert-parallel candidate's prefill pool at
+    # each expert-parallel size that splits the expert slots and is one node or whole nodes
+    # (SGLang's 96 H100s ran prefill at EP 32 beside decode at EP 72; DeepSeek's EP 32 beside
+    # EP 144), a tensor-parallel one's at each of these sizes within a node (DistServe, OSDI
+    # 2024, §4: each phase its own parallelism); [] keeps the decode replicas' size for both
+    prefill_parallel_sizes: list[Count] = Field(default_factory=list)
     # the error of a latency estimate at 90 % confidence: uncalibrated, and at least when calibrated
     uncalibrated_band: Fraction = 0.30
     calibrated_band_floor: Fraction = 0.05

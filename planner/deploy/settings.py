@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes, constants_for
-from planner.plan.columns import prefill_expert_parallel_of
+from planner.plan.columns import prefill_parallel_of
 from planner.plan.labels import line_pools, prefill_device
 
 if TYPE_CHECKING:
@@ -226,10 +226,10 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
             "device_resource": device_resource(prompts),
             "nodes_per_replica": nodes_spanned(pp, common["devices_per_replica"], prompts),
         }
-    if own := prefill_expert_parallel_of(row):  # prefill replicas of their own size
+    if own := prefill_parallel_of(row):  # prefill replicas of their own size, of its kind
         devices_of["prefill"] = devices_of["prefill"] | {
             "tensor_parallel": own,
-            "expert_parallel": own,
+            "expert_parallel": own if ep > 1 else 1,
             "devices_per_replica": own,
             "nodes_per_replica": nodes_spanned(pp, own, prompts),
         }

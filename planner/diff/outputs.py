@@ -83,7 +83,7 @@ def candidate_keys(table: pd.DataFrame) -> list[str]:
     """``hardware/model/precision/workload/tensor_parallel`` for every row (:func:`key_part`),
     then ``/ep8`` for an expert-parallel layout, ``/pp2`` for a pipeline of two stages and
     ``/pd`` for disaggregated pools (``/pd-b200-180gb`` with the prompts on another device, then
-    ``/prefill-ep32`` where the prefill replicas are of their own expert-parallel size), so a
+    ``/prefill-ep32`` or ``/prefill-tp8`` where the prefill replicas are of their own size), so a
     run from before the layouts existed keys its rows as it did."""
     keys = ["/".join(map(key_part, row)) for row in table[ALL_KEYS].itertuples(index=False)]
     columns = [EP_KEY, PD_KEY, PP_KEY, PF_KEY, "hardware", PX_KEY]
@@ -97,7 +97,7 @@ def candidate_label(key: str) -> str:
     parts = key_parts(key)
     option: dict[str, Any] = dict(zip(ALL_KEYS, parts[: len(ALL_KEYS)], strict=True))
     for part in parts[len(ALL_KEYS) :]:
-        if part.startswith("prefill-ep"):
+        if part.startswith(("prefill-ep", "prefill-tp")):
             option[PX_KEY] = int(part[len("prefill-ep") :])
         elif part == "pd" or part.startswith("pd-"):
             option[PD_KEY] = 1
@@ -120,9 +120,9 @@ def _key(row: pd.Series) -> str:
 
 def _suffix(layout: Any) -> str:
     """A key's layout parts, ``/ep8``, ``/pp2`` and ``/pd`` (``/pd-`` and the prefill pool's
-    device where that is another, then ``/prefill-ep32`` for prefill replicas of their own
-    size); none for one pool of tensor-parallel replicas (or a row from before the layouts,
-    which has none of the columns)."""
+    device where that is another, then ``/prefill-ep32`` or ``/prefill-tp8`` for prefill
+    replicas of their own size); none for one pool of tensor-parallel replicas (or a row from
+    before the layouts, which has none of the columns)."""
     expert, pools, stages, prefill, hardware, own = layout
     parts = ""
     if not is_missing(expert) and int(expert) > 1:
@@ -132,8 +132,9 @@ def _suffix(layout: Any) -> str:
     if not is_missing(pools) and int(pools) > 0:
         other = isinstance(prefill, str) and prefill not in ("", hardware)
         parts += f"/pd-{key_part(prefill)}" if other else "/pd"
-        if not is_missing(own) and int(own) > 0 and not is_missing(expert) and int(expert) > 1:
-            parts += f"/prefill-ep{int(own)}"
+        if not is_missing(own) and int(own) > 0:
+            kind = "ep" if not is_missing(expert) and int(expert) > 1 else "tp"
+            parts += f"/prefill-{kind}{int(own)}"
     return parts
 
 

@@ -27,14 +27,14 @@ def candidate(
     disaggregated: Any = 0,
     pipeline_parallel: Any = 1,
     prefill_hardware: Any = "",
-    prefill_expert_parallel: Any = 0,
+    prefill_parallel: Any = 0,
 ) -> Any:
     """The candidate's id: its keys joined with '|', e.g. ``h100|llama|bf16|chat|2``, then
     ``|ep8`` after an expert-parallel layout's, ``|pp2`` after a pipeline of two stages' and
     ``|pd`` after a disaggregated one's, ``|pd-`` and the prefill pool's hardware where that is
     another device (``h100|llama|bf16|chat|2|pd-h200``; ``prefill_hardware`` blank or the
-    row's own: ``|pd``), then ``|prefill-ep32`` where the prefill pool has an expert-parallel
-    size of its own.
+    row's own: ``|pd``), then ``|prefill-ep32`` (``|prefill-tp8``) where the prefill replicas
+    have an expert-parallel (tensor-parallel) size of their own.
 
     Simulated figures are looked up by it from the ``Simulated`` sheet.
     """
@@ -43,8 +43,9 @@ def candidate(
     other = concat("|pd-", prefill_hardware)
     own = (prefill_hardware == "") | (prefill_hardware == hardware)
     pools = where(disaggregated > 0, where(own, "|pd", other), "")
-    sized = (disaggregated > 0) & (prefill_expert_parallel > 0)
-    prefill = where(sized, concat("|prefill-ep", prefill_expert_parallel), "")
+    sized = (disaggregated > 0) & (prefill_parallel > 0)
+    kind = where(expert_parallel > 1, "|prefill-ep", "|prefill-tp")
+    prefill = where(sized, concat(kind, prefill_parallel), "")
     keys = concat(hardware, "|", model, "|", precision, "|", workload, "|", tensor_parallel)
     return concat(keys, layout, stages, pools, prefill)
 

@@ -21,7 +21,7 @@ same figures, but for a prefill pool on another device. Such a candidate's devic
 each at its own pool's device's price and power (:func:`purchase_usd_per_device` and the two
 after it, the pools' mix as planned), its nodes counted pool by pool. Likewise the layout: a
 disaggregated expert-parallel candidate's prefill pool may be of its own expert-parallel size
-(``prefill_expert_parallel``; :func:`prefill_hw_expert_parallel`), its weights per device, its
+(``prefill_parallel``; :func:`prefill_hw_expert_parallel`), its weights per device, its
 all-to-all and its ranks restated over that size, its devices counted at it
 (:func:`prefill_pool_device_offset`). The prefill pool is taken to find the share of a prompt
 in its prefix cache that the decode replica would.
@@ -31,9 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import planner.model.calibration  # noqa: F401  (registers the metrics restated below)
-import planner.model.memory  # noqa: F401  (registers weight_bytes_per_device, restated below)
-import planner.model.pipeline  # noqa: F401  (registers stage_tensor_parallel, restated below)
+# the modules whose metrics are restated below, registered first
+import planner.model.calibration  # noqa: F401
+import planner.model.memory  # noqa: F401
+import planner.model.pipeline  # noqa: F401
+import planner.model.prefix  # noqa: F401
+import planner.model.speculative  # noqa: F401
 from planner.model import latency
 from planner.model.expr import floor, is_missing, log, maximum, minimum, where
 from planner.model.metric import REGISTRY, metric, rebound
@@ -60,11 +63,16 @@ KINGMAN = "Kingman 1961 (the single-server queue in heavy traffic)"
 
 
 @metric("B", source=f"{DISTSERVE}; {POPE}", group="latency")
-def request_kv_transfer_bytes(prompt_tokens_mean: Any, kv_bytes_per_token: Any) -> Any:
-    """KV cache each device of a prefill replica sends its counterpart in the decode pool for
-    one request: mean prompt × KV bytes per token per device [B]. 4,000 tokens of 131,072 B are
+def request_kv_transfer_bytes(
+    prompt_tokens_mean: Any, kv_bytes_per_token: Any, prefill_hw_kv_bytes_per_token: Any = 0
+) -> Any:
+    """KV cache a device's link carries for one request from the prefill pool to the decode
+    pool: mean prompt × KV bytes per token per device, of the side whose devices hold more of
+    it (the prefill replica's where it has fewer devices, each sending its heads' share; else
+    the decode replica's, each receiving its own) [B]. 4,000 tokens of 131,072 B are
     524,288,000 B."""
-    return kv_transfer_bytes(prompt_tokens_mean, kv_bytes_per_token)
+    per_device = maximum(kv_bytes_per_token, prefill_hw_kv_bytes_per_token)
+    return kv_transfer_bytes(prompt_tokens_mean, per_device)
 
 
 @metric("B/s", source=f"{DISTSERVE}; {SPLITWISE}", group="serving")
@@ -294,6 +302,14 @@ PREFILL_SIDE_METRICS = (
     "expert_parallel_weight_bytes",
     "weight_bytes_per_device",
     "decoder_weight_bytes_per_device",
+    "kv_heads_per_device",
+    "kv_values_per_token_per_layer",
+    "kv_bytes_per_token",
+    "kv_bytes_per_token_windowed",
+    "draft_kv_bytes_per_token",
+    "kv_bytes_per_sequence",
+    "shared_prefix_kv_bytes",
+    "kv_read_bytes_per_sequence_step",
     "compute_efficiency",
     "bandwidth_efficiency",
     "allreduce_latency_s_per_step",
@@ -307,34 +323,26 @@ PREFILL_SIDE_METRICS = (
 )
 
 
-def _on_prefill_pools_layout(size: Any, own: Any, disaggregated: Any, expert_parallel: Any) -> Any:
-    """``size`` where the row is a disaggregated expert-parallel candidate whose prefill pool
-    has a size of its own (above 0), else ``own``."""
-    return where((disaggregated > 0) & (expert_parallel > 1) & (size > 0), size, own)
-
-
-@metric("devices", source=SGLANG_EP, group="serving")
+@metric("devices", source=f"{DISTSERVE}; {SGLANG_EP}", group="serving")
 def prefill_hw_tensor_parallel(
-    tensor_parallel: Any, expert_parallel: Any, disaggregated: Any, prefill_expert_parallel: Any
+    tensor_parallel: Any, disaggregated: Any, prefill_parallel: Any
 ) -> Any:
-    """Devices of a replica of the pool that runs the prompts: the prefill pool's own
-    expert-parallel size where it has one, else the replica's [devices]. SGLang's 96 H100s:
-    prefill replicas of 32 beside decode replicas of 72."""
-    return _on_prefill_pools_layout(
-        prefill_expert_parallel, tensor_parallel, disaggregated, expert_parallel
-    )
+    """Devices of a replica of the pool that runs the prompts: the prefill replicas' own size
+    where a disaggregated candidate gives them one (``prefill_parallel`` above 0), else the
+    replica's [devices]. SGLang's 96 H100s: prefill replicas of 32 beside decode replicas of
+    72; DistServe's OPT-66B: prefill at TP 4 beside decode at TP 2."""
+    return where((disaggregated > 0) & (prefill_parallel > 0), prefill_parallel, tensor_parallel)
 
 
 @metric("ranks", source=SGLANG_EP, group="serving")
 def prefill_hw_expert_parallel(
-    expert_parallel: Any, disaggregated: Any, prefill_expert_parallel: Any
+    expert_parallel: Any, disaggregated: Any, prefill_parallel: Any
 ) -> Any:
-    """Expert-parallel size of the pool that runs the prompts: the prefill pool's own where
-    it has one (``prefill_expert_parallel`` above 0, a disaggregated expert-parallel row), else
-    the replica's [ranks]."""
-    return _on_prefill_pools_layout(
-        prefill_expert_parallel, expert_parallel, disaggregated, expert_parallel
-    )
+    """Expert-parallel size of the pool that runs the prompts: an expert-parallel candidate's
+    prefill replicas' own size where it gives them one (the devices of
+    :func:`prefill_hw_tensor_parallel`), else the replica's (1: tensor parallel) [ranks]."""
+    own = (disaggregated > 0) & (expert_parallel > 1) & (prefill_parallel > 0)
+    return where(own, prefill_parallel, expert_parallel)
 
 
 def _restate_on_prefill_hardware() -> None:
@@ -456,17 +464,18 @@ def prefill_hw_kv_budget_bytes(
 def prefill_pool_fits(
     separate_prefill_hardware: Any,
     prefill_hw_kv_budget_bytes: Any,
-    kv_bytes_per_sequence: Any,
-    shared_prefix_kv_bytes: Any = 0,
-    prefill_hw_expert_parallel: Any = 1,
-    expert_parallel: Any = 1,
+    prefill_hw_kv_bytes_per_sequence: Any,
+    prefill_hw_shared_prefix_kv_bytes: Any = 0,
+    prefill_hw_tensor_parallel: Any = 1,
+    tensor_parallel: Any = 1,
 ) -> Any:
-    """Whether a prefill pool on another device or of its own expert-parallel size holds its
-    weights, the shared prefix its cache hits read (held once, as on the decode device) and one
-    longest request's cache (:func:`prefill_hw_kv_budget_bytes` ≥ the prefix's and the
-    sequence's reserved cache; a data-parallel attention rank holds a sequence's whole cache at
-    any size); true where the prompts run on the candidate's own hardware and layout, whose
-    memory the replica's fit already checks."""
-    holds = prefill_hw_kv_budget_bytes >= shared_prefix_kv_bytes + kv_bytes_per_sequence
-    other_layout = prefill_hw_expert_parallel != expert_parallel
+    """Whether a prefill pool on another device or of its own replica size holds its weights,
+    the shared prefix its cache hits read (held once, as on the decode device) and one longest
+    request's cache, each at its own layout (:func:`prefill_hw_kv_budget_bytes` ≥ the prefix's
+    and the sequence's reserved cache); true where the prompts run on the candidate's own
+    hardware and layout, whose memory the replica's fit already checks."""
+    holds = prefill_hw_kv_budget_bytes >= prefill_hw_shared_prefix_kv_bytes + (
+        prefill_hw_kv_bytes_per_sequence
+    )
+    other_layout = prefill_hw_tensor_parallel != tensor_parallel
     return where(separate_prefill_hardware | other_layout, holds, True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, usd
+from planner.plan.columns import prefill_parallel_of
 from planner.plan.deployment import Ask
 from planner.plan.fleet import Fleet, Option, one_node_down
 from planner.plan.fleet_schedule import FleetSchedule, TypeSchedule
@@ -145,24 +146,34 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
              f"each workload on devices of its own ({usd(fleet.alone_usd)})")  # fmt: skip
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
             "leads": leads, "total": total,
-            "api": api + _two_types(ask, catalog, label), "how": how, "none": "",
+            "api": api + _unpacked(ask, catalog, label), "how": how, "none": "",
             "summary": _summary(fleet, ask),
             "down": _node_down(fleet, catalog, label)}  # fmt: skip
 
 
-def _two_types(ask: Ask, catalog: Catalog, label: dict[str, str]) -> list[str]:
-    """The ask's lines whose prompts run on another device type than their generation, which
-    the fleet does not pack (one device type an option), each in words."""
+def _unpacked(ask: Ask, catalog: Catalog, label: dict[str, str]) -> list[str]:
+    """The ask's lines whose pools the fleet does not pack, each in words: prompts on another
+    device type than their generation (the fleet packs one device type an option), or on
+    replicas of another size (one size an option)."""
     texts = []
     for line in ask.lines:
-        other = None if line.row is None else prefill_device(line.row)
-        if other is not None:
+        if line.row is None:
+            continue
+        name = label.get(line.workload, line.workload)
+        if (other := prefill_device(line.row)) is not None:
             texts.append(
-                f"{label.get(line.workload, line.workload)}: alone, it prefills on "
-                f"{catalog.get('hardware', other).label} and decodes on "
-                f"{catalog.get('hardware', str(line.row['hardware'])).label}; the fleet packs one "
-                "device type an option, so it serves the workload on one type, in its "
-                "figures as in the comparison with each workload on devices of its own"
+                f"{name}: alone, it prefills on {catalog.get('hardware', other).label} and "
+                f"decodes on {catalog.get('hardware', str(line.row['hardware'])).label}; the "
+                "fleet packs one device type an option, so it serves the workload on one type, "
+                "in its figures as in the comparison with each workload on devices of its own"
+            )
+        elif size := prefill_parallel_of(line.row):
+            own = int(line.row["tensor_parallel"])
+            texts.append(
+                f"{name}: alone, it prefills on replicas of {size} devices and decodes on "
+                f"replicas of {own}; the fleet packs replicas of one size an option, so it "
+                "serves the workload on one size, in its figures as in the comparison with each "
+                "workload on devices of its own"
             )
     return texts
 

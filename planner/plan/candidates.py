@@ -127,8 +127,8 @@ class _Allowed:
     stages: np.ndarray  # pipeline stages above 1 to try, a node of the hardware each
     pools: np.ndarray  # 0: aggregated; 1: disaggregated prefill and decode pools as well
     prefill: np.ndarray  # hardware a prefill pool may also run on (positions)
-    prefill_experts: np.ndarray  # expert-parallel sizes a prefill pool may also take
-    prefill_splits: np.ndarray  # prefill_splits[model, e]: its slots divide by prefill_experts[e]
+    prefill_sizes: np.ndarray  # devices a prefill replica may also take
+    prefill_splits: np.ndarray  # prefill_splits[model, e]: its slots divide by prefill_sizes[e]
 
     @classmethod
     def of(cls, catalog: Catalog) -> _Allowed:
@@ -140,7 +140,7 @@ class _Allowed:
         stages = np.array(sorted({*a.pipeline_parallel_sizes} - {1}), np.int64)
         spans = {int(n * s) for n in nodes for s in stages}
         sizes = np.array(sorted({*a.tensor_parallel_sizes, *experts[1:], *spans}), np.int64)
-        prefill_experts = np.array(sorted(set(a.prefill_expert_parallel_sizes) - {1}), np.int64)
+        prefill_sizes = np.array(sorted(set(a.prefill_parallel_sizes)), np.int64)
         return cls(
             runs=np.array(runs, dtype=bool).reshape(len(hardware), -1),
             stores=np.array(stores, dtype=bool).reshape(len(catalog.models), -1),
@@ -155,8 +155,8 @@ class _Allowed:
             prefill=np.array(
                 [i for i, h in enumerate(hardware) if h.id in a.prefill_pool_hardware], np.int32
             ),
-            prefill_experts=prefill_experts,
-            prefill_splits=_splits(catalog, prefill_experts),
+            prefill_sizes=prefill_sizes,
+            prefill_splits=_splits(catalog, prefill_sizes),
         )
 
     def codes(self, workload: int, models: np.ndarray, precisions: np.ndarray,
@@ -168,9 +168,9 @@ class _Allowed:
         each of them as the serving layouts ask (aggregated, then disaggregated); then, one pool
         only, each pipeline of more than one stage, a node of a linked device a stage. Each
         prompts on its own hardware; a disaggregated one also with its prefill pool on each
-        device of :attr:`prefill` that can run it (:meth:`_mixed`), and a disaggregated
-        expert-parallel one also with its prefill pool of each other expert-parallel size of
-        :attr:`prefill_experts` (:meth:`_prefill_layouts`)."""
+        device of :attr:`prefill` that can run it (:meth:`_mixed`), and each disaggregated one
+        of one stage also with its prefill replicas of each other size of :attr:`prefill_sizes`
+        its layout allows (:meth:`_prefill_layouts`)."""
         rows = self._layouts(workload, models, precisions, hardware)
         rows = np.column_stack([rows, 1 + 0 * rows[:, 0]])
         rows = np.concatenate([np.column_stack([rows, 0 * rows[:, 0] + d]) for d in self.pools])
@@ -203,14 +203,19 @@ class _Allowed:
         return np.concatenate(found).astype(rows.dtype) if found else rows[:0]
 
     def _prefill_layouts(self, rows: np.ndarray) -> np.ndarray:
-        """The disaggregated expert-parallel rows of ``rows`` again with their prefill pool of
-        each other size of :attr:`prefill_experts` that splits the model's expert slots and is
-        one node or whole nodes of the device the prompts run on (:meth:`spans`)."""
-        pools = rows[(rows[:, 7] == 1) & (rows[:, 5] > 1)]
+        """The disaggregated rows of one stage of ``rows`` again with their prefill replicas of
+        each other size of :attr:`prefill_sizes`: of an expert-parallel candidate, an
+        expert-parallel size above 1 that splits the model's expert slots and is one node or
+        whole nodes of the device the prompts run on (:meth:`spans`); of a tensor-parallel one,
+        a tensor-parallel size within one node of that device, a linked one above 1 device."""
+        pools = rows[(rows[:, 7] == 1) & (rows[:, 6] == 1)]
+        expert, devices, prompts = pools[:, 5] > 1, self.sizes[pools[:, 4]], pools[:, 9]
         found = []
-        for e, size in enumerate(self.prefill_experts):
-            keep = (pools[:, 5] != size) & self.prefill_splits[pools[:, 1], e]
-            keep &= self.spans(np.full(len(pools), size), pools[:, 9])
+        for e, size in enumerate(self.prefill_sizes):
+            sized = np.full(len(pools), size)
+            fits_ep = (size > 1) & self.prefill_splits[pools[:, 1], e] & self.spans(sized, prompts)
+            fits_tp = (size <= self.nodes[prompts]) & ((size <= 1) | self.linked[prompts])
+            keep = (devices != size) & np.where(expert, fits_ep, fits_tp)
             mine = pools[keep].copy()
             mine[:, 8] = size
             found.append(mine)

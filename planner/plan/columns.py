@@ -48,11 +48,12 @@ def pipeline_stages(row: Any) -> int:
 #: where one pool of replicas does both.
 PD_KEY = "disaggregated"
 
-#: The expert-parallel size of a disaggregated expert-parallel candidate's prefill pool where
-#: it differs from its decode pool's (``prefill_expert_parallel_sizes`` assumption: SGLang's
-#: EP 32 prefill beside EP 72 decode); 0 everywhere else, the prefill pool of the candidate's
-#: own layout.
-PX_KEY = "prefill_expert_parallel"
+#: The devices of a disaggregated candidate's prefill replica where they differ from its decode
+#: replica's (``prefill_parallel_sizes`` assumption), in the candidate's kind of parallelism:
+#: its expert-parallel size for an expert-parallel candidate (SGLang's EP 32 prefill beside EP
+#: 72 decode), its tensor-parallel size for a tensor-parallel one (DistServe's prefill at TP 4
+#: beside decode at TP 2); 0 everywhere else, the prefill pool of the candidate's own layout.
+PX_KEY = "prefill_parallel"
 
 #: The layout keys' values for one pool of tensor-parallel replicas, today's layout.
 LAYOUT_DEFAULTS = {EP_KEY: 1, PP_KEY: 1, PD_KEY: 0, PX_KEY: 0}
@@ -80,13 +81,13 @@ def prefill_hardware_of(row: Any) -> str:
     return value
 
 
-def prefill_expert_parallel_of(row: Any) -> int:
-    """A row's :data:`PX_KEY` where it gives a disaggregated expert-parallel candidate's prefill
-    pool a size of its own (a results row or any mapping), else 0: the candidate's own layout
-    (also where it has no such column)."""
-    values = [float(row.get(k, d)) for k, d in ((PX_KEY, 0), (PD_KEY, 0), (EP_KEY, 1))]
-    size, pools, expert = (v if math.isfinite(v) else 0.0 for v in values)
-    return int(size) if pools > 0 and expert > 1 and size > 0 and size != expert else 0
+def prefill_parallel_of(row: Any) -> int:
+    """A row's :data:`PX_KEY` where it gives a disaggregated candidate's prefill replicas a
+    size of their own (a results row or any mapping), else 0: the candidate's own layout (also
+    where it has no such column)."""
+    values = [float(row.get(k, d)) for k, d in ((PX_KEY, 0), (PD_KEY, 0), (TP_KEY, 0))]
+    size, pools, devices = (v if math.isfinite(v) else 0.0 for v in values)
+    return int(size) if pools > 0 and size > 0 and size != devices else 0
 
 
 #: The candidate id (keys joined by "|") and the sheet of simulated figures looked up by it.

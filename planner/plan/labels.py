@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.model.units import is_finite
-from planner.plan.columns import pipeline_stages, prefill_expert_parallel_of, prefill_hardware_of
+from planner.plan.columns import pipeline_stages, prefill_hardware_of, prefill_parallel_of
 
 __all__ = ["option_label", "prefill_device", "short_label"]
 
@@ -75,8 +75,9 @@ def _layout(option: Option, prefill: str | None = None) -> str:
     if not (is_finite(pools := option.get("disaggregated", 0)) and pools > 0):
         return layout
     replicas, prompts = option.get("replicas_planned", math.nan), _prefill(option)
-    other, own = prefill_device(option), prefill_expert_parallel_of(option)
-    on = ("" if other is None else f" on {prefill or other}") + (f" of EP {own}" if own else "")
+    other, own = prefill_device(option), prefill_parallel_of(option)
+    sized = f" of {_kind(option)[0]} {own}" if own else ""
+    on = ("" if other is None else f" on {prefill or other}") + sized
     if not (is_finite(prompts) and is_finite(replicas)):
         return f"{layout}, disaggregated" + (f", prefill{on}" if on else "")
     return f"{layout}, prefill {int(prompts)}{on} + decode {int(replicas) - int(prompts)}"
@@ -114,14 +115,23 @@ def replicas_in_words(option: Option, replicas: Any) -> str:
     if is_finite(pools) and pools > 0 and is_finite(prefill):
         decode = int(replicas) - int(prefill)
         on = "" if (other := prefill_device(option)) is None else f" on {other}"
-        if own := prefill_expert_parallel_of(option):
-            prompts = f"expert parallel {own}{_over_nodes(option, own)}"
+        if own := prefill_parallel_of(option):
+            prompts = f"{_kind(option)[1]} {own}{_over_nodes(option, own)}"
             return (
                 f"{_count(prefill, 'replica')} of {prompts} for prompts{on} and {decode} of "
                 f"{layout} for decoding"
             )
         return f"{_count(prefill, 'replica')} of {layout} for prompts{on} and {decode} for decoding"
     return f"{_count(replicas, 'replica')} of {layout}"
+
+
+def _kind(option: Option) -> tuple[str, str]:
+    """The option's kind of parallelism, short and in words: ``("EP", "expert parallel")`` for
+    an expert-parallel replica, else ``("TP", "tensor parallel")``."""
+    expert = option.get("expert_parallel", 1)
+    if is_finite(expert) and expert > 1:
+        return "EP", "expert parallel"
+    return "TP", "tensor parallel"
 
 
 def _over_nodes(option: Option, devices: int) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Workload
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes
-from planner.plan.columns import prefill_expert_parallel_of
+from planner.plan.columns import prefill_parallel_of
 from planner.plan.deployment import Line, ask
 from planner.plan.sweep import evaluate
 
@@ -125,7 +125,7 @@ def _decision(line: Line | None) -> tuple[Any, ...] | None:
         row["hardware"],
         row["precision"],
         int(row["tensor_parallel"]),
-        prefill_expert_parallel_of(row),
+        prefill_parallel_of(row),
         float(row["devices_needed"]),
     )
 
