@@ -224,7 +224,7 @@ def test_the_tornado_of_the_seed(tmp_path: Path) -> None:
     """The seed with a price: every line is rented, so ±20 % device prices move the ask's cost
     by exactly ±20 % without changing it (rent = devices × 2.00 USD × 730 h × 36 months), and
     every bar runs from its lowered to its raised side around the cost as given."""
-    from planner.plan.sensitivity import tornado
+    from planner.plan.sensitivity import closed_ask, tornado, what_changes
 
     folder = tmp_path / "seed"
     shutil.copytree(SEED, folder)
@@ -239,6 +239,12 @@ def test_the_tornado_of_the_seed(tmp_path: Path) -> None:
     assert (prices.low_usd, prices.high_usd) == pytest.approx((0.8 * base_usd, 1.2 * base_usd))
     assert prices.flips == () and prices.low_devices == prices.high_devices == devices
     assert [b.swing_usd for b in bars] == sorted((b.swing_usd for b in bars), reverse=True)
+    # the passes share one closed-form plan of the inputs as given, to the same bars
+    assert tornado(catalog, 0.2, base_ask=closed_ask(catalog)) == (base_usd, devices, bars)
+    shared, alone = what_changes(catalog, base=closed_ask(catalog)), what_changes(catalog)
+    assert {w: [c for c, _ in moved] for w, moved in shared.items()} == {
+        w: [c for c, _ in moved] for w, moved in alone.items()
+    }
 
 
 def test_depreciation_by_month() -> None:

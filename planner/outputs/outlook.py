@@ -35,6 +35,7 @@ from planner.plan.sensitivity import (
     SWING,
     Bar,
     caching_applies,
+    closed_ask,
     lines_of,
     tornado,
     what_changes,
@@ -42,6 +43,11 @@ from planner.plan.sensitivity import (
 )
 from planner.plan.stream import codes_of
 from planner.plan.uncertainty import Bands
+
+#: The tornado (:func:`planner.plan.sensitivity.tornado`) and what prefix caching is worth to
+#: each workload (:func:`cache_worth`), as the sensitivity passes give them.
+Tornado = tuple[float, float, list[Bar]]
+Caching = dict[str, "CacheWorth"]
 
 #: Options per workload × model the sensitivity re-plans: the first this many by the ranking
 #: (ties in cost among them, and the option an input moved by 10 % makes cheapest, are within
@@ -84,12 +90,13 @@ class CacheWorth:
 
 
 def cache_worth(
-    catalog: Catalog, plan: Ask, rows: pd.DataFrame | None = None
+    catalog: Catalog, plan: Ask, rows: pd.DataFrame | None = None, closed: Ask | None = None
 ) -> dict[str, CacheWorth]:
     """Per workload of ``plan`` that prefix caching applies to, its line with and without the
     cache: one more closed-form evaluation of ``rows`` (the leading options) with the engine's
     prefix caching off, and one with it where a planned line is the simulation's; empty, and
-    nothing evaluated, where caching applies to none."""
+    nothing evaluated, where caching applies to none; ``closed``: :func:`closed_ask` of the
+    catalog and ``rows``, where the caller has it."""
     cached = [
         line
         for line in plan.lines
@@ -99,13 +106,13 @@ def cache_worth(
         return {}
     uncached = lines_of(without_prefix_caching(catalog), rows)
     simulated = {line.workload: bool(line.row.get("simulated", False)) for line in cached}
-    closed = lines_of(catalog, rows) if any(simulated.values()) else {}
+    with_cache = lines_of(catalog, rows, closed) if any(simulated.values()) else {}
     return {
         line.workload: CacheWorth(
             line.workload,
             line,
             uncached.get(line.workload),
-            closed.get(line.workload) if simulated[line.workload] else None,
+            with_cache.get(line.workload) if simulated[line.workload] else None,
         )
         for line in cached
     }
@@ -196,14 +203,15 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     found = schedules(catalog, plan)
     leading = leading_rows(catalog, table, order) if len(table) else None
     # the sensitivity passes in a child of their own while this process optimises the fleet
-    passes = Forked(
-        lambda: (
-            tornado(catalog, SWING, rows=leading),
-            what_changes(catalog, rows=leading),
-            cache_worth(catalog, plan, leading),
-        ),
-        "re-planning with each input moved",
-    ).start()
+    def sensitivity() -> tuple[Tornado, dict[str, list[tuple[str, Line | None]]], Caching]:
+        base = closed_ask(catalog, leading)  # the inputs as given, once for every pass
+        return (
+            tornado(catalog, SWING, rows=leading, base_ask=base),
+            what_changes(catalog, rows=leading, base=base),
+            cache_worth(catalog, plan, leading, base),
+        )
+
+    passes = Forked(sensitivity, "re-planning with each input moved").start()
     served = {line.workload: line.model for line in plan.lines}
     fleet = fleet_of(catalog, table, served)
     fleet_later = fleet_at_horizon(catalog, table, served) if served else None

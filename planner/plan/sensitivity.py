@@ -22,7 +22,7 @@ import pandas as pd
 from planner.catalog import Catalog, Hardware, Workload
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes
 from planner.plan.columns import prefill_parallel_of
-from planner.plan.deployment import Line, ask
+from planner.plan.deployment import Ask, Line, ask
 from planner.plan.sweep import evaluate
 
 
@@ -130,24 +130,34 @@ def _decision(line: Line | None) -> tuple[Any, ...] | None:
     )
 
 
-def lines_of(catalog: Catalog, rows: pd.DataFrame | None = None) -> dict[str, Line]:
+def closed_ask(catalog: Catalog, rows: pd.DataFrame | None = None) -> Ask:
+    """The ask of the plan evaluated in closed form (over ``rows`` where given)."""
+    return ask(catalog, evaluate(catalog, rows=rows).table)
+
+
+def lines_of(
+    catalog: Catalog, rows: pd.DataFrame | None = None, given: Ask | None = None
+) -> dict[str, Line]:
     """Each workload's line of the ask, by workload, the plan evaluated in closed form (over
-    ``rows`` where given)."""
-    return {line.workload: line for line in ask(catalog, evaluate(catalog, rows=rows).table).lines}
+    ``rows`` where given); of ``given``, that ask of the same catalog and rows, where the
+    caller has it."""
+    found = given if given is not None else closed_ask(catalog, rows)
+    return {line.workload: line for line in found.lines}
 
 
 def what_changes(
-    catalog: Catalog, rows: pd.DataFrame | None = None
+    catalog: Catalog, rows: pd.DataFrame | None = None, base: Ask | None = None
 ) -> dict[str, list[tuple[str, Line | None]]]:
     """For each workload, the input changes of :data:`CHANGES` that change its line of the ask,
     with the line they lead to (None: nothing would serve it); ``rows`` (candidates, as
-    :func:`planner.plan.sweep.evaluate` takes them) plans only those on every side."""
-    base = lines_of(catalog, rows)
+    :func:`planner.plan.sweep.evaluate` takes them) plans only those on every side; ``base``:
+    :func:`closed_ask` of the unmoved catalog and rows, where the caller has it."""
+    base_lines = lines_of(catalog, rows, base)
     changed: dict[str, list[tuple[str, Line | None]]] = {w.id: [] for w in catalog.workloads}
     for label, change in CHANGES:
         moved = lines_of(change(catalog), rows)
         for workload in changed:
-            before, after = base.get(workload), moved.get(workload)
+            before, after = base_lines.get(workload), moved.get(workload)
             if _decision(before) != _decision(after):
                 changed[workload].append((label, after))
     return changed
@@ -175,20 +185,24 @@ class Bar:
 
 
 def _ask_totals(
-    catalog: Catalog, rows: pd.DataFrame | None = None
+    catalog: Catalog, rows: pd.DataFrame | None = None, given: Ask | None = None
 ) -> tuple[float, float, dict[str, Any]]:
-    plan = ask(catalog, evaluate(catalog, rows=rows).table)
+    plan = given if given is not None else closed_ask(catalog, rows)
     decisions = {line.workload: _decision(line) for line in plan.lines}
     return plan.total("period_usd"), plan.total("devices"), decisions
 
 
 def tornado(
-    catalog: Catalog, swing: float = 0.2, rows: pd.DataFrame | None = None
+    catalog: Catalog,
+    swing: float = 0.2,
+    rows: pd.DataFrame | None = None,
+    base_ask: Ask | None = None,
 ) -> tuple[float, float, list[Bar]]:
     """The ask's cost over the period and devices at the inputs as given, and per uncertain
     input (:data:`INPUTS`) the same with that input × (1 − swing) and × (1 + swing), widest
-    first. In closed form on every side, like :func:`what_changes`, over ``rows`` where given."""
-    base_usd, base_devices, base = _ask_totals(catalog, rows)
+    first. In closed form on every side, like :func:`what_changes`, over ``rows`` where given
+    (``base_ask``: :func:`closed_ask` of the inputs as given, where the caller has it)."""
+    base_usd, base_devices, base = _ask_totals(catalog, rows, base_ask)
     bars = []
     for label, scaled in INPUTS:
         low_usd, low_devices, low = _ask_totals(scaled(1 - swing)(catalog), rows)
