@@ -4,6 +4,7 @@ pools are the two plain layouts' pools, counted, labelled, launched and recalcul
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -444,3 +445,26 @@ def test_the_fleet_page_says_why_it_serves_pools_of_one_size(
         "of 72; the fleet packs replicas of one size an option, so it serves the workload on one "
         "size"
     )
+
+
+def test_the_first_page_says_the_fleet_serves_such_a_line_otherwise(
+    table: pd.DataFrame,
+) -> None:
+    """Where the fleet costs more than the ask because it cannot pack a line's pools of two
+    sizes, the first page's sentence says so beside the fleet's cost."""
+    from planner.outputs.sharing import _summary, unpacked_lines
+    from planner.plan.deployment import Ask, Line
+    from planner.plan.fleet import Fleet
+
+    mixed = Line("chat", "deepseek-v3", layout(table, "chat", 72, 1, 32), "buy", "named")
+    plain = Line("chat", "deepseek-v3", layout(table, "chat", 72, 1, 0), "buy", "named")
+    assert unpacked_lines(Ask([mixed])) == ["chat"] and unpacked_lines(Ask([plain])) == []
+    fleet = Fleet({}, {}, {}, {}, {}, {}, 5_601_132.0, 0.0, 0.0, 5_601_132.0, 0.0)
+    fleet = dataclasses.replace(fleet, unguarded_usd=5_601_132.0)
+    text = _summary(fleet, Ask([mixed]), ["Employee assistant"])
+    assert text == (
+        "Owning what is busy all day and renting the rest by the hour, the workload costs "
+        "5,601,132 USD over 36 months; the fleet packs replicas of one size and device type an "
+        "option, so it serves Employee assistant otherwise than the lines above"
+    )
+    assert _summary(fleet, Ask([plain]), []).endswith("USD over 36 months")

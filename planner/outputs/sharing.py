@@ -147,8 +147,19 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
             "leads": leads, "total": total,
             "api": api + _unpacked(ask, catalog, label), "how": how, "none": "",
-            "summary": _summary(fleet, ask),
+            "summary": _summary(fleet, ask, [label.get(w, w) for w in unpacked_lines(ask)]),
             "down": _node_down(fleet, catalog, label)}  # fmt: skip
+
+
+def unpacked_lines(ask: Ask) -> list[str]:
+    """The workloads of the ask's lines whose pools the fleet does not pack: prompts on another
+    device type than their generation, or on replicas of another size."""
+    return [
+        line.workload
+        for line in ask.lines
+        if line.row is not None
+        and (prefill_device(line.row) is not None or prefill_parallel_of(line.row))
+    ]
 
 
 def _unpacked(ask: Ask, catalog: Catalog, label: dict[str, str]) -> list[str]:
@@ -199,9 +210,10 @@ def _served(fleet: Fleet) -> int:
     return len({o.workload for o in fleet.replicas} | set(fleet.api_share))
 
 
-def _summary(fleet: Fleet, ask: Ask) -> str:
+def _summary(fleet: Fleet, ask: Ask, unpacked: list[str]) -> str:
     """The first page's sentence: the fleet's cost against the ask's and each workload alone
-    (one workload: its cost, with nothing to share)."""
+    (one workload: its cost, with nothing to share), and the workloads (``unpacked``, by name)
+    whose lines the fleet cannot pack, so serves otherwise."""
     shared = _served(fleet) > 1
     who = "As one shared fleet, o" if shared else "O"
     costs = "the workloads cost" if shared else "the workload costs"
@@ -217,6 +229,9 @@ def _summary(fleet: Fleet, ask: Ask) -> str:
     if spares >= NO_SAVING_USD:
         text += (f"; that includes {usd(spares)} USD of spare nodes (N+k) the forecasts ask for "
                  "and the lines above leave out")  # fmt: skip
+    if unpacked:
+        text += (f"; the fleet packs replicas of one size and device type an option, so it "
+                 f"serves {' and '.join(unpacked)} otherwise than the lines above")  # fmt: skip
     return text
 
 
