@@ -20,11 +20,11 @@ the metrics of :data:`PREFILL_SIDE_METRICS` restated over them): the row's own h
 same figures, but for a prefill pool on another device. Such a candidate's devices are priced
 each at its own pool's device's price and power (:func:`purchase_usd_per_device` and the two
 after it, the pools' mix as planned), its nodes counted pool by pool. Likewise the layout: a
-disaggregated expert-parallel candidate's prefill pool may be of its own expert-parallel size
-(``prefill_parallel``; :func:`prefill_hw_expert_parallel`), its weights per device, its
-all-to-all and its ranks restated over that size, its devices counted at it
-(:func:`prefill_pool_device_offset`). The prefill pool is taken to find the share of a prompt
-in its prefix cache that the decode replica would.
+disaggregated candidate's prefill replicas may be of their own size in its kind of parallelism
+(``prefill_parallel``; :func:`prefill_hw_tensor_parallel`, :func:`prefill_hw_expert_parallel`),
+the weights and cache a device holds, its all-reduce or all-to-all and its ranks restated over
+that size, its devices counted at it (:func:`prefill_pool_device_offset`). The prefill pool is
+taken to find the share of a prompt in its prefix cache that the decode replica would.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ class Candidates:
     """Every combination to evaluate as codes: one row per candidate of (workload, model,
     precision, hardware, devices a replica) positions into ``ids`` and ``sizes``, and its
     expert-parallel size itself (1: a tensor-parallel replica), its pipeline stages (1: one),
-    its serving layout (0: one pool, 1: a prefill pool and a decode pool), its prefill pool's
-    own expert-parallel size (0: the candidate's) and the hardware its prompts run on (a
+    its serving layout (0: one pool, 1: a prefill pool and a decode pool), its prefill
+    replicas' own size (0: the candidate's) and the hardware its prompts run on (a
     position into ``ids["hardware"]``: its own but for a prefill pool on another device), in
     plan order. Ten small integers a candidate, so that millions of them fit where their ids
     as text would not; :meth:`table` gives a slice as the table of ids."""
