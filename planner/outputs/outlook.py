@@ -202,6 +202,7 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     measurements = load_measurements(catalog)
     found = schedules(catalog, plan)
     leading = leading_rows(catalog, table, order) if len(table) else None
+
     # the sensitivity passes in a child of their own while this process optimises the fleet
     def sensitivity() -> tuple[Tornado, dict[str, list[tuple[str, Line | None]]], Caching]:
         base = closed_ask(catalog, leading)  # the inputs as given, once for every pass
