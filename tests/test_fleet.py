@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
-from planner.plan.fleet import Demand, NodeType, Option, holds, one_node_down, solve
+from planner.plan.fleet import Demand, NodeType, Option, holds, one_node_down
+from planner.plan.fleet_program import solve
 from planner.plan.portfolio import fleet_at_horizon, horizon_growth, plan_fleet
 
 #: Nodes of 8 H100s, each device 30,000 USD over the period and each node 40,000 beyond its

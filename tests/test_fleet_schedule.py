@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from planner.catalog import load_catalog
-from planner.plan.fleet import Demand, NodeType, Option, solve
+from planner.plan.fleet import Demand, NodeType, Option
+from planner.plan.fleet_program import solve
 from planner.plan.fleet_schedule import (
     api_by_month,
     devices_worth_owning,

@@ -14,7 +14,8 @@ from test_workbook import assert_sheets_equal, cached
 from planner.catalog import load_catalog
 from planner.model.fleet import CHOSEN, EDITED
 from planner.outputs.workbook import write_workbook
-from planner.plan.fleet import Demand, Fleet, NodeType, Option, solve
+from planner.plan.fleet import Demand, Fleet, NodeType, Option
+from planner.plan.fleet_program import solve
 from planner.plan.sweep import evaluate
 
 SEED = Path(__file__).resolve().parent.parent / "catalogs" / "examples" / "seed"

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, LengthDistribution, Workload
-from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option, solve
+from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option
+from planner.plan.fleet_program import solve
 from planner.plan.labels import short_label
 from planner.plan.lengths import lengths
 from planner.plan.recommend import COST
