@@ -270,14 +270,29 @@ def test_pools_on_two_devices_sized_by_the_simulation(mixed: pd.DataFrame) -> No
     assert sized["sim_reason"] == "meets targets with 6 prefill + 2 decode replicas"
 
 
-def test_the_fleet_leaves_out_pools_on_two_device_types(mixed: pd.DataFrame) -> None:
-    """The fleet packs one device type an option: a candidate whose pools are on two is not
-    among its options, and each type's node is priced from a row of that type alone."""
-    from planner.plan.portfolio import one_device_type, served_rows
+def test_the_fleet_takes_pools_on_two_device_types_as_an_option_each(mixed: pd.DataFrame) -> None:
+    """The fleet packs one device type an option, so a candidate whose pools are on two is two
+    options: its decode pool's on the MI300X, carrying the load, and its prefill pool's on the
+    B200, keeping pace with it, each with its pool's replicas of the row (the closed form's
+    prefill pool, and the rest); each type's node is priced from a row of that type alone."""
+    from planner.plan.fleet import DECODE_POOL, PREFILL_POOL
+    from planner.plan.portfolio import fleet_options, one_device_type
 
+    catalog = with_prefill_devices(PREFILL_DEVICES)
     models = {"document-analysis": "llama-3.1-70b"}
     rows = mixed.assign(eligible=mixed["meets_targets"].astype(bool))
-    assert not served_rows(rows, models)["separate_prefill_hardware"].any()
+    pools = [o for o in fleet_options(catalog, rows, models) if o.pool]
+    prefill = next(
+        p
+        for p in pools
+        if (p.hardware, p.pool) == ("b200-180gb", PREFILL_POOL)
+        and any((d.hardware, d.pair) == ("mi300x-192gb", p.pair) for d in pools)
+    )
+    decode = next(o for o in pools if o.pair == prefill.pair and o.pool == DECODE_POOL)
+    row = mixed.set_index("candidate").loc[prefill.pair]
+    assert (decode.hardware, decode.devices) == ("mi300x-192gb", int(row["tensor_parallel"]))
+    assert prefill.replicas_alone == row["prefill_pool_replicas"] > 0
+    assert decode.replicas_alone == row["replicas_planned"] - row["prefill_pool_replicas"] > 0
     assert (~one_device_type(mixed)).sum() == mixed["separate_prefill_hardware"].sum() > 0
 
 
@@ -356,11 +371,8 @@ def test_spreadsheet_engines_compute_pools_on_two_devices(tmp_path: Path, engine
 
 
 def test_the_report_names_each_pools_devices(mixed: pd.DataFrame) -> None:
-    """The line in words names each pool's devices, and the fleet's page says why the fleet
-    serves the workload on one device type."""
+    """The line in words names each pool's devices."""
     from planner.outputs.sections import _option_words
-    from planner.outputs.sharing import _unpacked
-    from planner.plan.deployment import Ask, Line
 
     catalog = with_prefill_devices(PREFILL_DEVICES)
     row = option(mixed, "mi300x-192gb", "b200-180gb")
@@ -368,12 +380,6 @@ def test_the_report_names_each_pools_devices(mixed: pd.DataFrame) -> None:
         "Llama 3.1 70B Instruct on 2 devices × AMD Instinct MI300X 192GB and 6 × NVIDIA B200 "
         "180GB (2 nodes; 6 replicas of tensor parallel 1 for prompts on b200-180gb and 2 for "
         "decoding at fp8)"
-    )
-    ask = Ask([Line("document-analysis", "llama-3.1-70b", row, "buy", "named")])
-    (text,) = _unpacked(ask, catalog, {"document-analysis": "Long-document analysis"})
-    assert text.startswith(
-        "Long-document analysis: alone, it prefills on NVIDIA B200 180GB and decodes on AMD "
-        "Instinct MI300X 192GB; the fleet packs one device type an option"
     )
 
 

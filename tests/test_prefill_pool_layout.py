@@ -4,7 +4,6 @@ pools are the two plain layouts' pools, counted, labelled, launched and recalcul
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -218,14 +217,6 @@ def test_the_launch_files_start_each_pool_at_its_own_size(
     assert "--ep-size 72" in " ".join(launch(decode).argv)
 
 
-def test_the_fleet_leaves_out_pools_of_two_sizes(table: pd.DataFrame) -> None:
-    from planner.plan.portfolio import one_device_type
-
-    alike = one_device_type(table)
-    mixed = (table["prefill_parallel"] > 0).to_numpy()
-    assert not alike[mixed].any() and alike[~mixed].all()
-
-
 def test_a_runs_diff_keys_the_prefill_size(table: pd.DataFrame) -> None:
     from planner.diff.outputs import candidate_keys, candidate_label
 
@@ -429,42 +420,24 @@ def test_spreadsheet_engines_compute_tensor_parallel_pools_of_two_sizes(
     assert_plan_equals(computed_values(out, "Plan"), results)
 
 
-def test_the_fleet_page_says_why_it_serves_pools_of_one_size(
+def test_the_fleet_packs_each_pool_at_its_size_month_by_month(
     table: pd.DataFrame, catalog: Catalog
 ) -> None:
-    """The fleet packs replicas of one size an option: the line served by EP 32 prefill
-    replicas beside EP 72 decode replicas is said to be served on one size in the fleet."""
-    from planner.outputs.sharing import _unpacked
-    from planner.plan.deployment import Ask, Line
+    """The assistant served only by EP 72 decode replicas beside EP 32 prefill ones: the fleet
+    takes an option per pool, 1 decode replica of 72 devices and 1 prefill replica of 32 (104
+    devices on 13 nodes, as the Plan counts them), and its months grow each pool by its own
+    formula (the prefill pool's by the prompt tokens a second)."""
+    from planner.model.need import pool_replicas_at
+    from planner.plan.fleet import DECODE_POOL, PREFILL_POOL
+    from planner.plan.fleet_schedule import alone
+    from planner.plan.portfolio import plan_fleet
 
-    row = layout(table, "chat", 72, 1, 32)
-    ask = Ask([Line("chat", "deepseek-v3", row, "buy", "named")])
-    (text,) = _unpacked(ask, catalog, {"chat": "Employee assistant"})
-    assert text.startswith(
-        "Employee assistant: alone, it prefills on replicas of 32 devices and decodes on replicas "
-        "of 72; the fleet packs replicas of one size an option, so it serves the workload on one "
-        "size"
-    )
-
-
-def test_the_first_page_says_the_fleet_serves_such_a_line_otherwise(
-    table: pd.DataFrame,
-) -> None:
-    """Where the fleet costs more than the ask because it cannot pack a line's pools of two
-    sizes, the first page's sentence says so beside the fleet's cost."""
-    from planner.outputs.sharing import _summary, unpacked_lines
-    from planner.plan.deployment import Ask, Line
-    from planner.plan.fleet import Fleet
-
-    mixed = Line("chat", "deepseek-v3", layout(table, "chat", 72, 1, 32), "buy", "named")
-    plain = Line("chat", "deepseek-v3", layout(table, "chat", 72, 1, 0), "buy", "named")
-    assert unpacked_lines(Ask([mixed])) == ["chat"] and unpacked_lines(Ask([plain])) == []
-    fleet = Fleet({}, {}, {}, {}, {}, {}, 5_601_132.0, 0.0, 0.0, 5_601_132.0, 0.0)
-    fleet = dataclasses.replace(fleet, unguarded_usd=5_601_132.0)
-    text = _summary(fleet, Ask([mixed]), ["Employee assistant"])
-    assert text == (
-        "Owning what is busy all day and renting the rest by the hour, the workload costs "
-        "5,601,132 USD over 36 months; the fleet packs replicas of one size and device type an "
-        "option, so it serves Employee assistant otherwise than the lines above"
-    )
-    assert _summary(fleet, Ask([plain]), []).endswith("USD over 36 months")
+    only = table[(table["workload"] != "chat") | (table["prefill_parallel"] == 32)]
+    fleet = plan_fleet(catalog, only, {"chat": "deepseek-v3"})
+    used = {o.pool: (o.devices, hours[0]) for o, hours in fleet.replicas.items()}
+    assert used == {DECODE_POOL: (72, 1), PREFILL_POOL: (32, 1)}
+    assert sum(fleet.owned_devices.values()) - 8 * sum(fleet.spare.values()) == 104
+    prefill = next(o for o in fleet.replicas if o.pool == PREFILL_POOL)
+    grown = alone(prefill, [1.0, 3.0], [1.0])
+    inputs = dict(prefill.inputs)
+    assert grown[1, 0] == pool_replicas_at(PREFILL_POOL, 3.0, **inputs) >= grown[0, 0] == 1

@@ -100,6 +100,21 @@ def load_met(load_short_all: Any) -> Any:
     return greatest(load_short_all) <= TOLERANCE
 
 
+@fleet_metric("-", source="a decode pool's share of the load needs as large a share of its prefill")
+def pace_short(prefill_share: Any, decode_share: Any) -> Any:
+    """Share of the hour's load a two-pool option's decode pool carries beyond what its
+    prefill pool keeps pace with: the decode pool's share − the prefill pool's (each its
+    replicas ÷ those that carry the hour alone), none where the prefill pool keeps up [-]."""
+    return maximum(decode_share - prefill_share, 0)
+
+
+@fleet_metric("", kind="bool")
+def pools_paced(pace_short_all: Any) -> Any:
+    """Whether the prefill pool keeps pace every hour: the largest shortfall within the
+    tolerance."""
+    return greatest(pace_short_all) <= TOLERANCE
+
+
 @fleet_metric("devices")
 def devices_in_use(
     type_number_column: Any,

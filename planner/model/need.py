@@ -52,6 +52,42 @@ def replicas_at(
     return ceil(needed * simulation_raise - SLACK)
 
 
+def prefill_replicas_at(
+    prefill_tokens_per_s_demanded: Any,
+    prefill_tokens_per_s_per_replica: Any,
+    prefill_pool_utilisation_limit: Any,
+    disaggregated: Any,
+    traffic: Any,
+) -> Any:
+    """A disaggregated option's prefill replicas at ``traffic`` × today's traffic: the Plan's
+    ``prefill_pool_replicas`` over the scaled prompt tokens (not raised by the simulation; 0
+    for one pool) [replicas]."""
+    return metrics()["prefill_pool_replicas"].func(
+        disaggregated,
+        prefill_tokens_per_s_demanded * traffic,
+        prefill_tokens_per_s_per_replica,
+        prefill_pool_utilisation_limit,
+    )
+
+
+def pool_replicas_at(pool: str, traffic: Any, **inputs: Any) -> Any:
+    """Replicas of one pool of a two-pool option (``prefill`` or ``decode``; "" both) at
+    ``traffic`` × today's: the prefill pool's (:func:`prefill_replicas_at`), the rest of the
+    option's (:func:`replicas_at`) the decode pool's [replicas]."""
+    total = replicas_at(**inputs, traffic=traffic)
+    if not pool:
+        return total
+    at = prefill_replicas_at(
+        inputs["prefill_tokens_per_s_demanded"],
+        inputs["prefill_tokens_per_s_per_replica"],
+        inputs["prefill_pool_utilisation_limit"],
+        inputs["disaggregated"],
+        traffic,
+    )
+    prefill = minimum(at, total)
+    return prefill if pool == "prefill" else total - prefill
+
+
 @schedule_metric("ratio", source="the simulation's replicas against the closed form's")
 def simulation_raise(replicas_needed: Any, replicas_planned: Any) -> Any:
     """How far the simulation raised the closed form's replicas: replicas planned ÷ replicas
@@ -130,11 +166,12 @@ def hour_nodes(
     prompt tokens (unraised) at that size
     (:func:`planner.model.disaggregated.prefill_pool_device_offset`)."""
     traffic = traffic_factor * hour_share
-    prefill = metrics()["prefill_pool_replicas"].func(
-        disaggregated,
-        prefill_tokens_per_s_demanded * traffic,
+    prefill = prefill_replicas_at(
+        prefill_tokens_per_s_demanded,
         prefill_tokens_per_s_per_replica,
         prefill_pool_utilisation_limit,
+        disaggregated,
+        traffic,
     )
     own = where(prefill_hw_tensor_parallel > 0, prefill_hw_tensor_parallel, tensor_parallel)
     offset = prefill * (own - tensor_parallel)

@@ -9,11 +9,9 @@ from typing import Any
 
 from planner.catalog import Catalog
 from planner.outputs.formatting import count, usd
-from planner.plan.columns import prefill_parallel_of
 from planner.plan.deployment import Ask
 from planner.plan.fleet import Fleet, Option, one_node_down
 from planner.plan.fleet_schedule import FleetSchedule, TypeSchedule
-from planner.plan.labels import prefill_device
 
 #: Below this many USD a saving reads as none (the optimiser's tolerance, not a saving).
 NO_SAVING_USD = 1.0
@@ -146,47 +144,9 @@ def fleet_context(fleet: Fleet | str, ask: Ask, catalog: Catalog) -> dict[str, A
              f"each workload on devices of its own ({usd(fleet.alone_usd)})")  # fmt: skip
     return {"headline": headline, "alone": alone, "against": against, "rows": rows,
             "leads": leads, "total": total,
-            "api": api + _unpacked(ask, catalog, label), "how": how, "none": "",
-            "summary": _summary(fleet, ask, [label.get(w, w) for w in unpacked_lines(ask)]),
+            "api": api, "how": how, "none": "",
+            "summary": _summary(fleet, ask),
             "down": _node_down(fleet, catalog, label)}  # fmt: skip
-
-
-def unpacked_lines(ask: Ask) -> list[str]:
-    """The workloads of the ask's lines whose pools the fleet does not pack: prompts on another
-    device type than their generation, or on replicas of another size."""
-    return [
-        line.workload
-        for line in ask.lines
-        if line.row is not None
-        and (prefill_device(line.row) is not None or prefill_parallel_of(line.row))
-    ]
-
-
-def _unpacked(ask: Ask, catalog: Catalog, label: dict[str, str]) -> list[str]:
-    """The ask's lines whose pools the fleet does not pack, each in words: prompts on another
-    device type than their generation (the fleet packs one device type an option), or on
-    replicas of another size (one size an option)."""
-    texts = []
-    for line in ask.lines:
-        if line.row is None:
-            continue
-        name = label.get(line.workload, line.workload)
-        if (other := prefill_device(line.row)) is not None:
-            texts.append(
-                f"{name}: alone, it prefills on {catalog.get('hardware', other).label} and "
-                f"decodes on {catalog.get('hardware', str(line.row['hardware'])).label}; the "
-                "fleet packs one device type an option, so it serves the workload on one type, "
-                "in its figures as in the comparison with each workload on devices of its own"
-            )
-        elif size := prefill_parallel_of(line.row):
-            own = int(line.row["tensor_parallel"])
-            texts.append(
-                f"{name}: alone, it prefills on replicas of {size} devices and decodes on "
-                f"replicas of {own}; the fleet packs replicas of one size an option, so it "
-                "serves the workload on one size, in its figures as in the comparison with each "
-                "workload on devices of its own"
-            )
-    return texts
 
 
 def _node_down(fleet: Fleet, catalog: Catalog, label: dict[str, str]) -> str:
@@ -210,10 +170,9 @@ def _served(fleet: Fleet) -> int:
     return len({o.workload for o in fleet.replicas} | set(fleet.api_share))
 
 
-def _summary(fleet: Fleet, ask: Ask, unpacked: list[str]) -> str:
+def _summary(fleet: Fleet, ask: Ask) -> str:
     """The first page's sentence: the fleet's cost against the ask's and each workload alone
-    (one workload: its cost, with nothing to share), and the workloads (``unpacked``, by name)
-    whose lines the fleet cannot pack, so serves otherwise."""
+    (one workload: its cost, with nothing to share)."""
     shared = _served(fleet) > 1
     who = "As one shared fleet, o" if shared else "O"
     costs = "the workloads cost" if shared else "the workload costs"
@@ -229,9 +188,6 @@ def _summary(fleet: Fleet, ask: Ask, unpacked: list[str]) -> str:
     if spares >= NO_SAVING_USD:
         text += (f"; that includes {usd(spares)} USD of spare nodes (N+k) the forecasts ask for "
                  "and the lines above leave out")  # fmt: skip
-    if unpacked:
-        text += (f"; the fleet packs replicas of one size and device type an option, so it "
-                 f"serves {' and '.join(unpacked)} otherwise than the lines above")  # fmt: skip
     return text
 
 

@@ -8,12 +8,16 @@ integer program that finds the least-cost fleet is :mod:`planner.plan.fleet_prog
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from planner.model import fleet as fleet_model
 from planner.model.finance import HOURS
+
+#: The pool of a two-pool option that carries no load of its own (:attr:`Option.pool`).
+PREFILL_POOL, DECODE_POOL = "prefill", "decode"
 
 #: A flat day: every hour carries the busiest hour's traffic.
 FLAT = (1.0,) * HOURS
@@ -36,17 +40,47 @@ class Option:
     #: the Plan figures its replicas at any traffic are worked out from
     #: (:func:`planner.plan.schedule.replica_inputs`), as (name, value) pairs
     inputs: tuple[tuple[str, float], ...] = ()
+    #: one pool of a disaggregated option whose pools are replicas of two sizes or two device
+    #: types, each an option of its own: ``decode`` (it carries the load) or ``prefill`` (it
+    #: carries none, but its decode pool's share of it needs as large a share of its own
+    #: replicas); "" for an option of one kind of replica
+    pool: str = ""
+    #: the id both pools of such an option share (its candidate id)
+    pair: str = ""
 
     def serves(self, key: str, parent: str) -> bool:
         """Whether its replicas carry load of demand ``key``, a part of workload ``parent``
-        (or the workload itself): the same class, or the whole mix of that workload."""
-        if self.workload != parent:
+        (or the workload itself): the same class, or the whole mix of that workload; a prefill
+        pool carries none of its own."""
+        if self.workload != parent or self.pool == PREFILL_POOL:
             return False
         return self.part in ("", key) if key != parent else not self.part
+
+    def holds_for(self, key: str, parent: str) -> bool:
+        """Whether its replicas are needed for demand ``key`` of workload ``parent``: it
+        serves it, or it is the prefill pool of an option that does."""
+        if self.pool == PREFILL_POOL:
+            return self.workload == parent and self.part in ("", key)
+        return self.serves(key, parent)
 
     def alone_at(self, hour: int) -> int:
         """Replicas that carry hour ``hour``'s whole load alone [replicas]."""
         return self.hourly[hour] if self.hourly else self.replicas_alone
+
+
+def pool_pairs(options: Sequence[Option]) -> list[tuple[int, int]]:
+    """The positions in ``options`` of each two-pool option's prefill pool and its decode pool
+    (:attr:`Option.pool`), where both are there."""
+
+    def key(o: Option) -> tuple[str, str, str]:
+        return o.workload, o.part, o.pair  # a length class's pools apart from another's
+
+    decode = {key(o): i for i, o in enumerate(options) if o.pool == DECODE_POOL}
+    return [
+        (p, decode[key(o)])
+        for p, o in enumerate(options)
+        if o.pool == PREFILL_POOL and key(o) in decode
+    ]
 
 
 @dataclass(frozen=True)
@@ -149,7 +183,8 @@ class Fleet:
     def to_json(self) -> dict[str, object]:
         """The fleet as plain data (``fleet.json``): costs over the period [USD], each device
         type's owned devices and nodes, spare nodes and rented device-hours a day, each
-        option's replicas hour by hour (hour 0 to 23) and those of them on rented devices, and
+        option's replicas hour by hour (hour 0 to 23) and those of them on rented devices (and
+        the pool it is of a two-pool option, ``prefill`` or ``decode``; null: one pool), and
         each workload's share of its day's traffic sent to the API, and per type owning nodes
         the workloads that fall short with one of them down; None for a way of having a device
         type that its prices do not give."""
@@ -181,6 +216,7 @@ class Fleet:
                     "workload": o.workload,
                     "option": o.label,
                     "hardware": o.hardware,
+                    "pool": o.pool or None,
                     "devices_per_replica": o.devices,
                     "replicas_alone": o.replicas_alone,
                     "replicas_by_hour": list(hours),

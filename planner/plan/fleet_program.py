@@ -49,7 +49,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from planner.model import fleet as fleet_model
 from planner.model.finance import HOURS
-from planner.plan.fleet import Demand, Fleet, NodeType, Option, priced
+from planner.plan.fleet import Demand, Fleet, NodeType, Option, pool_pairs, priced
 
 #: Seconds the second program may take to use fewer options and device-hours at the same cost.
 TIDY_S = 2.0
@@ -201,6 +201,18 @@ class _Program:
                     terms[self.n(i, g)] = terms[self.m(i, g)] = 1 / need[i]
                 self.constrain(terms, 1 - 1e-9, np.inf)
 
+    def paced(self) -> None:
+        """A two-pool option's prefill pool keeps pace with its decode pool each hour group:
+        its replicas' share of what it needs alone is at least the decode pool's,
+        (n[p,g] + m[p,g]) × r[d,g] ≥ (n[d,g] + m[d,g]) × r[p,g] (:attr:`Option.pool`)."""
+        pairs = pool_pairs(self.options)
+        for p, d in pairs:
+            for g, (_, need) in enumerate(self.groups):
+                if need[p] and need[d]:
+                    terms = {self.n(p, g): float(need[d]), self.m(p, g): float(need[d])}
+                    terms |= {self.n(d, g): -float(need[p]), self.m(d, g): -float(need[p])}
+                    self.constrain(terms, 0, np.inf)
+
     def packed(self) -> None:
         """Each type's owned replicas on its owned devices and packed onto its nodes, each hour
         group: the devices of its replicas and spare nodes ≤ d[h]; for each replica size s, the
@@ -230,7 +242,7 @@ class _Program:
         for j, h in enumerate(self.names):
             for q, w in enumerate(self.guarded):
                 for i, o in enumerate(self.options):
-                    mine = o.hardware == h and o.serves(w, self.days[w].of)
+                    mine = o.hardware == h and o.holds_for(w, self.days[w].of)
                     for g in range(len(self.groups)) if mine else ():
                         bound = max(self.upper[self.n(i, g)], 1)
                         self.constrain({self.n(i, g): 1, self.y(j, q): -bound}, -np.inf, 0)
@@ -255,6 +267,7 @@ class _Program:
         options hour by hour or fill idle devices with replicas nobody needs."""
         self.owned()
         self.served()
+        self.paced()
         self.packed()
         self.spares()
         self.used()

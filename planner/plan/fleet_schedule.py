@@ -48,7 +48,7 @@ from planner.model.fleet_months import (
     devices_wanted,
     type_nodes_owned,
 )
-from planner.model.need import replicas_at
+from planner.model.need import pool_replicas_at
 from planner.plan.fleet import Fleet, Option, known_usd
 from planner.plan.portfolio import horizon_factors, split_costs
 from planner.plan.schedule import NodeCosts, lease_of, present_value
@@ -243,7 +243,8 @@ def alone(option: Option, factors: Sequence[float], profile: Sequence[float]) ->
     the schedule's replica formula over the Plan figures the option was built from
     [replicas, months × hours]."""
     traffic = np.outer(np.asarray(factors, dtype=float), np.asarray(profile, dtype=float))
-    return np.asarray(replicas_at(**dict(option.inputs), traffic=traffic), dtype=float)
+    replicas = pool_replicas_at(option.pool, traffic, **dict(option.inputs))
+    return np.asarray(replicas, dtype=float)
 
 
 def grown_replicas(

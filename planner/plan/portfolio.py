@@ -7,6 +7,7 @@ fleet the integer program of :mod:`planner.plan.fleet` chooses among them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,7 +16,9 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, LengthDistribution, Workload
-from planner.plan.fleet import FLAT, Demand, Fleet, NodeType, Option
+from planner.model.need import pool_replicas_at
+from planner.plan.columns import PROMPTS_KEY, PX_KEY
+from planner.plan.fleet import DECODE_POOL, FLAT, PREFILL_POOL, Demand, Fleet, NodeType, Option
 from planner.plan.fleet_program import solve
 from planner.plan.labels import short_label
 from planner.plan.lengths import lengths
@@ -42,8 +45,7 @@ TYPES_PER_WORKLOAD = 4
 def one_device_type(table: pd.DataFrame) -> pd.Series:
     """The rows whose replicas are all alike, of their hardware and devices: every row but a
     disaggregated one's whose prefill pool runs on another device or on replicas of another
-    size, which the fleet does not pack (an option's nodes are of one device type, its
-    replicas of one size)."""
+    size, which the fleet takes as two options, a pool each (:func:`fleet_options`)."""
     alike = pd.Series(True, index=table.index)
     if "separate_prefill_hardware" in table:
         alike &= ~table["separate_prefill_hardware"].astype(bool)
@@ -54,8 +56,8 @@ def one_device_type(table: pd.DataFrame) -> pd.Series:
 
 def served_rows(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:
     """The eligible rows of each workload of ``models`` (workload → the model that serves it)
-    that hold a replica, on devices of one type (:func:`one_device_type`)."""
-    rows = table[table["eligible"].astype(bool) & one_device_type(table)]
+    that hold a replica."""
+    rows = table[table["eligible"].astype(bool)]
     served = rows["workload"].astype(str).map(models)
     rows = rows[served.to_numpy() == rows["model"].astype(str).to_numpy()]
     return rows[rows["replicas_planned"] > 0]
@@ -80,25 +82,29 @@ def fleet_options(
     device types whose cheapest eligible row alone costs least, for each replica size, the
     eligible row needing fewest replicas (the cheapest of those: another of the same size and
     more replicas can never serve a share more cheaply), the :data:`OPTIONS_PER_TYPE` smallest
-    sizes, with the replicas each hour of the workload's day needs alone, its traffic that
-    day ``growth`` × today's (1 where not given)."""
+    sizes (of each prefill pool's own size and device apart: :func:`pool_options`), with the
+    replicas each hour of the workload's day needs alone, its traffic that day ``growth`` ×
+    today's (1 where not given)."""
     rows = served_rows(table, models)
     cheapest = rows.sort_values(COST, kind="stable").drop_duplicates(["workload", "hardware"])
     leading = cheapest.groupby("workload", sort=False).head(TYPES_PER_WORKLOAD)
     keys = pd.MultiIndex.from_frame(leading[["workload", "hardware"]])
     rows = rows[pd.MultiIndex.from_frame(rows[["workload", "hardware"]]).isin(keys)]
-    order = ["workload", "hardware", "tensor_parallel", "replicas_planned", COST]
+    # pools of their own size or device are a layout of their own, its sizes kept apart
+    pools = [k for k in (PX_KEY, PROMPTS_KEY) if k in rows]
+    order = ["workload", "hardware", *pools, "tensor_parallel", "replicas_planned", COST]
     rows = rows.sort_values(order, kind="stable")
-    rows = rows.drop_duplicates(["workload", "hardware", "tensor_parallel"])
-    kept = rows.groupby(["workload", "hardware"], sort=False).head(OPTIONS_PER_TYPE)
+    rows = rows.drop_duplicates(["workload", "hardware", *pools, "tensor_parallel"])
+    kept = rows.groupby(["workload", "hardware", *pools], sort=False).head(OPTIONS_PER_TYPE)
+    alike = one_device_type(kept)
     options = []
-    for _, r in kept.iterrows():
+    for (_, r), one in zip(kept.iterrows(), alike, strict=True):
         profile = daily_profile(catalog, str(r["workload"]))
         factor = (growth or {}).get(str(r["workload"]), 1.0)
         hourly: tuple[int, ...] = ()
         if profile != FLAT or factor != 1:
             hourly = tuple(replicas_at(r, factor * share) for share in profile)
-        options.append(Option(
+        option = Option(
             str(r["workload"]),
             str(r["hardware"]),
             int(r["tensor_parallel"]),
@@ -106,8 +112,29 @@ def fleet_options(
             short_label(r, devices=False),
             hourly,
             inputs=tuple(replica_inputs(r).items()),
-        ))  # fmt: skip
+        )
+        options += [option] if one else pool_options(option, r, profile, factor)
     return options
+
+
+def pool_options(option: Option, row: Any, profile: Sequence[float], factor: float) -> list[Option]:
+    """A disaggregated ``option`` whose pools are replicas of two sizes or two device types
+    (``row``: its results row) as an option per pool, the decode pool's carrying the load and
+    the prefill pool's keeping pace with it (:attr:`planner.plan.fleet.Option.pool`), each
+    with the replicas each hour needs alone (:func:`planner.model.need.pool_replicas_at`)."""
+    inputs = dict(option.inputs)
+    found = []
+    for pool, hardware, devices in (
+        (DECODE_POOL, option.hardware, option.devices),
+        (PREFILL_POOL, str(row["prompts_hardware"]), int(row["prefill_hw_tensor_parallel"])),
+    ):
+        hourly = tuple(int(pool_replicas_at(pool, factor * share, **inputs)) for share in profile)
+        found.append(replace(
+            option, hardware=hardware, devices=devices, replicas_alone=max(hourly),
+            label=f"{option.label}, {pool} pool", hourly=() if profile == FLAT else hourly,
+            pool=pool, pair=str(row["candidate"]),
+        ))  # fmt: skip
+    return found
 
 
 def demands(
@@ -181,7 +208,10 @@ def node_types(
     powers no device is left out."""
     types = {}
     for h in dict.fromkeys(hardware):
-        row = table[(table["hardware"].astype(str) == h) & one_device_type(table)].iloc[0]
+        rows = table[(table["hardware"].astype(str) == h) & one_device_type(table)]
+        if rows.empty:  # priced by no row of its own (a prefill pool's device alone)
+            continue
+        row = rows.iloc[0]
         devices = rack_devices(catalog, row)
         if devices < 1:
             continue
@@ -221,6 +251,8 @@ def plan_fleet(
     options += routed
     types = node_types(catalog, table, [o.hardware for o in options])
     options = [o for o in options if o.hardware in types and _packs(o.devices, types[o.hardware])]
+    pools = Counter((o.workload, o.part, o.pair) for o in options if o.pool)
+    options = [o for o in options if not o.pool or pools[o.workload, o.part, o.pair] == 2]
     missing = set(models) - {o.workload for o in options}
     if missing:
         raise ValueError(f"no eligible option for {', '.join(sorted(missing))}")

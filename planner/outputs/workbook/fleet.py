@@ -14,6 +14,7 @@ are tied by their numbers, never by their names: catalog text stays text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from planner.outputs.workbook.cells import (
     _text_cell,
     _widths,
 )
-from planner.plan.fleet import Fleet
+from planner.plan.fleet import PREFILL_POOL, Fleet, pool_pairs
 
 #: The first hour's column (hours 0 to 23 run from it), and the column after the last hour.
 FIRST_HOUR = 6
@@ -140,8 +141,14 @@ class _Layout:
         """Option ``i``'s workload number, type number, devices a replica and part number."""
         o = self.fleet.options[i]
         part = self.part_number(o.workload, o.part) if o.part else 0
+        part = PREFILL_PART if o.pool == PREFILL_POOL else part  # carries no load of its own
         return [self.parents.index(o.workload) + 1, self.names.index(o.hardware) + 1,
                 o.devices, part]  # fmt: skip
+
+
+#: The part number of a prefill pool's option, which no demand has: the pool carries no load
+#: of its own (its decode pool's option does), so it counts in no workload's load served.
+PREFILL_PART = -1
 
 
 def write_fleet(wb: Workbook, fleet: Fleet | str | None) -> dict[str, Any]:
@@ -162,6 +169,7 @@ def write_fleet(wb: Workbook, fleet: Fleet | str | None) -> dict[str, Any]:
     sheet.add()
     _options(sheet, layout)
     _workloads(sheet, layout)
+    _paces(sheet, layout)
     _types(sheet, layout)
     _packing(sheet, layout)
     _chosen(sheet, layout)
@@ -211,6 +219,53 @@ def _options(sheet: _Sheet, layout: _Layout) -> None:
             cells.append(sheet.formula(r, FIRST_HOUR + t, "option_share", refs, values, "0.00"))
         sheet.add(cells)
     sheet.add()
+
+
+def _paces(sheet: _Sheet, layout: _Layout) -> None:
+    """A row per two-pool option's prefill pool: each hour, the share of the load its decode
+    pool carries beyond what it keeps pace with (nothing where there is no such option)."""
+    options = layout.fleet.options
+    pairs = pool_pairs(options)
+    if not pairs:
+        return
+    sheet.title("Prefill pools keeping pace with their decode pools")
+    sheet.header(["prefill pool", "decode pool's row"], last="paced")
+    shares = _cached_grid(sheet, layout.rows["o_share"], len(options))
+    for p, d in pairs:
+        r, o = sheet.next, options[p]
+        partner = _cell(sheet.ws, layout.rows["o_share"] + d)
+        cells = [_text_cell(sheet.ws, f"{o.workload}: {o.label}"), partner]
+        cells += [None] * (FIRST_HOUR - 3)
+
+        def pace(t: int, p: int = p, d: int = d) -> tuple[dict[str, str], dict[str, Any]]:
+            c = _col(FIRST_HOUR + t)
+            refs = {"prefill_share": f"{c}{layout.rows['o_share'] + p}",
+                    "decode_share": f"{c}{layout.rows['o_share'] + d}"}  # fmt: skip
+            return refs, {"prefill_share": shares[p][t], "decode_share": shares[d][t]}
+
+        _shortfalls(sheet, r, cells, "pace_short", pace, "pools_paced")
+        sheet.add(cells)
+    sheet.add()
+
+
+def _shortfalls(
+    sheet: _Sheet,
+    row: int,
+    cells: list[Any],
+    name: str,
+    hour: Callable[[int], tuple[dict[str, str], dict[str, Any]]],
+    check: str,
+) -> None:
+    """Append to ``cells`` the row's 24 hours of shortfall metric ``name`` (``hour(t)``: the
+    cells it reads in hour ``t`` and their values), then ``check`` over them (its input
+    ``name`` + ``_all``)."""
+    short = []
+    for t in range(HOURS):
+        refs, values = hour(t)
+        cells.append(sheet.formula(row, FIRST_HOUR + t, name, refs, values, "0.00"))
+        short.append(fleet_model.value(name, values))
+    every = f"{name}_all"
+    cells.append(sheet.formula(row, AFTER_HOURS, check, {every: _hours(row)}, {every: short}))
 
 
 def _cached_grid(sheet: _Sheet, first: int, count: int) -> list[list[Any]]:
@@ -272,17 +327,15 @@ def _workloads(sheet: _Sheet, layout: _Layout) -> None:
     for k in range(len(layout.workloads)):
         r = sheet.next
         cells = _key_cells(ws, layout, k)
-        short = []
-        for t in range(HOURS):
+
+        def short(t: int, r: int = r, k: int = k) -> tuple[dict[str, str], dict[str, Any]]:
             alone = {"replicas_alone_column": layout.alone}
             refs, values = _option_columns(layout, "o_alone", t, alone)
             refs |= {"load_served": f"{_col(FIRST_HOUR + t)}{layout.rows['w_served'] + k}",
                      "workload_number": f"$B{r}", "part_number": f"$D{r}"}  # fmt: skip
-            values |= _key_values(layout, k) | {"load_served": served[k][t]}
-            cells.append(sheet.formula(r, FIRST_HOUR + t, "load_short", refs, values, "0.00"))
-            short.append(fleet_model.value("load_short", values))
-        cells.append(sheet.formula(r, AFTER_HOURS, "load_met", {"load_short_all": _hours(r)},
-                                   {"load_short_all": short}))  # fmt: skip
+            return refs, values | _key_values(layout, k) | {"load_served": served[k][t]}
+
+        _shortfalls(sheet, r, cells, "load_short", short, "load_met")
         sheet.add(cells)
     sheet.add()
 
