@@ -240,7 +240,7 @@ def test_the_tornado_of_the_seed(tmp_path: Path) -> None:
     assert prices.flips == () and prices.low_devices == prices.high_devices == devices
     assert [b.swing_usd for b in bars] == sorted((b.swing_usd for b in bars), reverse=True)
     # the passes share one closed-form plan of the inputs as given, to the same bars
-    assert tornado(catalog, 0.2, base_ask=closed_ask(catalog)) == (base_usd, devices, bars)
+    assert tornado(catalog, 0.2, base=closed_ask(catalog)) == (base_usd, devices, bars)
     shared, alone = what_changes(catalog, base=closed_ask(catalog)), what_changes(catalog)
     assert {w: [c for c, _ in moved] for w, moved in shared.items()} == {
         w: [c for c, _ in moved] for w, moved in alone.items()

@@ -70,6 +70,11 @@ def prefill_replicas_at(
     )
 
 
+#: The pools of a disaggregated option whose pools are replicas of two sizes or device types:
+#: the one that carries no load of its own, and the one that does.
+PREFILL_POOL, DECODE_POOL = "prefill", "decode"
+
+
 def pool_replicas_at(pool: str, traffic: Any, **inputs: Any) -> Any:
     """Replicas of one pool of a two-pool option (``prefill`` or ``decode``; "" both) at
     ``traffic`` × today's: the prefill pool's (:func:`prefill_replicas_at`), the rest of the
@@ -85,7 +90,7 @@ def pool_replicas_at(pool: str, traffic: Any, **inputs: Any) -> Any:
         traffic,
     )
     prefill = minimum(at, total)
-    return prefill if pool == "prefill" else total - prefill
+    return prefill if pool == PREFILL_POOL else total - prefill
 
 
 @schedule_metric("ratio", source="the simulation's replicas against the closed form's")
@@ -174,7 +179,7 @@ def hour_nodes(
         traffic,
     )
     own = where(prefill_hw_tensor_parallel > 0, prefill_hw_tensor_parallel, tensor_parallel)
-    offset = prefill * (own - tensor_parallel)
+    offset = metrics()["prefill_pool_device_offset"].func(prefill, own, tensor_parallel)
     hour_replicas = replicas_at(
         concurrency,
         replica_capacity_sequences,

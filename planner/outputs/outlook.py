@@ -90,12 +90,12 @@ class CacheWorth:
 
 
 def cache_worth(
-    catalog: Catalog, plan: Ask, rows: pd.DataFrame | None = None, closed: Ask | None = None
+    catalog: Catalog, plan: Ask, rows: pd.DataFrame | None = None, base: Ask | None = None
 ) -> dict[str, CacheWorth]:
     """Per workload of ``plan`` that prefix caching applies to, its line with and without the
     cache: one more closed-form evaluation of ``rows`` (the leading options) with the engine's
     prefix caching off, and one with it where a planned line is the simulation's; empty, and
-    nothing evaluated, where caching applies to none; ``closed``: :func:`closed_ask` of the
+    nothing evaluated, where caching applies to none; ``base``: :func:`closed_ask` of the
     catalog and ``rows``, where the caller has it."""
     cached = [
         line
@@ -106,7 +106,7 @@ def cache_worth(
         return {}
     uncached = lines_of(without_prefix_caching(catalog), rows)
     simulated = {line.workload: bool(line.row.get("simulated", False)) for line in cached}
-    with_cache = lines_of(catalog, rows, closed) if any(simulated.values()) else {}
+    with_cache = lines_of(catalog, rows, base) if any(simulated.values()) else {}
     return {
         line.workload: CacheWorth(
             line.workload,
@@ -207,7 +207,7 @@ def outlook(catalog: Catalog, table: pd.DataFrame, bands: Bands | None = None) -
     def sensitivity() -> tuple[Tornado, dict[str, list[tuple[str, Line | None]]], Caching]:
         base = closed_ask(catalog, leading)  # the inputs as given, once for every pass
         return (
-            tornado(catalog, SWING, rows=leading, base_ask=base),
+            tornado(catalog, SWING, rows=leading, base=base),
             what_changes(catalog, rows=leading, base=base),
             cache_worth(catalog, plan, leading, base),
         )

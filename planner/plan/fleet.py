@@ -15,9 +15,7 @@ import numpy as np
 
 from planner.model import fleet as fleet_model
 from planner.model.finance import HOURS
-
-#: The pool of a two-pool option that carries no load of its own (:attr:`Option.pool`).
-PREFILL_POOL, DECODE_POOL = "prefill", "decode"
+from planner.model.need import DECODE_POOL, PREFILL_POOL
 
 #: A flat day: every hour carries the busiest hour's traffic.
 FLAT = (1.0,) * HOURS

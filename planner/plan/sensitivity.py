@@ -136,12 +136,12 @@ def closed_ask(catalog: Catalog, rows: pd.DataFrame | None = None) -> Ask:
 
 
 def lines_of(
-    catalog: Catalog, rows: pd.DataFrame | None = None, given: Ask | None = None
+    catalog: Catalog, rows: pd.DataFrame | None = None, base: Ask | None = None
 ) -> dict[str, Line]:
     """Each workload's line of the ask, by workload, the plan evaluated in closed form (over
-    ``rows`` where given); of ``given``, that ask of the same catalog and rows, where the
+    ``rows`` where given); of ``base``, that ask of the same catalog and rows, where the
     caller has it."""
-    found = given if given is not None else closed_ask(catalog, rows)
+    found = base if base is not None else closed_ask(catalog, rows)
     return {line.workload: line for line in found.lines}
 
 
@@ -185,9 +185,9 @@ class Bar:
 
 
 def _ask_totals(
-    catalog: Catalog, rows: pd.DataFrame | None = None, given: Ask | None = None
+    catalog: Catalog, rows: pd.DataFrame | None = None, base: Ask | None = None
 ) -> tuple[float, float, dict[str, Any]]:
-    plan = given if given is not None else closed_ask(catalog, rows)
+    plan = base if base is not None else closed_ask(catalog, rows)
     decisions = {line.workload: _decision(line) for line in plan.lines}
     return plan.total("period_usd"), plan.total("devices"), decisions
 
@@ -196,17 +196,19 @@ def tornado(
     catalog: Catalog,
     swing: float = 0.2,
     rows: pd.DataFrame | None = None,
-    base_ask: Ask | None = None,
+    base: Ask | None = None,
 ) -> tuple[float, float, list[Bar]]:
     """The ask's cost over the period and devices at the inputs as given, and per uncertain
     input (:data:`INPUTS`) the same with that input × (1 − swing) and × (1 + swing), widest
     first. In closed form on every side, like :func:`what_changes`, over ``rows`` where given
-    (``base_ask``: :func:`closed_ask` of the inputs as given, where the caller has it)."""
-    base_usd, base_devices, base = _ask_totals(catalog, rows, base_ask)
+    (``base``: :func:`closed_ask` of the inputs as given, where the caller has it)."""
+    base_usd, base_devices, given = _ask_totals(catalog, rows, base)
     bars = []
     for label, scaled in INPUTS:
         low_usd, low_devices, low = _ask_totals(scaled(1 - swing)(catalog), rows)
         high_usd, high_devices, high = _ask_totals(scaled(1 + swing)(catalog), rows)
-        flips = tuple(name for name, moved in (("lowered", low), ("raised", high)) if moved != base)
+        flips = tuple(
+            name for name, moved in (("lowered", low), ("raised", high)) if moved != given
+        )
         bars.append(Bar(label, low_usd, high_usd, low_devices, high_devices, flips))
     return base_usd, base_devices, sorted(bars, key=lambda b: -b.swing_usd)

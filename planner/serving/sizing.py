@@ -98,6 +98,7 @@ import pandas as pd
 from planner.catalog.records import MAX_SIMULATION_STEPS
 from planner.catalog.workloads import length_summary
 from planner.executor import Executor, as_executor
+from planner.model.disaggregated import prefill_pool_device_offset as offset
 from planner.model.simulated import SIMULATED_FIGURES
 from planner.model.units import GB, GIB
 from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PP_KEY, PX_KEY, prefill_hardware_of
@@ -491,9 +492,8 @@ def _size_pools(
         }
     prefill, decode = pools.pool_sizes(row)
     tp, prefill_tp = int(row["tensor_parallel"]), int(row.get("prefill_hw_tensor_parallel", 0))
-    # each decode replica the search tries adds the prefill pool's requests of one more
-    # (:func:`planner.serving.pools.simulate_pools`): the search stops at a multiple of the
-    # closed form's pool, where the closed form would be far off
+    # each decode replica tried adds the prefill pool's requests of one more (pools.simulate_pools):
+    # the search stops at a multiple of the closed form's pool, where it would be far off
     limit = min(max_replicas, max(POOL_SEARCH_MULTIPLE * decode, 16))
     sizes = pools.fewest_pools(simulate_at, least, prefill, decode, limit)
     if sizes is None:
@@ -509,7 +509,7 @@ def _size_pools(
         }
     p, d = sizes
     result, total = judged(p, d)[1], p + d
-    devices = p * (prefill_tp or tp) + d * tp  # a prefill replica of its own size counted at it
+    devices = total * tp + offset(p, prefill_tp or tp, tp)  # each pool at its replica size
     return {
         **_figures(result),
         "sim_replicas_needed": total,
