@@ -33,6 +33,7 @@ from planner.catalog.datafiles import DataFileError
 from planner.plan import sweep
 from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
+from planner.serving import sizing
 from planner.serving.simulate import StepModel, simulate
 from planner.serving.sizing import (
     DEFAULT_QUEUE_TIMEOUT_S,
@@ -498,6 +499,27 @@ def test_task_target_below_the_tool_time_names_it(seed):
     result = size_candidate(catalog, row_of(table, "tool-bound"))
     assert result["sim_bound"] == "tool time"
     assert "tool time alone is 8.0 s per task" in result["sim_reason"]  # 4 gaps x 2 s
+    # the closed form's count missed, the short best case missed too, and the whole one decided
+    assert result["sim_runs"] == 3 and math.isnan(result["sim_replicas_simulated"])
+    assert result["sim_requests"] > sizing.HINT_REQUESTS
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    ["l40s-48gb|qwen2.5-7b|fp8|chat|1", "b200-180gb|llama-3.1-70b|fp8|document-analysis|1"],
+)
+def test_a_short_best_case_guides_the_search_to_the_same_count(shipped, candidate, monkeypatch):
+    """Where the closed form's count misses, the next count is read from a short best case:
+    the count found, and every figure, are those found with the whole best case as the guide."""
+    catalog, table = shipped
+    row = table[table["candidate"] == candidate].iloc[0]
+    short = size_candidate(catalog, row)
+    monkeypatch.setattr(sizing, "HINT_REQUESTS", catalog.assumptions.simulated_requests)
+    whole = size_candidate(catalog, row)
+    assert short["sim_replicas_needed"] > row["replicas_needed"]  # the closed form's missed
+    for name, value in whole.items():
+        if name != "sim_runs":
+            assert short[name] == value or (value != value and short[name] != short[name]), name
 
 
 def test_a_model_that_leaves_no_cache_is_a_memory_miss(seed):
