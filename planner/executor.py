@@ -14,6 +14,7 @@ import os
 import re
 import signal
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -75,27 +76,57 @@ def _call(function: Unit, item: Any) -> Any:
 
 @dataclass(frozen=True)
 class ProcessPool:
-    """The units spread over ``workers`` local processes, which end with this one."""
+    """The units spread over ``workers`` local processes, which end with this one: started
+    for each :meth:`map`, or once for every :meth:`map` of the same ``shared`` input inside
+    :meth:`kept` (each start forks the run, which costs CPU in each worker as it touches the
+    pages it shares with the run)."""
 
     workers: int = field(default_factory=cores)
+    # inside kept(): [the shared input, the pool started for it] (None, None before any)
+    _kept: list[Any] = field(default_factory=list, compare=False, repr=False)
 
     def map(self, function: Unit, shared: Any, items: Sequence[Any]) -> Iterator[Any]:
         if self.workers <= 1 or len(items) <= 1:
             yield from InProcess().map(function, shared, items)
             return
-        pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=min(self.workers, len(items)),  # no process without a unit to run
-            initializer=_init_worker,
-            initargs=(shared, os.getpid()),
-        )
+        keeping = bool(self._kept)
+        if keeping and self._kept[1] is not None and self._kept[0] is shared:
+            pool = self._kept[1]
+        else:
+            pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=min(self.workers, len(items)),  # no process without a unit to run
+                initializer=_init_worker,
+                initargs=(shared, os.getpid()),
+            )
+            if keeping:
+                self._release()
+                self._kept[:] = [shared, pool]
         try:
             with cleanup.frozen_for_fork():  # the workers are forked as the units are sent
                 results = pool.map(_call, [function] * len(items), items, chunksize=1)
             yield from results
         except BaseException:  # stopped or failed: drop the queued units
             pool.shutdown(wait=False, cancel_futures=True)
+            if keeping:
+                self._kept[:] = [None, None]
             raise
-        pool.shutdown()
+        if not keeping:
+            pool.shutdown()
+
+    @contextmanager
+    def kept(self) -> Iterator[ProcessPool]:
+        """Keep the workers started between the :meth:`map` calls inside (those of one
+        ``shared`` input); shut them down on leaving."""
+        self._kept[:] = [None, None]
+        try:
+            yield self
+        finally:
+            self._release()
+            self._kept.clear()
+
+    def _release(self) -> None:
+        if self._kept and self._kept[1] is not None:
+            self._kept[1].shutdown()
 
 
 def _dask_call(function: Unit, shared: Any, item: Any) -> Any:
@@ -208,6 +239,12 @@ def executor(workers: int | None = None, scheduler: str | None = None) -> Execut
     if scheduler is not None:
         return Dask(None if scheduler == "local" else scheduler, workers)
     return ProcessPool(workers) if workers > 1 else InProcess()
+
+
+def kept(runner: Executor) -> Any:
+    """A context in which ``runner`` keeps its workers between calls (:meth:`ProcessPool.kept`;
+    the other executors start nothing of their own per call)."""
+    return runner.kept() if isinstance(runner, ProcessPool) else nullcontext(runner)
 
 
 def as_executor(processes: int | Executor) -> Executor:

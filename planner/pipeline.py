@@ -18,7 +18,7 @@ import pandas as pd
 
 from planner.catalog import Catalog
 from planner.diff import RunDiff, RunSnapshot, compare, load_run, snapshot
-from planner.executor import Executor, as_executor
+from planner.executor import Executor, as_executor, kept
 from planner.outputs.folders import DIFF_CSV
 from planner.outputs.outlook import Outlook, outlook
 from planner.outputs.runs import (
@@ -93,19 +93,21 @@ def plan(
     others = others_per_group or per_group
     chosen = select_candidates(results.table, per_group)  # by the recommendation's own rule
     chosen = screened(chosen, named, others)
-    simulated = simulate_rows(catalog, chosen.sort_index(), processes, progress=progress)
-    for _ in range(max_rounds):
-        results = evaluate(catalog, simulated=simulated, rows=rows)  # simulated figures as data
-        ranks = recommend.ranked(results.table)
-        wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
-        wanted = wanted[deciding(results.table.loc[wanted], named)]
-        # another model's group: its leader, as the comparison of models shows it, simulated
-        shown = unsimulated_leaders(ranks, others).index
-        wanted = wanted.union(shown[~deciding(results.table.loc[shown], named)])
-        if wanted.empty:
-            return results
-        more = simulate_rows(catalog, results.table.loc[wanted], processes, progress=progress)
-        simulated = pd.concat([simulated, more], ignore_index=True)
+    runner = as_executor(processes)
+    with kept(runner):  # the first round's workers run the rounds after it
+        simulated = simulate_rows(catalog, chosen.sort_index(), runner, progress=progress)
+        for _ in range(max_rounds):
+            results = evaluate(catalog, simulated=simulated, rows=rows)  # simulated as data
+            ranks = recommend.ranked(results.table)
+            wanted = unsimulated_leaders(ranks, per_group).index.union(contenders(ranks).index)
+            wanted = wanted[deciding(results.table.loc[wanted], named)]
+            # another model's group: its leader, as the comparison of models shows it, simulated
+            shown = unsimulated_leaders(ranks, others).index
+            wanted = wanted.union(shown[~deciding(results.table.loc[shown], named)])
+            if wanted.empty:
+                return results
+            more = simulate_rows(catalog, results.table.loc[wanted], runner, progress=progress)
+            simulated = pd.concat([simulated, more], ignore_index=True)
     return evaluate(catalog, simulated=simulated, rows=rows)
 
 

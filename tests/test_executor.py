@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from planner.catalog import load_catalog
 from planner.cli import main
-from planner.executor import Dask, ExecutorUnavailable, InProcess, ProcessPool, executor
+from planner.executor import Dask, ExecutorUnavailable, InProcess, ProcessPool, executor, kept
 from planner.plan.selection import select_candidates
 from planner.plan.sweep import evaluate
 from planner.serving.sizing import simulate_rows
@@ -110,3 +110,27 @@ def test_pool_workers_start_with_the_run_s_objects_frozen() -> None:
     seen = list(ProcessPool(2).map(_freeze_count, None, [1, 2, 3, 4]))
     assert all(pid != os.getpid() and frozen > 1000 for pid, frozen in seen)
     assert gc.get_freeze_count() == 0
+
+
+def _pid(shared: object, item: int) -> int:
+    import os
+    import time
+
+    time.sleep(0.2)  # long enough that each worker takes a unit
+    return os.getpid()
+
+
+def test_a_kept_pool_runs_each_map_of_one_input_on_the_same_workers() -> None:
+    """Inside ``kept`` the workers started by the first map run the maps after it (of the same
+    shared input), and are shut down on leaving; a map of another input starts its own."""
+    import os
+
+    pool, shared = ProcessPool(2), object()
+    with kept(pool):
+        first = set(pool.map(_pid, shared, [1, 2, 3, 4]))
+        again = set(pool.map(_pid, shared, [1, 2]))
+        other = set(pool.map(_pid, object(), [1, 2]))
+    later = set(pool.map(_pid, shared, [1, 2]))
+    assert os.getpid() not in first and again <= first
+    assert not other & first and not later & (first | other)
+    assert list(kept(InProcess()).__enter__().map(_pid, shared, [1])) == [os.getpid()]
