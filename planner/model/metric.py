@@ -8,6 +8,7 @@ one as a formula over the cells of the same row (see :mod:`planner.model.expr`).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 import inspect
@@ -19,6 +20,11 @@ from typing import Any, Literal
 from planner.model.expr import Expr, trace
 
 Kind = Literal["number", "integer", "bool", "text"]
+
+
+@functools.cache
+def _traced(func: Callable[..., Any], inputs: tuple[str, ...]) -> Expr:
+    return trace(func, inputs)
 
 
 @dataclass(frozen=True)
@@ -36,8 +42,9 @@ class Metric:
     restates: str | None = None  # the metric this one restates in another unit
 
     def expression(self) -> Expr:
-        """The metric traced into a formula tree over its input names."""
-        return trace(self.func, self.inputs)
+        """The metric traced into a formula tree over its input names (traced once: a tree is
+        never changed once built)."""
+        return _traced(self.func, self.inputs)
 
     def formula_text(self) -> str:
         """The formula over the names of its inputs, e.g. ``2*layers*kv_heads*...``."""

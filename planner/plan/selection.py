@@ -114,16 +114,16 @@ def simulable(table: pd.DataFrame) -> pd.Series:
 def unsimulated_leaders(ranks: pd.DataFrame, per_group: int) -> pd.DataFrame:
     """Per group whose first-ranked simulable option was never simulated: the unsimulated
     options ranked above its best simulated one, at most ``per_group``."""
-    picked = []
     ranked = ranks[ranks["rank"].notna() & simulable(ranks)]
-    for _, group in ranked.groupby(["workload", "model"], sort=False):
-        group = group.sort_values("rank")
-        if bool(group["simulated"].iloc[0]):
-            continue
-        simulated = group["simulated"].astype(bool).to_numpy()
-        cut = int(simulated.argmax()) if simulated.any() else len(group)
-        picked.append(group.iloc[:cut].head(per_group))
-    return pd.concat(picked) if picked else ranks.iloc[:0]
+    if ranked.empty:
+        return ranks.iloc[:0]
+    group = ranked.groupby(["workload", "model"], sort=False).ngroup().to_numpy()
+    order = np.lexsort((ranked["rank"].to_numpy(dtype=float), group))  # by group, then rank
+    ordered, group = ranked.iloc[order], group[order]
+    simulated = pd.Series(ordered["simulated"].astype(bool).to_numpy(dtype=int))
+    above = simulated.groupby(group).cumsum().to_numpy() == 0  # no simulated option yet
+    place = simulated.groupby(group).cumcount().to_numpy()
+    return ordered[above & (place < per_group)]
 
 
 def contenders(ranks: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from openpyxl import Workbook
@@ -123,7 +124,7 @@ class _Layout:
         alone = [tuple(o.alone_at(t) for t in range(HOURS)) for o in fleet.options]
         return cls(fleet, list(fleet.demands), list(fleet.types), owned, rented, alone)
 
-    @property
+    @cached_property
     def parents(self) -> list[str]:
         return list(dict.fromkeys(d.of for d in self.fleet.demands.values()))
 
@@ -367,11 +368,12 @@ def _option_columns(
             "type_number_column": _block(first, n, 3),
             "devices_per_replica_column": _block(first, n, 4),
             "part_number_column": _block(first, n, 5)}  # fmt: skip
+    ids = [layout.option_ids(i) for i in range(n)]
     values: dict[str, Any] = {
-        "workload_number_column": [layout.option_ids(i)[0] for i in range(n)],
-        "type_number_column": [layout.option_ids(i)[1] for i in range(n)],
+        "workload_number_column": [i[0] for i in ids],
+        "type_number_column": [i[1] for i in ids],
         "devices_per_replica_column": [o.devices for o in options],
-        "part_number_column": [layout.option_ids(i)[3] for i in range(n)],
+        "part_number_column": [i[3] for i in ids],
     }
     for name, grid in (counts or {}).items():
         refs[name] = _block_col(first, n, _col(FIRST_HOUR + hour))

@@ -40,8 +40,10 @@ _FORMULA_CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*)><f([^>]*)>([^<]*)</f>
 
 _ROWS_PER_CHUNK = 500
 
-#: zlib level of the file (6, the default: level 1 writes 30 % faster but 40 % larger files).
-COMPRESSION = 6
+#: zlib level of the file. Measured on the shipped run's workbook (73 MB of XML): level 3
+#: compresses it in 0.40 s of CPU to 9.8 MB, level 6 (zlib's default) in 0.91 s to 8.4 MB, level
+#: 1 in 0.28 s to 12.3 MB; 3 halves the time for a sixth more bytes.
+COMPRESSION = 3
 
 
 def sheet_members(archive: zipfile.ZipFile) -> dict[str, str]:
