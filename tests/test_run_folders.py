@@ -340,3 +340,27 @@ def test_a_stale_staging_folder_of_a_live_process_is_kept(tmp_path: Path) -> Non
     live = tmp_path / f".run.staging-{os.getpid()}-old"
     live.mkdir()
     assert recover_stale(tmp_path) == [] and live.exists()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.1,
+        1e-05,
+        1e16,
+        -2.5e-300,
+        1.7976931348623157e308,
+        2**62,
+        "GiB ≠ GB, “quoted” \\ </script>",
+        {"rows": [{"a": None, "b": True, "c": [1, 2.0]}]},
+    ],
+)
+def test_run_json_files_read_back_as_the_values_written(tmp_path, value):
+    """results.json and fleet.json are written by pydantic-core's serialiser: every value reads
+    back as the standard library's JSON reads it, each number to the last bit."""
+    from planner.outputs.runs import write_json
+
+    path = tmp_path / "value.json"
+    write_json(value, path)
+    assert json.loads(path.read_text(encoding="utf-8")) == value
+    assert path.read_bytes().endswith(b"\n")
