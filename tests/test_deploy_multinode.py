@@ -26,7 +26,6 @@ from planner.deploy.multinode import (
     leader_worker_set,
     multinode_supported,
 )
-from planner.deploy.settings import nodes_spanned
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "deploy"
 BASH = shutil.which("bash") or "bash"
@@ -52,16 +51,6 @@ def example(name: str) -> dict[str, Any]:
 def pod(template: dict[str, Any]) -> dict[str, Any]:
     """A pod template as a Pod, for the Kubernetes schema."""
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": template["spec"]}
-
-
-@pytest.mark.parametrize(
-    ("stages", "devices", "per_node", "nodes"),
-    [(1, 8, 8, 1), (2, 16, 8, 2), (1, 16, 8, 2), (1, 4, 8, 1), (1, 24, 8, 3), (1, 8, None, 1)],
-)
-def test_the_nodes_a_replica_spans(stages: int, devices: int, per_node: int | None, nodes: int):
-    """A stage a node; else the nodes its devices fill (an EP 16 replica on 8-device nodes)."""
-    hardware = type("H", (), {"devices_per_node": per_node})()
-    assert nodes_spanned(stages, devices, hardware) == nodes  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

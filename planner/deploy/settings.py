@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.catalog.engines import DEFAULT_ENGINE, caches_prefixes, constants_for
+from planner.model.nodes import nodes_spanned
 from planner.plan.columns import prefill_parallel_of
 from planner.plan.labels import line_pools, prefill_device
 
@@ -34,7 +35,6 @@ __all__ = [
     "device_resource",
     "launch_settings",
     "model_repository",
-    "nodes_spanned",
 ]
 
 #: A Hugging Face repository named in a model's ``source``: ``huggingface.co/ORG/NAME``.
@@ -215,7 +215,9 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         "output_tokens": max(_whole(row.get("output_tokens_mean"), 1), 1),
     }
     common["long_prompt_tokens"] = _second_length(row, common)
-    common["nodes_per_replica"] = nodes_spanned(pp, common["devices_per_replica"], hardware)
+    common["nodes_per_replica"] = nodes_spanned(
+        common["devices_per_replica"], hardware.devices_per_node, pp
+    )
     counts = {"both": replicas, "prefill": prefill, "decode": replicas - prefill}
     devices_of = {role: common for _, role in line_pools(row)}
     prompts = hardware
@@ -224,26 +226,21 @@ def launch_settings(catalog: Catalog, row: pd.Series | dict[str, Any]) -> list[L
         devices_of["prefill"] = common | {
             "hardware": prompts.id,
             "device_resource": device_resource(prompts),
-            "nodes_per_replica": nodes_spanned(pp, common["devices_per_replica"], prompts),
+            "nodes_per_replica": nodes_spanned(
+                common["devices_per_replica"], prompts.devices_per_node, pp
+            ),
         }
     if own := prefill_parallel_of(row):  # prefill replicas of their own size, of its kind
         devices_of["prefill"] = devices_of["prefill"] | {
             "tensor_parallel": own,
             "expert_parallel": own if ep > 1 else 1,
             "devices_per_replica": own,
-            "nodes_per_replica": nodes_spanned(pp, own, prompts),
+            "nodes_per_replica": nodes_spanned(own, prompts.devices_per_node, pp),
         }
     return [
         LaunchSettings(line=name, role=role, replicas=counts[role], **devices_of[role])
         for name, role in line_pools(row)
     ]
-
-
-def nodes_spanned(stages: int, devices: int, hardware: Hardware) -> int:
-    """Nodes a replica of ``devices`` devices in ``stages`` pipeline stages spans: a node a
-    stage, or as many nodes as its devices fill (1 where the hardware gives no node size)."""
-    per_node = hardware.devices_per_node or devices
-    return max(stages, -(-devices // per_node))
 
 
 def _second_length(row: pd.Series | dict[str, Any], common: dict[str, Any]) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, Hardware, Model, Precision
+from planner.model.nodes import sits_on_nodes
 from planner.plan.columns import EP_KEY, PD_KEY, PF_KEY, PLAN_KEYS, PP_KEY, PX_KEY, TP_KEY
 
 
@@ -185,8 +186,7 @@ class _Allowed:
         ``hardware``: within one node, or over whole nodes (every node's devices one rank each,
         as SGLang's EP 32 over 4 × 8 H100 and DeepSeek's over 18 nodes), never part of a node
         shared with another replica."""
-        per_node = self.nodes[hardware]
-        return (devices <= per_node) | (devices % per_node == 0)
+        return sits_on_nodes(devices, self.nodes[hardware])
 
     def _mixed(self, rows: np.ndarray) -> np.ndarray:
         """The disaggregated rows of ``rows`` again with their prefill pool on each other device

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from planner.model.nodes import nodes_spanned
 from planner.model.units import is_finite
 from planner.plan.columns import pipeline_stages, prefill_hardware_of, prefill_parallel_of
 
@@ -140,7 +141,7 @@ def _over_nodes(option: Option, devices: int) -> str:
     per_node = option.get("devices_per_node", math.nan)
     if not (is_finite(per_node) and devices > per_node > 0):
         return ""
-    return f" over {-(-devices // int(per_node))} nodes"
+    return f" over {nodes_spanned(devices, int(per_node))} nodes"
 
 
 def _prefill(option: Option) -> Any:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from planner.catalog import Catalog, LengthDistribution, Workload
 from planner.model.need import pool_replicas_at
+from planner.model.nodes import sits_on_nodes
 from planner.plan.columns import PROMPTS_KEY, PX_KEY
 from planner.plan.fleet import DECODE_POOL, FLAT, PREFILL_POOL, Demand, Fleet, NodeType, Option
 from planner.plan.fleet_program import solve
@@ -221,12 +222,6 @@ def node_types(
     return types
 
 
-def _packs(devices: int, node: NodeType) -> bool:
-    """Whether replicas of ``devices`` devices pack onto the type's nodes: within one, or on
-    whole nodes (a pipeline's stages)."""
-    return devices <= node.devices or devices % node.devices == 0
-
-
 def fleet_of(catalog: Catalog, table: pd.DataFrame, models: dict[str, str]) -> Fleet | str:
     """:func:`plan_fleet`, or why there is none (no workload served, or the program's
     refusal), in words."""
@@ -250,7 +245,11 @@ def plan_fleet(
     routed, classes = class_options(catalog, models, growth)
     options += routed
     types = node_types(catalog, table, [o.hardware for o in options])
-    options = [o for o in options if o.hardware in types and _packs(o.devices, types[o.hardware])]
+    options = [
+        o
+        for o in options
+        if o.hardware in types and sits_on_nodes(o.devices, types[o.hardware].devices)
+    ]
     pools = Counter((o.workload, o.part, o.pair) for o in options if o.pool)
     options = [o for o in options if not o.pool or pools[o.workload, o.part, o.pair] == 2]
     missing = set(models) - {o.workload for o in options}
