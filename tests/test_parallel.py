@@ -55,7 +55,7 @@ from planner.model.parallel import (
     expert_parallel_flops_per_token,
     expert_parallel_prefill_step_s,
     expert_parallel_step_s,
-    expert_parallel_weight_bytes_per_device,
+    expert_parallel_weight_bytes,
     kv_transfer_bytes,
     kv_transfer_s,
     moe_layers,
@@ -64,6 +64,7 @@ from planner.model.parallel import (
     prefill_to_decode_devices,
     prompt_tokens_per_s_demanded,
     routed_parameters_per_device,
+    routed_share_per_device,
     routed_slots_per_device,
     tokens_per_s_per_device,
 )
@@ -190,7 +191,9 @@ def test_deepseek_v3_weights_per_device_under_ep8_and_tp8() -> None:
     # Replicated: 672,853,358,080 − 653,908,770,816 = 18,944,587,264 B (15,237,871,104 layer
     # parameters × 1 B + 1,853,358,080 embedding parameters × 2 B), + 81,738,596,352 B of its
     # experts = 100,683,183,616 B = 93.77 GiB: more than an H100's 80 GiB.
-    ep = expert_parallel_weight_bytes_per_device(payload, ROUTED, 1.0, mine)
+    share = routed_share_per_device(8, 8, EXPERTS, 0)
+    assert share == 1 / 8
+    ep = expert_parallel_weight_bytes(payload, ROUTED, 1.0, share, 8)
     assert ep == pytest.approx(100_683_183_616)
     assert ep / GIB == pytest.approx(93.7685, abs=1e-4)
     # TP 8 divides everything: 672,853,358,080 ÷ 8 = 84,106,669,760 B = 78.33 GiB.
@@ -254,7 +257,7 @@ def _ep_decode_step(
     """The decode step of one device of DeepSeek-V3 in FP8 under EP (Hopper's rates), each
     sequence running ``verify`` tokens (2 with the MTP module proposing one)."""
     mine = routed_parameters_per_device(ROUTED, EXPERTS, slots)
-    held = expert_parallel_weight_bytes_per_device(FP8_PAYLOAD, ROUTED, 1.0, mine)
+    held = expert_parallel_weight_bytes(FP8_PAYLOAD, ROUTED, 1.0, slots / EXPERTS, ep)
     touched = experts_touched_fraction(EXPERTS, TOP_K, batch * ep, verify)
     weights = decode_weight_bytes_per_step(held, mine, 1.0, touched, 1)
     cache = kv_read_bytes_per_sequence_step(context, kv_token, 0, 0, 0)

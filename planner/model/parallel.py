@@ -97,25 +97,6 @@ def routed_parameters_per_device(
     return routed_expert_parameters * routed_slots_per_device / experts
 
 
-@parallel_metric("B", source=f"{DEEPSEEK_V3} §3.4; {SGLANG_EP}")
-def expert_parallel_weight_bytes_per_device(
-    weight_bytes: Any,
-    routed_expert_parameters: Any,
-    weight_bytes_per_param: Any,
-    routed_parameters_per_device: Any,
-) -> Any:
-    """Weights each device holds under EP with data-parallel attention: everything but the
-    routed experts (attention, embeddings, shared experts, dense layers, replicated on every
-    device) + the device's own routed experts [B].
-
-    ``weight_bytes`` is the whole payload (:func:`planner.model.memory.weight_bytes`). Under
-    tensor parallelism the same payload is divided by TP; here only the experts are divided,
-    so a device holds more weights and, with attention's caches not copied, more sequences.
-    """
-    replicated = weight_bytes - routed_expert_parameters * weight_bytes_per_param
-    return replicated + routed_parameters_per_device * weight_bytes_per_param
-
-
 @parallel_metric("sequences", source=f"{SGLANG_EP} (DP attention)")
 def data_parallel_sequences(max_sequences: Any, data_parallel_attention: Any) -> Any:
     """Sequences a replica holds under data-parallel attention: each device's own × DP
@@ -229,7 +210,7 @@ def expert_parallel_step_s(
     and sequences, with the step's all-to-all added (or overlapped), + the fixed overhead [s].
 
     ``decode_memory_s`` and ``decode_compute_s`` are :mod:`planner.model.latency`'s at TP 1 over
-    the device's weights (:func:`expert_parallel_weight_bytes_per_device`, its experts touched
+    the device's weights (:func:`expert_parallel_weight_bytes`, its experts touched
     at the whole EP group's batch) and its own batch.
     """
     compute = maximum(decode_memory_s, decode_compute_s)
@@ -351,10 +332,14 @@ def expert_parallel_weight_bytes(
     expert_parallel: Any,
 ) -> Any:
     """Weights each device of an expert-parallel replica holds: everything but the routed
-    experts whole, and its slots' share of the routed experts
-    (:func:`routed_share_per_device`: 1 ÷ EP without redundant slots) [B]
-    (:func:`expert_parallel_weight_bytes_per_device`); the whole payload for a replica without
-    expert parallelism (EP 1: every expert on each device)."""
+    experts (attention, embeddings, shared experts, dense layers, replicated on every device)
+    whole, and its slots' share of the routed experts (:func:`routed_share_per_device`: 1 ÷ EP
+    without redundant slots) [B]; the whole payload for a replica without expert parallelism
+    (EP 1: every expert on each device).
+
+    Under tensor parallelism the same payload is divided by TP; here only the experts are
+    divided, so a device holds more weights and, with attention's caches not copied, more
+    sequences."""
     routed = routed_expert_parameters * weight_bytes_per_param
     share = where(expert_parallel > 1, routed_share_per_device, 1)
     return weight_bytes - routed + routed * share
