@@ -4,10 +4,11 @@
 
 Prints the candidate count, the seconds of load and of evaluate (and candidates per second: numpy
 runs on one core), of a second evaluate of the same catalog (what a run pays for each chunk of
-a large sweep, the metrics' first use paid: tracing their formulas, importing), the same as a multiple of a yardstick measured in the same run, and the
-process's peak memory (the yardstick runs in a child process, so its frame is not counted); with
---trace, the peak of Python allocations in a separate, slower run; with --columns, only those
-columns are kept (how a scan of a million candidates should ask for its results).
+a large sweep, the metrics' first use paid: tracing their formulas, importing), the same as a
+multiple of a yardstick measured in the same run, and the process's peak memory (the yardstick
+runs in a child process, so its frame is not counted); with --trace, the peak of Python
+allocations in a separate, slower run; with --columns, only those columns are kept (how a scan
+of a million candidates should ask for its results).
 20 hardware × 25 models × 4 precisions × 10 workloads give about 20,000 candidates; 100 × 100 ×
 4 × 25 about 1,000,000.
 """
