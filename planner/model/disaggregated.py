@@ -23,8 +23,12 @@ after it, the pools' mix as planned), its nodes counted pool by pool. Likewise t
 disaggregated candidate's prefill replicas may be of their own size in its kind of parallelism
 (``prefill_parallel``; :func:`prefill_hw_tensor_parallel`, :func:`prefill_hw_expert_parallel`),
 the weights and cache a device holds, its all-reduce or all-to-all and its ranks restated over
-that size, its devices counted at it (:func:`prefill_pool_device_offset`). The prefill pool is
-taken to find the share of a prompt in its prefix cache that the decode replica would.
+that size, its devices counted at it (:func:`prefill_pool_device_offset`). The prefill pool
+finds a prompt's prefix in its own cache: the shared prefix and a document as a replica that
+decodes too would, of a task's history only the previous prompt's part, the answer's cache
+having been made on the decode pool, and that as far as the pool's room outlasts a call and its
+tool time (:func:`planner.model.prefix.prefill_history_tokens`,
+:func:`planner.model.prefix.prefill_history_retained_fraction`).
 """
 
 from __future__ import annotations

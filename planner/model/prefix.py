@@ -10,6 +10,9 @@ prefill's weight multiplications but not the attention of the new tokens over th
 (:func:`planner.model.latency.prefill_flops`); a shared prefix's cache is held once per replica
 (:func:`planner.model.memory.max_sequences`); a task's history survives between its calls only
 while the pool has room for it beside the running sequences (:func:`history_retained_fraction`).
+A disaggregated candidate's prompts run on its prefill pool, whose cache holds the prompts it
+prefilled and nothing it did not: of a history, the previous prompt's part, kept while the pool's
+room outlasts the call and the tool time (:func:`prefill_history_retained_fraction`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from planner.model.expr import floor, is_missing, maximum, minimum, where
 from planner.model.metric import metric, rebound
+from planner.model.sources import KAPLAN, PD_PREFIX, ROOFLINE
 
 #: The engines' documentation of their prefix caches.
 APC = (
@@ -113,21 +117,103 @@ def history_retained_fraction(
     return where(demand > 0, minimum(1, kv_pool_idle_tokens / where(demand > 0, demand, 1)), 1)
 
 
-@metric("tokens", source=APC, group="latency")
+# A disaggregated candidate's prompts run on its prefill pool, whose cache is its own -------
+
+
+@metric("tokens", source=f"{APC}; {PD_PREFIX}", group="latency")
+def prefill_pool_idle_tokens(
+    prefill_hw_kv_budget_bytes: Any,
+    prefill_hw_shared_prefix_kv_bytes: Any,
+    prefill_hw_kv_bytes_per_token: Any,
+    max_num_batched_tokens: Any,
+) -> Any:
+    """Cache slots a prefill scheduler (a replica; a rank of an expert-parallel one) keeps for
+    the prompts it has prefilled: (its device's budget − the shared prefix) ÷ KV bytes per token
+    − one step's tokens (the prompts being prefilled), at least 0 [tokens]. It holds no running
+    sequence: a prompt's cache leaves for the decode pool once made, its blocks kept until
+    needed."""
+    pool = (prefill_hw_kv_budget_bytes - prefill_hw_shared_prefix_kv_bytes) / maximum(
+        prefill_hw_kv_bytes_per_token, 1
+    )
+    return maximum(pool - max_num_batched_tokens, 0)
+
+
+@metric("tokens/s", source=f"{KAPLAN}; {ROOFLINE}", group="latency")
+def prefill_pool_write_tokens_per_s(
+    prefill_compute_flops_per_s: Any, decode_flops_per_token: Any
+) -> Any:
+    """The most prompt tokens a prefill scheduler writes into its cache a second: its
+    arithmetic's rate ÷ 2 FLOP a parameter a token [tokens/s]. A bound: attention's arithmetic,
+    the step's weight read and the queue's idle time all slow it. 1e15 FLOP/s over 16e9 FLOP a
+    token: 62,500 tokens a second."""
+    return prefill_compute_flops_per_s / decode_flops_per_token
+
+
+@metric("", source=f"{CHE}; {PD_PREFIX}", group="latency")
+def prefill_history_retained_fraction(
+    prefill_history_tokens: Any,
+    prefill_pool_idle_tokens: Any,
+    prefill_pool_write_tokens_per_s: Any,
+    output_tokens_mean: Any,
+    itl_s: Any,
+    tool_time_s: Any,
+) -> Any:
+    """Share of a task's history still in its prefill scheduler's cache at the task's next
+    call: min(1, idle room ÷ the tokens it prefills in between at most, write rate × (the call's
+    decoding, mean output × ITL, + tool time)); 1 with no history [-].
+
+    Least recently used, a cache of C slots written at r tokens a second holds what was
+    written in the last C ÷ r seconds (Che's characteristic time); a task's calls are taken to
+    return to the scheduler that prefilled the last (a cache-aware router's), its history
+    then found as far as it fits. 500,000 slots written at 50,000 tokens a second for 4 s of
+    decoding and 8 s of tool time: 500,000 ÷ 600,000 = 0.83.
+    """
+    written = prefill_pool_write_tokens_per_s * (output_tokens_mean * itl_s + tool_time_s)
+    kept = minimum(1, prefill_pool_idle_tokens / where(written > 0, written, 1))
+    return where((prefill_history_tokens > 0) & (written > 0), kept, 1)
+
+
+@metric("tokens", source=f"{APC}; {PD_PREFIX}", group="latency")
+def prefill_history_tokens(
+    history_prefix_tokens: Any,
+    output_tokens_mean: Any,
+    requests_per_task: Any,
+    disaggregated: Any,
+) -> Any:
+    """Tokens of a task's history that the replica running its prompts can have cached
+    [tokens]: all of it where that replica also decodes; on a prefill pool only the previous
+    prompt's part, the history less the previous call's answer, whose cache was made on the
+    decode pool and is not sent back (Mooncake, SGLang), and after which no block matches. Every
+    call but a task's first re-sends an answer: history − mean output × (calls − 1) ÷ calls, at
+    least 0. The coding agent's 7,300 tokens of history over six calls of 600-token answers:
+    7,300 − 500 = 6,800 on a prefill pool."""
+    answers = output_tokens_mean * (requests_per_task - 1) / maximum(requests_per_task, 1)
+    pool = maximum(history_prefix_tokens - answers, 0)
+    return where(disaggregated > 0, pool, history_prefix_tokens)
+
+
+@metric("tokens", source=f"{APC}; {PD_PREFIX}", group="latency")
 def repeated_prefix_tokens(
     document_prefix_tokens: Any,
     questions_per_document: Any,
-    history_prefix_tokens: Any,
+    prefill_history_tokens: Any,
     history_retained_fraction: Any,
+    disaggregated: Any = 0,
+    prefill_history_retained_fraction: Any = 1,
 ) -> Any:
-    """Tokens of the mean prompt that repeat an earlier request's and are still cached:
-    document × (questions − 1) ÷ questions + history × retained [tokens].
+    """Tokens of the mean prompt that repeat an earlier request's and are still cached where
+    the prompt runs: document × (questions − 1) ÷ questions + history × retained [tokens].
 
     A document's later questions are taken to come while it is cached (its first finds none
-    of it); a task's history survives as :func:`history_retained_fraction` says.
+    of it). A task's history survives as :func:`history_retained_fraction` says on a replica
+    that decodes too; on a prefill pool, its prompts' part of it
+    (:func:`prefill_history_tokens`) as :func:`prefill_history_retained_fraction` says.
     """
     document = document_prefix_tokens * (questions_per_document - 1) / questions_per_document
-    return document + history_prefix_tokens * history_retained_fraction
+    retained = where(
+        disaggregated > 0, prefill_history_retained_fraction, history_retained_fraction
+    )
+    return document + prefill_history_tokens * retained
 
 
 def _whole_blocks_share(cacheable: Any, prompt: Any, kv_block_tokens: Any) -> Any:

@@ -26,6 +26,10 @@ LEAST_SQUARES = "NIST/SEMATECH e-Handbook, §4.1.4.1 (least squares)"
 NORMAL = "NIST/SEMATECH e-Handbook, §1.3.6.7.1 (normal quantiles)"
 LEVIATHAN = "Leviathan et al. 2023 (speculative decoding)"
 EAGLE = "Li et al. 2024 (EAGLE: a one-layer draft head over the target's features)"
+PD_PREFIX = (
+    "Mooncake and SGLang 2025 (a prefill instance caches the prompts it prefilled, not the "
+    "tokens decoded elsewhere)"
+)
 
 REFERENCES: dict[str, str] = {
     UNITS: "IEC 80000-13:2008, Quantities and units, Part 13: Information science and "
@@ -66,6 +70,11 @@ REFERENCES: dict[str, str] = {
     NORMAL: "NIST/SEMATECH e-Handbook of Statistical Methods, 2012, section 1.3.6.7.1, "
     "Cumulative Distribution Function of the Standard Normal Distribution (P(Z ≤ 1.2816) = "
     "0.90).",
+    PD_PREFIX: "kvcache-ai/Mooncake issue 279 (2025-04-21: prefill nodes do not reuse the KV "
+    "cache made on decode nodes in a multi-turn conversation) and sgl-project/sglang issue "
+    "8670 (2025-08-01: a decode server keeps no radix cache, so the cache of the tokens it "
+    "decoded is not there for later prefills), github.com; their words in "
+    "tests/fixtures/engines/pd-prefix-cache.md.",
     LEVIATHAN: "Y. Leviathan, M. Kalman, Y. Matias, Fast Inference from Transformers via "
     "Speculative Decoding, ICML 2023, arXiv:2211.17192, §3.1 (k proposals each accepted with "
     "probability α emit (1 − α^(k+1)) ÷ (1 − α) tokens per verifying step).",
