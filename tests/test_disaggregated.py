@@ -220,15 +220,14 @@ def test_spreadsheet_engines_compute_the_disaggregated_layout(tmp_path: Path, en
     disaggregated: every Plan cell the spreadsheet engine computes, through both branches of the
     layout-selecting formulas, is the planner's, and so is every Schedule cell, whose replicas
     count both pools month by month."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals, assert_sheets_equal, cached
 
     from planner.outputs.workbook import write_workbook
     from planner.plan.deployment import Line
     from planner.plan.schedule import workload_schedule
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     catalog = load_catalog(small_catalog(tmp_path / "catalogs"))
     results = evaluate(catalog)
     assert set(results.table["disaggregated"]) == {0, 1}

@@ -190,13 +190,12 @@ def test_spreadsheet_engines_compute_the_expert_parallel_layout(
 ) -> None:
     """The workbook of a catalog with EP 8 tried: every Plan cell the spreadsheet engine
     computes, through both branches of the layout-selecting formulas, is the planner's."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals
 
     from planner.outputs.workbook import write_workbook
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     results = evaluate(load_catalog(small_catalog(tmp_path / "catalogs")))
     table = results.table
     assert set(table.loc[table["expert_parallel"] == 8, "model"]) == {"qwen3-30b-a3b"}

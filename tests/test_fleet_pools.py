@@ -9,7 +9,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from spreadsheet import ENGINES, computed_values, installed, recalculate_many
+from spreadsheet import ENGINES, computed_values, recalculate_many, require
 from test_workbook import assert_sheets_equal, cached
 
 from planner.catalog import load_catalog
@@ -96,8 +96,7 @@ def test_the_sheet_counts_no_load_for_the_prefill_pool(book: tuple[Path, Fleet])
 def test_the_sheet_with_two_pools_recomputes(
     book: tuple[Path, Fleet], tmp_path: Path, engine: str
 ) -> None:
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     (out,) = recalculate_many([book[0]], tmp_path, engine=engine)
     assert_sheets_equal(cached(book[0], "Fleet"), computed_values(out, "Fleet"))
 
@@ -106,8 +105,7 @@ def test_a_prefill_replica_taken_away_is_flagged(book: tuple[Path, Fleet], tmp_p
     """Finance takes a prefill replica away from the owned counts at noon: the pace row's noon
     cell shows the decode pool's share beyond the prefill pool's, 1 − 1/2 = 0.5, and it reads
     false."""
-    if not installed("libreoffice"):
-        pytest.skip("libreoffice is not installed")
+    require("libreoffice")
     wb = openpyxl.load_workbook(book[0])
     sheet = wb["Fleet"]
     at = [

@@ -222,13 +222,12 @@ def test_a_pipeline_is_simulated(two_stages: pd.DataFrame) -> None:
 def test_spreadsheet_engines_compute_the_pipeline(tmp_path: Path, engine: str) -> None:
     """The workbook of a catalog with two stages tried: every Plan cell the spreadsheet engine
     computes, through both branches of the layout-selecting formulas, is the planner's."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals
 
     from planner.outputs.workbook import write_workbook
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     keep = {
         "models": {"deepseek-v3", "llama-3.1-8b"},
         "hardware": {"h100-sxm-80gb"},

@@ -355,13 +355,12 @@ def test_spreadsheet_engines_compute_pools_on_two_devices(tmp_path: Path, engine
     """The workbook of a catalog whose prefill pools may run on the other device: every Plan
     cell the spreadsheet engine computes, the prompts' figures looked up by the row's
     prefill_hardware, is the planner's."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals
 
     from planner.outputs.workbook import write_workbook
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     catalog = load_catalog(small_catalog(tmp_path / "catalogs"))
     results = evaluate(catalog)
     assert results.table["separate_prefill_hardware"].sum() > 0

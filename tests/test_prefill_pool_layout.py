@@ -247,15 +247,14 @@ def test_spreadsheet_engines_compute_pools_of_two_sizes(
 ) -> None:
     """Every Plan cell the spreadsheet engine computes for the catalog with pools of two sizes,
     and every Schedule cell of the line served so, is the planner's."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals, assert_sheets_equal, cached
 
     from planner.outputs.workbook import write_workbook
     from planner.plan.deployment import Line
     from planner.plan.schedule import workload_schedule
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     results = evaluate(catalog)
     row = layout(results.table, "chat", 72, 1, 32)
     schedule = workload_schedule(catalog, Line("chat", "deepseek-v3", row, "buy", "cheapest"))
@@ -406,13 +405,12 @@ def test_a_tensor_parallel_prefill_pool_is_launched_at_its_size(dense: Catalog) 
 def test_spreadsheet_engines_compute_tensor_parallel_pools_of_two_sizes(
     tmp_path: Path, engine: str, dense: Catalog
 ) -> None:
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals
 
     from planner.outputs.workbook import write_workbook
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     results = evaluate(dense)
     assert (results.table["prefill_parallel"] > 0).any()
     book = write_workbook(results, tmp_path / "tp.xlsx")

@@ -467,13 +467,12 @@ def test_spreadsheet_engines_compute_the_prefix_metrics(
     """A workbook of the seed with a system prompt, an agent's history, a document asked four
     questions, a measured hit ratio and an API offer with a cached price: every Plan cell the
     spreadsheet engine computes is the planner's."""
-    from spreadsheet import computed_values, installed, recalculate_many
+    from spreadsheet import computed_values, recalculate_many, require
     from test_workbook import assert_plan_equals
 
     from planner.outputs.workbook import write_workbook
 
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     folder = tmp_path / "catalogs"
     shutil.copytree(seed_dir, folder)
     (folder / "workloads.yaml").write_text(PREFIX_WORKLOADS)

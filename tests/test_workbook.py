@@ -25,7 +25,7 @@ import pytest
 import yaml
 from openpyxl.formula.translate import Translator
 from openpyxl.utils import get_column_letter
-from spreadsheet import ENGINES, computed_values, installed, recalculate_many
+from spreadsheet import ENGINES, computed_values, recalculate_many, require
 from test_simulated_inputs import sim_row
 
 from planner.catalog import load_catalog
@@ -713,8 +713,7 @@ def recalculated(built: Built, request: pytest.FixtureRequest) -> dict[str, Path
     """Every workbook of :func:`built` recalculated by each spreadsheet engine (LibreOffice in
     one start; Gnumeric a file at a time)."""
     engine = request.param
-    if not installed(engine):
-        pytest.skip(f"{engine} is not installed")
+    require(engine)
     names = list(built.files)
     outputs = recalculate_many(
         [built.files[n] for n in names], built.folder / f"recalculated-{engine}", engine=engine

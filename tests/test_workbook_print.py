@@ -15,7 +15,7 @@ import pytest
 from openpyxl import Workbook
 from openpyxl.utils import get_column_letter
 from pypdf import PdfReader
-from spreadsheet import installed, recalculate_many
+from spreadsheet import recalculate_many, require
 from test_workbook import SEED, rich_catalog
 
 from planner.catalog import load_catalog
@@ -57,8 +57,7 @@ def page_texts(path: Path) -> list[list[tuple[float, str]]]:
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The seed's workbook (with charts) and the rich catalog's, printed to PDF by LibreOffice."""
-    if not installed("libreoffice"):
-        pytest.skip("libreoffice is not installed")
+    require("libreoffice")
     folder = tmp_path_factory.mktemp("printed")
     books = {
         "seed": write_workbook(evaluate(load_catalog(SEED)), folder / "seed.xlsx"),
