@@ -208,8 +208,10 @@ def node_types(
     device rented around the clock, in nodes of :func:`rack_devices`; a type of which a rack
     powers no device is left out."""
     types = {}
+    priced = table[one_device_type(table)]
+    names = priced["hardware"].astype(str)
     for h in dict.fromkeys(hardware):
-        rows = table[(table["hardware"].astype(str) == h) & one_device_type(table)]
+        rows = priced[names == h]
         if rows.empty:  # priced by no row of its own (a prefill pool's device alone)
             continue
         row = rows.iloc[0]
